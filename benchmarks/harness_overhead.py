@@ -1,0 +1,101 @@
+"""Harness overhead: our reported p50 against a bare `session.run` loop, in one process, one run.
+
+Goal (issue 2): for onnx_fp32 on spam_fnn our p50 is within 3% of the bare loop's p50. Both loops
+time single calls with perf_counter_ns on the same session and the same batch-1 input; they take
+turns (ABAB...) so that drift in the machine's state hits both alike. Run after `dvc repro`, with
+nothing else running:  python benchmarks/harness_overhead.py [--rounds 5] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pipeline import layout
+from pipeline.bench.harness import measure_latency, warm_up
+from pipeline.bench.worker import sample_batch
+from pipeline.config import load_params
+from pipeline.data import DataSet
+from pipeline.files import read_json, write_json
+from pipeline.fingerprint import fingerprint
+from pipeline.runtimes import load
+
+
+def bare_session(path: Path, threads: int):
+    """What a user would write: an InferenceSession with the same thread count, nothing else."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def bare_loop_p50_ms(session, feeds: dict, seconds: float) -> float:
+    """Call session.run in a loop and time each call.
+
+    Output names are passed as our adapter does: `run(None, ...)` makes ORT look the names up in
+    Python on every call, about 0.2 us more here, which would flatter the harness at this scale.
+    """
+    names = [o.name for o in session.get_outputs()]
+    samples = []
+    clock = time.perf_counter_ns
+    end = clock() + seconds * 1e9
+    while clock() < end:
+        t0 = clock()
+        session.run(names, feeds)
+        samples.append(clock() - t0)
+    return float(np.percentile(samples, 50)) / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="spam_fnn")
+    parser.add_argument("--variant", default="onnx_fp32")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("reports/benchmarks/harness_overhead.json"))
+    args = parser.parse_args()
+
+    params = load_params()
+    threads = params.bench.resolved_threads()
+    build = read_json(layout.variant_dir(args.model, args.variant) / layout.BUILD_INFO)
+    artifact = layout.variant_dir(args.model, args.variant) / build["entry"]
+    session = load(build["runtime"], artifact, threads)
+    bare = bare_session(artifact, threads)
+    feeds = sample_batch(DataSet.load(layout.source_dir(args.model) / layout.REFERENCE).inputs, 1)
+    ours_call = session.prepare(feeds)
+    warm_up(ours_call, params.bench.warmup)
+    warm_up(lambda: bare.run(None, feeds), params.bench.warmup)
+
+    ours, bare_p50 = [], []
+    for _ in range(args.rounds):
+        ours.append(measure_latency(ours_call, params.bench.latency).stats.p50)
+        bare_p50.append(bare_loop_p50_ms(bare, feeds, params.bench.latency.min_seconds))
+    ratio = float(np.median(ours) / np.median(bare_p50))
+    result = {
+        "model": args.model,
+        "variant": args.variant,
+        "threads": threads,
+        "rounds": args.rounds,
+        "ours_p50_ms_by_round": {f"r{i}": v for i, v in enumerate(ours)},
+        "bare_p50_ms_by_round": {f"r{i}": v for i, v in enumerate(bare_p50)},
+        "ours_p50_ms": float(np.median(ours)),
+        "bare_p50_ms": float(np.median(bare_p50)),
+        "ratio": ratio,
+        "goal": "|ratio - 1| <= 0.03",
+        "met": abs(ratio - 1) <= 0.03,
+        "machine": f"{fingerprint()['cpu']['model']}, {fingerprint()['cpu']['cores']} cores",
+    }
+    write_json(args.out, result)
+    print(
+        f"{args.model}/{args.variant}, {threads} threads, {args.rounds} alternating rounds: "
+        f"harness p50 {result['ours_p50_ms'] * 1000:.2f} us, "
+        f"bare session.run p50 {result['bare_p50_ms'] * 1000:.2f} us, "
+        f"ratio {ratio:.3f} (goal within 3%: {'met' if result['met'] else 'NOT met'})"
+    )
+
+
+if __name__ == "__main__":
+    main()

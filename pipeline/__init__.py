@@ -1,0 +1,8 @@
+"""Model optimization and export pipeline: source model -> ONNX -> optimized variants -> benchmarks.
+
+All logic lives in this package; the DVC stages in `stages/` are thin entry points into it.
+Heavy frameworks (torch, onnxruntime, openvino, tensorflow, jax) are imported lazily, inside the
+module that needs them, so that a stage only pays for the runtime it uses.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,126 @@
+"""The benchmark itself, run in a fresh process per variant (see pipeline.isolate).
+
+Order matters: import the runtime (RSS baseline), load (load_ms), first call (first_infer_ms),
+warm-up, batch-1 latency, the throughput sweep, then accuracy on the eval split. CPU utilisation
+covers the timed loops; peak RSS is the process's high-water mark (ru_maxrss).
+"""
+
+from __future__ import annotations
+
+import importlib
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+from pipeline import layout
+from pipeline.bench.harness import measure_latency, measure_throughput, warm_up
+from pipeline.config import PARAMS_FILE, load_params
+from pipeline.data import Arrays, DataSet, batches, concat
+from pipeline.evaluate import accuracy_block
+from pipeline.files import read_json
+from pipeline.runtimes import RUNTIMES
+
+
+def sample_batch(inputs: Arrays, batch: int) -> Arrays:
+    """The first `batch` eval rows (repeated if the split is smaller): real data, fixed."""
+    n = len(next(iter(inputs.values())))
+    index = np.arange(batch) % n
+    return {k: np.ascontiguousarray(v[index]) for k, v in inputs.items()}
+
+
+def other_load(before: Any, after: Any, own_cpu_s: float, wall_s: float) -> dict[str, float]:
+    """CPU time that other processes (and the hypervisor, as steal) took while we were timing.
+
+    Measured, not guessed: on a 2-core box a second busy process can triple a latency, so the
+    report flags runs where this is high.
+    """
+
+    def busy(t: Any) -> float:
+        return (
+            sum(t)
+            - t.idle
+            - getattr(t, "iowait", 0.0)
+            - getattr(t, "steal", 0.0)
+            - getattr(t, "guest", 0.0)
+            - getattr(t, "guest_nice", 0.0)
+        )
+
+    others = max(0.0, busy(after) - busy(before) - own_cpu_s)
+    steal = getattr(after, "steal", 0.0) - getattr(before, "steal", 0.0)
+    return {"other_cpu_pct": 100.0 * others / wall_s, "steal_pct": 100.0 * steal / wall_s}
+
+
+def _rss_mb() -> float:
+    return psutil.Process().memory_info().rss / 1e6
+
+
+def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
+    root_path = Path(root)
+    params = load_params(root_path / PARAMS_FILE)
+    bench, config = params.bench, params.model(model)
+    threads = bench.resolved_threads()
+    build = read_json(layout.variant_dir(model, variant, root_path) / layout.BUILD_INFO)
+    reference = DataSet.load(layout.source_dir(model, root_path) / layout.REFERENCE)
+
+    start = time.perf_counter()
+    adapter = importlib.import_module(RUNTIMES[build["runtime"]].module)
+    import_ms = 1000 * (time.perf_counter() - start)
+    rss_after_import = _rss_mb()
+
+    start = time.perf_counter()
+    session = adapter.load(layout.variant_dir(model, variant, root_path) / build["entry"], threads)
+    load_ms = 1000 * (time.perf_counter() - start)
+
+    one = sample_batch(reference.inputs, 1)
+    call = session.prepare(one)
+    start = time.perf_counter()
+    call()
+    first_infer_ms = 1000 * (time.perf_counter() - start)
+
+    process = psutil.Process()
+    cpu_before, system_before, wall_before = process.cpu_times(), psutil.cpu_times(), time.perf_counter()
+    warm_up(call, bench.warmup)
+    latency = measure_latency(call, bench.latency)
+    by_batch = {}
+    for size in bench.throughput.batches:
+        by_batch[f"b{size}"] = measure_throughput(
+            session.prepare(sample_batch(reference.inputs, size)), size, bench.throughput.seconds
+        )
+    cpu_after, system_after, wall = process.cpu_times(), psutil.cpu_times(), time.perf_counter() - wall_before
+    own = (cpu_after.user - cpu_before.user) + (cpu_after.system - cpu_before.system)
+    cpu_pct = 100.0 * own / wall
+    peak_key = max(by_batch, key=by_batch.__getitem__)
+
+    outputs = concat([session.run(chunk) for chunk in batches(reference.inputs, bench.eval_batch)])
+    accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
+
+    return {
+        "metrics": {
+            "load_ms": load_ms,
+            "first_infer_ms": first_infer_ms,
+            "latency_ms": {k: v for k, v in latency.stats.to_dict().items() if k not in ("min", "max")},
+            "stable": latency.stable,
+            "throughput_sps": {"peak": by_batch[peak_key], "peak_batch": int(peak_key[1:]), "by_batch": by_batch},
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,  # KiB on Linux
+            "cpu_util_pct": cpu_pct,
+            "accuracy": {k: accuracy[k] for k in ("metric", "value", "delta", "max_abs_diff", "top1_agreement")},
+        },
+        "details": {
+            "import_ms": import_ms,
+            "runtime_rss_mb": rss_after_import,
+            "latency_min_ms": latency.stats.min,
+            "latency_max_ms": latency.stats.max,
+            "stability": {
+                "spread_pct": latency.spread_pct,
+                "windows": latency.windows,
+                "seconds": latency.seconds,
+                **other_load(system_before, system_after, own, wall),
+            },
+            "accuracy": accuracy | {"eval_samples": len(reference), "eval_origin": reference.origin},
+            "runtime": session.details(),
+        },
+    }

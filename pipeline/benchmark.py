@@ -1,0 +1,53 @@
+"""The bench stage: measure one built variant in a fresh process and write its metrics file.
+
+reports/metrics/<model>/<variant>.json always gets written, with status ok / skipped / failed and
+a one-line reason, so `dvc metrics show` lists every variant and why it has no numbers. It holds
+the numbers users compare; reports/details/<model>/<variant>.json holds how they came about
+(build facts, runtime settings, stability windows), kept out of the metrics so that
+`dvc metrics show` stays readable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipeline import layout
+from pipeline.config import Params
+from pipeline.files import read_json, size_mb, write_json
+from pipeline.isolate import IsolatedFailure, call
+from pipeline.runtimes import RUNTIMES
+
+# Thread pools that read the environment (OpenMP, MKL, OpenBLAS) get the same count as the runtime.
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def benchmark_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
+    threads = params.bench.resolved_threads()
+    metrics: dict[str, Any] = {
+        "status": build["status"],
+        "reason": build["reason"],
+        "runtime": build["runtime"],
+        "precision": build["precision"],
+        "device": RUNTIMES[build["runtime"]].device,
+        "threads": threads,
+    }
+    details: dict[str, Any] = {"build": build["build"]}
+    if build["status"] == "ok":
+        artifact = layout.variant_dir(model, variant, root)
+        metrics["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
+        try:
+            result = call(
+                "pipeline.bench.worker:measure",
+                {"model": model, "variant": variant, "root": str(root)},
+                timeout=params.bench.timeout_s,
+                env=dict.fromkeys(THREAD_ENV, str(threads)),
+            )
+            metrics |= result["metrics"]
+            details |= result["details"]
+        except IsolatedFailure as failure:
+            metrics |= {"status": "failed", "reason": f"benchmark failed: {failure}"}
+    write_json(layout.details_file(model, variant, root), details)
+    write_json(layout.metrics_file(model, variant, root), metrics)
+    return metrics

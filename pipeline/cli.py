@@ -1,0 +1,75 @@
+"""`python -m pipeline COMMAND` (or `modelopt COMMAND`): the user-facing commands.
+
+DVC stages (stages/*.py) call `run_stage` here, so every entry point turns a PipelineError into
+one line on stderr and exit code 2, and never a traceback the user has to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+
+
+def run_stage(function: Callable[..., Any], arg_names: Sequence[str], argv: Sequence[str] | None = None) -> int:
+    """Entry point of a DVC stage: parse positional args, load params.yaml, call `function`."""
+    from pipeline.config import load_params
+
+    parser = argparse.ArgumentParser(description=function.__doc__)
+    for name in arg_names:
+        parser.add_argument(name)
+    args = parser.parse_args(argv)
+    try:
+        result = function(*(getattr(args, n) for n in arg_names), load_params())
+    except PipelineError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if isinstance(result, dict) and "status" in result:
+        line = f"{' '.join(getattr(args, n) for n in arg_names)}: {result['status']}"
+        print(line + (f" ({result['reason']})" if result.get("reason") else ""))
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from pipeline.summary import print_summary
+
+    print_summary(models=args.model or None)
+    return 0
+
+
+def _env(args: argparse.Namespace) -> int:
+    from pipeline.fingerprint import fingerprint
+
+    print(json.dumps(fingerprint(), indent=2))
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from pipeline.config import load_params
+
+    params = load_params(args.params)
+    print(f"{args.params}: ok ({len(params.models)} models, {len(params.variants)} variants)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    summary = commands.add_parser("summary", help="print one table per model from reports/metrics")
+    summary.add_argument("model", nargs="*", help="models to show (default: those in params.yaml)")
+    summary.set_defaults(run=_summary)
+    commands.add_parser("env", help="print this machine's environment fingerprint").set_defaults(run=_env)
+    check = commands.add_parser("check", help="validate params.yaml without running anything")
+    check.add_argument("--params", type=Path, default=Path("params.yaml"))
+    check.set_defaults(run=_check)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except PipelineError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

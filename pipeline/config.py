@@ -1,0 +1,237 @@
+"""params.yaml: load it once, validate all of it, and name the file and field of any mistake.
+
+The file is grouped by stage (models/catalog, train, export, variants, bench, build). Variant
+sections are validated by the config class that each pass declares (see pipeline.variants), so a
+typo in a variant's knob is caught before anything is built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pipeline.errors import ConfigError
+
+PARAMS_FILE = "params.yaml"
+MODELS_DIR = Path("models")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
+SourceKind = Literal["torch", "onnx"]
+DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
+MetricName = Literal["accuracy", "binary_accuracy", "none"]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a misspelt knob must not be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InputSpec(Strict):
+    """One model input. The first dimension is the symbolic batch axis, named by a string."""
+
+    shape: list[int | str] = Field(min_length=1)
+    dtype: DType = "float32"
+    low: float | None = None  # range of generated values when no data file is given
+    high: float | None = None
+
+    @field_validator("shape")
+    @classmethod
+    def _batch_first(cls, shape: list[int | str]) -> list[int | str]:
+        if not isinstance(shape[0], str):
+            raise ValueError(f"the first dimension must be the symbolic batch name (e.g. 'batch'), got {shape[0]!r}")
+        for dim in shape[1:]:
+            if not isinstance(dim, int) or dim <= 0:
+                raise ValueError(f"dimensions after the batch axis must be positive integers, got {dim!r}")
+        return shape
+
+    @property
+    def batch_dim(self) -> str:
+        return str(self.shape[0])
+
+    def shape_for(self, batch: int) -> tuple[int, ...]:
+        return (batch, *(int(d) for d in self.shape[1:]))
+
+
+class ModelConfig(Strict):
+    """A model in the catalog. Its files live in models/<name>/ (the folder DVC watches)."""
+
+    source: SourceKind
+    file: str = Field(description="model file inside the model folder: weights, .onnx, ...")
+    factory: str | None = Field(default=None, description="'module:function' returning the model (code models)")
+    factory_args: dict[str, Any] = Field(default_factory=dict)
+    inputs: dict[str, InputSpec] = Field(min_length=1)
+    outputs: list[str] | None = None
+    eval_data: str | None = None
+    calib_data: str | None = None
+    metric: MetricName = "none"
+    skip: list[str] = Field(default_factory=list)
+
+    @field_validator("factory")
+    @classmethod
+    def _factory_shape(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[\w.]+:[\w.]+", value):
+            raise ValueError(f"expected 'module:function', got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _code_models_need_factory(self) -> ModelConfig:
+        if self.source == "torch" and not self.factory:
+            raise ValueError("a torch model needs 'factory: module:function' to build the nn.Module")
+        return self
+
+
+class ExportConfig(Strict):
+    opset: int = Field(default=20, ge=13, le=23)
+    torch_exporter: Literal["dynamo", "torchscript"] = "dynamo"
+    atol: float = Field(default=1e-4, gt=0)
+    rtol: float = Field(default=1e-3, ge=0)
+    generated_samples: int = Field(default=256, ge=8)
+    max_eval_samples: int = Field(default=2000, ge=8)
+    seed: int = 0
+
+
+class WarmupConfig(Strict):
+    iters: int = Field(default=20, ge=1)
+    seconds: float = Field(default=0.3, ge=0)
+
+
+class LatencyConfig(Strict):
+    """Batch-1 latency: run in windows until `min_iters`/`min_seconds` are met and the last
+    `stable_windows` windows agree within `stability_pct` (Triton Model Navigator's rule),
+    or `max_seconds` runs out (then the result is flagged noisy)."""
+
+    min_iters: int = Field(default=200, ge=10)
+    min_seconds: float = Field(default=1.5, gt=0)
+    max_seconds: float = Field(default=10.0, gt=0)
+    window_seconds: float = Field(default=0.5, gt=0)
+    stable_windows: int = Field(default=3, ge=2)
+    stability_pct: float = Field(default=10.0, gt=0)
+
+
+class ThroughputConfig(Strict):
+    batches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 8, 32, 128], min_length=1)
+    seconds: float = Field(default=1.0, gt=0)
+
+
+class BenchConfig(Strict):
+    threads: int | Literal["auto"] = "auto"
+    warmup: WarmupConfig = WarmupConfig()
+    latency: LatencyConfig = LatencyConfig()
+    throughput: ThroughputConfig = ThroughputConfig()
+    eval_batch: int = Field(default=64, ge=1)
+    timeout_s: float = Field(default=1800, gt=0)
+
+    @field_validator("threads")
+    @classmethod
+    def _positive(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("threads must be a positive integer or 'auto'")
+        return value
+
+    def resolved_threads(self) -> int:
+        """'auto' means one thread per core this process may run on."""
+        if self.threads == "auto":
+            return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return int(self.threads)
+
+
+class BuildConfig(Strict):
+    timeout_s: float = Field(default=3600, gt=0)
+
+
+class Params(Strict):
+    models: list[str] = Field(min_length=1)
+    catalog: dict[str, ModelConfig]
+    train: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    export: ExportConfig = ExportConfig()
+    variants: dict[str, dict[str, Any] | None] = Field(min_length=1)
+    bench: BenchConfig = BenchConfig()
+    build: BuildConfig = BuildConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Params:
+        for name in [*self.catalog, *self.variants]:
+            if not NAME_PATTERN.match(name):
+                raise ValueError(f"name {name!r} may use only letters, digits and '_' (it becomes a DVC stage name)")
+        for i, name in enumerate(self.models):
+            if name not in self.catalog:
+                raise _FieldError(
+                    f"models.{i}", f"{name!r} has no entry under 'catalog' (known: {', '.join(self.catalog)})"
+                )
+        return self
+
+    def model(self, name: str) -> ModelConfig:
+        if name not in self.catalog:
+            raise ConfigError(f"{PARAMS_FILE}: catalog.{name}: no such model (known: {', '.join(self.catalog)})")
+        return self.catalog[name]
+
+    def variant_params(self, name: str) -> dict[str, Any]:
+        if name not in self.variants:
+            raise ConfigError(
+                f"{PARAMS_FILE}: variants.{name}: not configured (configured: {', '.join(self.variants)})"
+            )
+        return dict(self.variants[name] or {})
+
+
+class _FieldError(ValueError):
+    """A cross-field error that knows which field is at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def model_dir(name: str, root: Path = Path(".")) -> Path:
+    """Every model has a folder models/<name>/ holding its files; DVC watches the whole folder."""
+    return root / MODELS_DIR / name
+
+
+def format_validation_error(error: ValidationError, source: str, prefix: str = "") -> str:
+    """First problem of a pydantic error as one line: 'file: dotted.field: message'."""
+    first = error.errors()[0]
+    location = [str(part) for part in first["loc"] if not str(part).startswith(("function-", "literal["))]
+    context = first.get("ctx", {}).get("error")
+    if isinstance(context, _FieldError):
+        location, message = [context.field], str(context)
+    else:
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] not in {"missing", "extra_forbidden", "value_error"} and "input" in first:
+            message += f" (got {first['input']!r})"
+        if first["type"] == "extra_forbidden":
+            message = "unknown key (check its spelling)"
+    field = ".".join(filter(None, [prefix, *location])) or "(top level)"
+    return f"{source}: {field}: {message}"
+
+
+def validate(model: type[BaseModel], data: Any, source: str, prefix: str = "") -> Any:
+    """Validate `data` against `model`, raising ConfigError with one clear line."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(format_validation_error(error, source, prefix)) from None
+
+
+def load_params(path: Path | str = PARAMS_FILE) -> Params:
+    """Read and validate params.yaml, variant sections included."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found (run from the project root)") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where}: not valid YAML: {getattr(error, 'problem', error)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    params = validate(Params, raw, str(path))
+    from pipeline.variants import validate_variant_params
+
+    for name, section in params.variants.items():
+        validate_variant_params(name, section or {}, str(path))
+    return params

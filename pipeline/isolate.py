@@ -1,0 +1,99 @@
+"""Run one function in a fresh Python process.
+
+Builds and benchmarks run isolated so that runtimes do not share (or pollute) one process's
+memory, a crash or hang in a converter becomes a recorded failure instead of a dead pipeline, and
+peak RSS measures one runtime alone (Triton Model Navigator isolates its steps the same way).
+
+Parent: `call("module:function", kwargs, timeout)`; child: `python -m pipeline.isolate REQUEST RESULT`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError, one_line
+
+
+class IsolatedFailure(Exception):
+    """The isolated call failed; the message is a one-line reason fit for a metrics file."""
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, PipelineError):
+        return str(error)
+    return f"{type(error).__name__}: {one_line(error)}" if str(error).strip() else type(error).__name__
+
+
+def _pump(stream: Any, tail: deque[str]) -> None:
+    """Copy the child's stderr to ours line by line (live progress) and keep the last lines."""
+    for line in iter(stream.readline, ""):
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        if line.strip():
+            tail.append(line.rstrip())
+
+
+def call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str] | None = None) -> Any:
+    """Return `target(**kwargs)` computed in a child process, or raise IsolatedFailure."""
+    with tempfile.TemporaryDirectory(prefix="isolate-") as tmp:
+        request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        request.write_text(json.dumps({"target": target, "kwargs": kwargs}))
+        child_env = os.environ | (env or {}) | {"PYTHONUNBUFFERED": "1"}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.isolate", str(request), str(result)],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=child_env,
+            start_new_session=True,  # its own process group, so a timeout kills its helpers too
+        )
+        tail: deque[str] = deque(maxlen=20)
+        pump = threading.Thread(target=_pump, args=(process.stderr, tail), daemon=True)
+        pump.start()
+        try:
+            code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise IsolatedFailure(f"timed out after {timeout:g} s") from None
+        finally:
+            pump.join(timeout=5)
+        if result.exists():
+            outcome = json.loads(result.read_text())
+            if outcome["ok"]:
+                return outcome["value"]
+            raise IsolatedFailure(outcome["reason"])
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        last = tail[-1] if tail else "no output"
+        raise IsolatedFailure(
+            f"process {how} ({'out of memory? ' if code == -signal.SIGKILL else ''}last line: {last[:200]})"
+        )
+
+
+def _child(request_path: str, result_path: str) -> int:
+    request = json.loads(Path(request_path).read_text())
+    module_name, _, function = request["target"].partition(":")
+    try:
+        import importlib
+
+        value = getattr(importlib.import_module(module_name), function)(**request["kwargs"])
+        outcome = {"ok": True, "value": value}
+    except Exception as error:
+        if not isinstance(error, PipelineError):
+            traceback.print_exc()
+        outcome = {"ok": False, "reason": _reason(error)}
+    Path(result_path).write_text(json.dumps(outcome))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,44 @@
+"""Where every file of the pipeline lives; dvc.yaml uses the same paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ARTIFACTS = Path("artifacts")
+REPORTS = Path("reports")
+
+EXPORTED_ONNX = "model.onnx"
+REFERENCE = "reference.npz"
+CALIBRATION = "calib.npz"
+SOURCE_INFO = "source.json"
+BUILD_INFO = "build.json"
+
+
+def source_dir(model: str, root: Path = Path(".")) -> Path:
+    """Output of the export stage: what every variant of `model` is built from and compared with."""
+    return root / ARTIFACTS / model / "source"
+
+
+def variant_dir(model: str, variant: str, root: Path = Path(".")) -> Path:
+    """Output of a build stage: the variant's files plus build.json."""
+    return root / ARTIFACTS / model / variant
+
+
+def metrics_file(model: str, variant: str, root: Path = Path(".")) -> Path:
+    return root / REPORTS / "metrics" / model / f"{variant}.json"
+
+
+def details_file(model: str, variant: str, root: Path = Path(".")) -> Path:
+    return root / REPORTS / "details" / model / f"{variant}.json"
+
+
+def metrics_dir(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "metrics"
+
+
+def export_report(model: str, root: Path = Path(".")) -> Path:
+    return root / REPORTS / "export" / f"{model}.json"
+
+
+def env_file(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "env.json"

@@ -1,0 +1,1 @@
+"""Passes: one module per transformation, each turning the export (or the source) into an artifact."""

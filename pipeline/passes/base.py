@@ -1,0 +1,63 @@
+"""The contract between the build stage and a pass."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline import layout
+from pipeline.config import ModelConfig
+from pipeline.data import DataSet
+from pipeline.files import read_json
+
+
+class NoConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything a pass may read; it writes only into `out_dir`."""
+
+    model: str
+    config: ModelConfig
+    root: Path
+    out_dir: Path
+
+    @property
+    def source_dir(self) -> Path:
+        return layout.source_dir(self.model, self.root)
+
+    @property
+    def exported_onnx(self) -> Path:
+        return self.source_dir / layout.EXPORTED_ONNX
+
+    @cached_property
+    def source_info(self) -> dict[str, Any]:
+        return read_json(self.source_dir / layout.SOURCE_INFO)
+
+    def calibration(self) -> DataSet:
+        return DataSet.load(self.source_dir / layout.CALIBRATION)
+
+    def reference(self) -> DataSet:
+        return DataSet.load(self.source_dir / layout.REFERENCE)
+
+
+@dataclass
+class BuildResult:
+    entry: str  # the file (or folder) in out_dir that the runtime loads
+    details: dict[str, Any] = field(default_factory=dict)  # recorded under "build" in the metrics
+
+
+class Pass(ABC):
+    """A transformation registered in pipeline.variants; `Config` validates its params.yaml section."""
+
+    Config: ClassVar[type[BaseModel]] = NoConfig
+
+    @abstractmethod
+    def run(self, ctx: BuildContext, config: Any) -> BuildResult: ...

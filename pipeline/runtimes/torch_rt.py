@@ -1,0 +1,46 @@
+"""PyTorch eager on the CPU: the source model, loaded the way its user would load it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pipeline.data import Arrays
+from pipeline.files import read_json
+from pipeline.runtimes.base import Session
+from pipeline.sources.pytorch import as_tuple, build_module
+
+
+class TorchSession(Session):
+    def __init__(self, entry: Path, threads: int) -> None:
+        torch.set_num_threads(threads)
+        torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
+        spec = read_json(entry)
+        self._module = build_module(
+            spec["factory"], spec["factory_args"], entry.parent / spec["weights"], Path.cwd(), "torch artifact"
+        )
+        self.input_names, self.output_names = spec["inputs"], spec["outputs"]
+        self._threads = threads
+
+    def _tensors(self, inputs: Arrays) -> list[torch.Tensor]:
+        return [torch.from_numpy(np.ascontiguousarray(inputs[n])) for n in self.input_names]
+
+    def run(self, inputs: Arrays) -> Arrays:
+        with torch.inference_mode():
+            outputs = as_tuple(self._module(*self._tensors(inputs)))
+        return {n: t.numpy() for n, t in zip(self.output_names, outputs, strict=True)}
+
+    def prepare(self, inputs: Arrays) -> Callable[[], Any]:
+        module, tensors = self._module, self._tensors(inputs)
+        return lambda: module(*tensors)
+
+    def details(self) -> dict[str, Any]:
+        return {"intra_op_threads": self._threads, "mode": "eager, grad disabled"}
+
+
+def load(artifact: Path, threads: int) -> TorchSession:
+    return TorchSession(artifact, threads)

@@ -1,0 +1,23 @@
+"""Source models: load what the user trained, give reference outputs, export to ONNX.
+
+One module per source kind, imported only when a model of that kind is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from pipeline.config import ModelConfig
+from pipeline.sources.base import SourceModel
+
+SOURCE_MODULES = {
+    "torch": "pipeline.sources.pytorch",
+    "onnx": "pipeline.sources.onnxfile",
+}
+
+
+def load_source(name: str, config: ModelConfig, root: Path = Path(".")) -> SourceModel:
+    """Load model `name` of the catalog with the module for its source kind."""
+    module = importlib.import_module(SOURCE_MODULES[config.source])
+    return module.load(name, config, root)

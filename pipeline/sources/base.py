@@ -1,0 +1,79 @@
+"""What every source kind provides to the export stage and to native variants."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import PARAMS_FILE, ExportConfig, ModelConfig, model_dir
+from pipeline.data import Arrays
+from pipeline.errors import ConfigError, ModelFileError
+
+
+class SourceModel(ABC):
+    """A loaded source model. `predict` gives the FP32 reference every variant is compared with."""
+
+    kind: str
+
+    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
+        self.name, self.config, self.root = name, config, root
+
+    @property
+    def field(self) -> str:
+        return f"catalog.{self.name}"
+
+    @property
+    def path(self) -> Path:
+        """The model file (or folder) the catalog entry names."""
+        return model_dir(self.name, self.root) / self.config.file
+
+    def require_file(self) -> Path:
+        if not self.path.exists():
+            raise ModelFileError(f"{self.path}: not found ({PARAMS_FILE}: {self.field}.file)")
+        return self.path
+
+    @property
+    @abstractmethod
+    def output_names(self) -> list[str]: ...
+
+    @abstractmethod
+    def predict(self, inputs: Arrays) -> Arrays:
+        """Outputs by name for a batch of inputs, as float/int numpy arrays."""
+
+    @abstractmethod
+    def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
+        """Write the model as ONNX with a dynamic batch axis; return what was done (exporter, opset)."""
+
+
+def import_object(reference: str, root: Path, field: str) -> Any:
+    """Import 'module:attr' with the project root first on sys.path, so models/ code is found."""
+    module_name, _, attr = reference.partition(":")
+    root_str = str(root.resolve())
+    if root_str not in sys.path:
+        sys.path.insert(0, root_str)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"{PARAMS_FILE}: {field}: cannot import {module_name!r} ({error})") from None
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ConfigError(f"{PARAMS_FILE}: {field}: {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    return target
+
+
+def output_names(config: ModelConfig, count: int, field: str, found: list[str] | None = None) -> list[str]:
+    """Names for a model's outputs: the catalog's `outputs`, else the model's own, else output/outputN."""
+    if config.outputs is not None:
+        if len(config.outputs) != count:
+            raise ConfigError(
+                f"{PARAMS_FILE}: {field}.outputs: lists {len(config.outputs)} names, the model has {count} outputs"
+            )
+        return list(config.outputs)
+    if found:
+        return found
+    return ["output"] if count == 1 else [f"output{i}" for i in range(count)]

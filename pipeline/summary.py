@@ -1,0 +1,109 @@
+"""One table per model from the committed metrics files, with how the numbers were measured."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pipeline import layout
+from pipeline.config import PARAMS_FILE, load_params
+from pipeline.files import read_json
+from pipeline.variants import BASELINE
+
+
+def load_metrics(model: str, root: Path = Path(".")) -> dict[str, dict[str, Any]]:
+    """Metrics of every variant of `model` that has a file, keyed by variant name."""
+    folder = layout.metrics_dir(root) / model
+    return {p.stem: read_json(p) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
+def _num(value: Any, fmt: str = ".3g") -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def _speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
+    if not baseline or baseline.get("status") != "ok" or metrics.get("status") != "ok":
+        return ""
+    return f"{baseline['latency_ms']['p50'] / metrics['latency_ms']['p50']:.2f}x"
+
+
+def model_table(model: str, metrics: dict[str, dict[str, Any]], order: list[str]) -> Table:
+    table = Table(title=f"{model}", title_justify="left", header_style="bold")
+    for column in (
+        "variant",
+        "runtime",
+        "prec",
+        "size MB",
+        "p50 ms",
+        "p99 ms",
+        f"vs {BASELINE}",
+        "peak samples/s (batch)",
+        "RSS MB",
+        "acc Δ",
+        "top-1 agree",
+        "status",
+    ):
+        table.add_column(column, justify="left" if column in {"variant", "runtime", "prec", "status"} else "right")
+    baseline = metrics.get(BASELINE)
+    for variant in sorted(metrics, key=lambda v: order.index(v) if v in order else len(order)):
+        m = metrics[variant]
+        ok = m.get("status") == "ok"
+        accuracy = m.get("accuracy") or {}
+        latency = m.get("latency_ms") or {}
+        throughput = m.get("throughput_sps") or {}
+        status = m.get("status", "?")
+        if ok and not m.get("stable", True):
+            status = "ok (noisy)"
+        table.add_row(
+            variant,
+            m.get("runtime", ""),
+            m.get("precision", ""),
+            _num(m.get("size_mb")),
+            _num(latency.get("p50")),
+            _num(latency.get("p99")),
+            _speedup(m, baseline),
+            f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
+            _num(m.get("peak_rss_mb"), ".0f"),
+            _num(accuracy.get("delta"), "+.4f"),
+            _num(accuracy.get("top1_agreement"), ".4f"),
+            status if ok else f"[yellow]{status}[/]",
+            style=None if ok else "dim",
+        )
+    return table
+
+
+def how_measured(root: Path = Path(".")) -> str:
+    params = load_params(root / PARAMS_FILE)
+    bench = params.bench
+    env_path = layout.env_file(root)
+    cpu = read_json(env_path)["cpu"] if env_path.exists() else {}
+    return (
+        f"Measured on {cpu.get('model', '?')} ({cpu.get('cores', '?')} cores), "
+        f"{bench.resolved_threads()} intra-op threads, each variant in its own process. "
+        f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and "
+        f"{bench.warmup.seconds:g} s; >= {bench.latency.min_iters} calls and {bench.latency.min_seconds:g} s, until "
+        f"{bench.latency.stable_windows} windows of {bench.latency.window_seconds:g} s agree within "
+        f"{bench.latency.stability_pct:g}% (else 'noisy'). Throughput: {bench.throughput.seconds:g} s per batch size "
+        f"{bench.throughput.batches}. Accuracy Δ: task metric vs the FP32 source on the eval split."
+    )
+
+
+def print_summary(models: list[str] | None = None, root: Path = Path("."), console: Console | None = None) -> None:
+    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
+    params = load_params(root / PARAMS_FILE)
+    order = list(params.variants)
+    for model in models or params.models:
+        metrics = load_metrics(model, root)
+        if not metrics:
+            console.print(f"{model}: no metrics yet (run `dvc repro`)")
+            continue
+        console.print(model_table(model, metrics, order))
+        for variant, m in metrics.items():
+            if m.get("status") != "ok":
+                console.print(f"  [dim]{variant}: {m.get('status')}: {m.get('reason')}[/]")
+        console.print()
+    console.print(f"[dim]{how_measured(root)}[/]")

@@ -1,0 +1,108 @@
+"""The variant catalogue: each name maps to one pass (source -> artifact) and one runtime.
+
+This table is the one place a backend is registered. Passes and runtimes are named by import
+path and imported only when used, so listing or validating variants costs no framework import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from pipeline.config import PARAMS_FILE, ModelConfig, validate
+from pipeline.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    summary: str
+    runtime: str
+    precision: str
+    pass_ref: str  # "module:Class" of a pipeline.passes.base.Pass
+    sources: frozenset[str] | None = None  # source kinds it applies to; None: any, through the ONNX export
+
+    @property
+    def needs_export(self) -> bool:
+        return self.sources is None
+
+    def pass_class(self) -> Any:
+        module, _, cls = self.pass_ref.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in [
+        Variant(
+            "onnx_fp32",
+            "the ONNX export as is, on ONNX Runtime",
+            "onnxruntime",
+            "fp32",
+            "pipeline.passes.onnx_export:AsExported",
+        ),
+        Variant(
+            "onnx_opt",
+            "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
+            "onnxruntime",
+            "fp32",
+            "pipeline.passes.ort_optimize:OrtOptimize",
+        ),
+        Variant(
+            "onnx_fp16",
+            "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
+            "onnxruntime",
+            "fp16",
+            "pipeline.passes.fp16:Float16",
+        ),
+        Variant(
+            "onnx_int8_dynamic",
+            "INT8 weights, activations quantized at run time (quantize_dynamic)",
+            "onnxruntime",
+            "int8",
+            "pipeline.passes.ort_quantize:DynamicInt8",
+        ),
+        Variant(
+            "onnx_int8_static",
+            "INT8 QDQ calibrated on the calibration split (quantize_static)",
+            "onnxruntime",
+            "int8",
+            "pipeline.passes.ort_quantize:StaticInt8",
+        ),
+        Variant(
+            "torch_eager",
+            "the PyTorch source model itself: the baseline",
+            "torch",
+            "fp32",
+            "pipeline.passes.torch_package:TorchEager",
+            frozenset({"torch"}),
+        ),
+    ]
+}
+BASELINE = "torch_eager"
+
+
+def get(name: str, source: str = PARAMS_FILE) -> Variant:
+    if name not in VARIANTS:
+        raise ConfigError(f"{source}: variants.{name}: unknown variant (known: {', '.join(VARIANTS)})")
+    return VARIANTS[name]
+
+
+def validate_variant_params(name: str, data: dict[str, Any], source: str = PARAMS_FILE) -> BaseModel:
+    """Check a `variants.<name>` section against the config its pass declares."""
+    config_class = get(name, source).pass_class().Config
+    return validate(config_class, data, source, prefix=f"variants.{name}")
+
+
+def skip_reason(variant: Variant, model: str, config: ModelConfig) -> str | None:
+    """Why `variant` does not apply to `model`, or None when it does."""
+    if variant.name in config.skip:
+        return f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)"
+    if variant.sources is not None and config.source not in variant.sources:
+        return f"needs a {' or '.join(sorted(variant.sources))} source; {model} is a {config.source} model"
+    from pipeline.runtimes import unavailable_reason
+
+    return unavailable_reason(variant.runtime)

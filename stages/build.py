@@ -1,0 +1,9 @@
+"""DVC stage: build one variant of one model (see pipeline.build)."""
+
+import sys
+
+from pipeline.build import build_variant
+from pipeline.cli import run_stage
+
+if __name__ == "__main__":
+    sys.exit(run_stage(build_variant, ["model", "variant"]))

@@ -1,0 +1,9 @@
+"""DVC stage: train one embedded zoo model (see pipeline.training)."""
+
+import sys
+
+from pipeline.cli import run_stage
+from pipeline.training import train_model
+
+if __name__ == "__main__":
+    sys.exit(run_stage(train_model, ["model"]))

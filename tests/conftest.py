@@ -1,0 +1,109 @@
+"""Shared fixtures: a tiny PyTorch model in a project layout, and its checked ONNX export."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.config import ModelConfig
+
+REPO = Path(__file__).resolve().parents[1]
+
+TINY_NET = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    def build(hidden: int = 16) -> nn.Module:
+        return nn.Sequential(nn.Linear(12, hidden), nn.ReLU(), nn.Linear(hidden, 3))
+    """
+)
+
+
+def tiny_config(**overrides) -> ModelConfig:
+    data = {
+        "source": "torch",
+        "factory": "models.tiny.net:build",
+        "file": "weights.pt",
+        "inputs": {"x": {"shape": ["batch", 12]}},
+        "eval_data": "eval.npz",
+        "metric": "accuracy",
+    }
+    return ModelConfig.model_validate(data | overrides)
+
+
+def write_tiny_model(root: Path, name: str = "tiny", seed: int = 0) -> Path:
+    """models/<name>/ with net.py, random weights and a labelled eval.npz (labels = source argmax)."""
+    import torch
+
+    folder = root / "models" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (root / "models" / "__init__.py").touch()
+    (folder / "net.py").write_text(TINY_NET)
+    torch.manual_seed(seed)
+    module = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    torch.save(module.state_dict(), folder / "weights.pt")
+    x = np.random.default_rng(seed).standard_normal((64, 12)).astype(np.float32)
+    with torch.no_grad():
+        labels = module(torch.from_numpy(x)).argmax(1).numpy()
+    labels[:8] = (labels[:8] + 1) % 3  # a source accuracy below 1, so deltas are meaningful
+    np.savez(folder / "eval.npz", x=x, labels=labels)
+    return folder
+
+
+def _forget_models_package() -> None:
+    for module in [m for m in sys.modules if m == "models" or m.startswith("models.")]:
+        del sys.modules[module]
+
+
+@contextmanager
+def models_from(root: Path) -> Iterator[None]:
+    """Make `import models.*` resolve in `root` (a test project), not in this repository."""
+    _forget_models_package()
+    sys.path.insert(0, str(root))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(root))
+        _forget_models_package()
+
+
+@pytest.fixture
+def tiny_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A working directory holding models/tiny/; imports of models.* resolve inside it."""
+    write_tiny_model(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with models_from(tmp_path):
+        yield tmp_path
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model exported by the real export code (dynamo, dynamic batch)."""
+    from pipeline.config import ExportConfig
+    from pipeline.sources.pytorch import TorchSource
+
+    root = tmp_path_factory.mktemp("tiny_export")
+    write_tiny_model(root, name="tiny_export")
+    with models_from(root):
+        source = TorchSource("tiny_export", tiny_config(factory="models.tiny_export.net:build"), root)
+        path = root / "model.onnx"
+        source.export_onnx(path, ExportConfig())
+    return path
+
+
+def copy_project(destination: Path) -> Path:
+    """The repository's pipeline code and config, without artifacts, venv or git history."""
+    ignore = shutil.ignore_patterns(
+        ".venv", ".git", "artifacts", "deploy", "__pycache__", ".pytest_cache", "trained", ".dvc", "dvc.lock", "reports"
+    )
+    shutil.copytree(REPO, destination, ignore=ignore, dirs_exist_ok=True)
+    return destination

@@ -1,0 +1,87 @@
+"""params.yaml validation: every mistake ends in one line naming the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.config import load_params
+from pipeline.errors import ConfigError
+from tests.conftest import REPO
+
+
+def write_params(tmp_path: Path, edit) -> Path:
+    data = yaml.safe_load((REPO / "params.yaml").read_text())
+    edit(data)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_repository_params_are_valid():
+    params = load_params(REPO / "params.yaml")
+    assert params.models and set(params.models) <= set(params.catalog)
+    assert params.bench.resolved_threads() >= 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda d: d["variants"].update(onnx_fp64={}), "variants.onnx_fp64: unknown variant (known: onnx_fp32"),
+        (
+            lambda d: d["variants"]["onnx_int8_static"].update(calibration_method="mean"),
+            "variants.onnx_int8_static.calibration_method: Input should be",
+        ),
+        (
+            lambda d: d["variants"]["onnx_int8_dynamic"].update(per_chanel=True),
+            "variants.onnx_int8_dynamic.per_chanel: unknown key",
+        ),
+        (lambda d: d["models"].append("nope"), "models.2: 'nope' has no entry under 'catalog'"),
+        (
+            lambda d: d["catalog"]["spam_fnn"]["inputs"]["features"].update(shape=[200, "batch"]),
+            "catalog.spam_fnn.inputs.features.shape: the first dimension must be the symbolic batch name",
+        ),
+        (
+            lambda d: d["catalog"]["digits_cnn"]["inputs"]["image"].update(shape=["batch", 1, -8, 8]),
+            "catalog.digits_cnn.inputs.image.shape: dimensions after the batch axis must be positive",
+        ),
+        (lambda d: d["catalog"]["spam_fnn"].pop("factory"), "catalog.spam_fnn: a torch model needs 'factory"),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(factory="no colon"),
+            "catalog.spam_fnn.factory: expected 'module:function'",
+        ),
+        (lambda d: d["bench"].update(threads=0), "bench.threads: threads must be a positive integer or 'auto'"),
+        (lambda d: d["bench"]["throughput"].update(batches=[]), "bench.throughput.batches:"),
+        (lambda d: d["catalog"].update({"bad-name": d["catalog"]["spam_fnn"]}), "may use only letters, digits and '_'"),
+        (lambda d: d["catalog"]["spam_fnn"].update(source="caffe"), "catalog.spam_fnn.source: Input should be"),
+    ],
+)
+def test_mistakes_name_file_and_field(tmp_path, edit, expected):
+    path = write_params(tmp_path, edit)
+    with pytest.raises(ConfigError) as error:
+        load_params(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: "), message
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_yaml_syntax_error_gives_line(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("models: [a\ncatalog: {}\n")
+    with pytest.raises(ConfigError, match=r"params.yaml: line \d+, column \d+: not valid YAML"):
+        load_params(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_params(tmp_path / "params.yaml")
+
+
+def test_variant_params_are_parsed_by_their_pass():
+    from pipeline.variants import validate_variant_params
+
+    config = validate_variant_params("onnx_int8_static", {"calibration_samples": 10})
+    assert config.calibration_samples == 10 and config.format == "qdq"

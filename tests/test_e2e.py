@@ -1,0 +1,120 @@
+"""End to end: the real `dvc repro` in a temporary git repo, asserting on the metrics it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import copy_project
+
+pytestmark = pytest.mark.slow
+
+FAST_BENCH = {
+    "threads": 1,
+    "warmup": {"iters": 5, "seconds": 0.05},
+    "latency": {"min_iters": 20, "min_seconds": 0.1, "max_seconds": 1.0, "window_seconds": 0.05},
+    "throughput": {"batches": [1, 16], "seconds": 0.1},
+}
+VARIANTS = ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "torch_eager"]
+
+
+def run(cmd: list[str], cwd: Path) -> str:
+    env = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def stages_run(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, tiny_onnx):
+    """The repository's pipeline on spam_fnn (trained small) and a bring-your-own ONNX model."""
+    root = copy_project(tmp_path_factory.mktemp("e2e") / "project")
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["models"] = ["spam_fnn", "byo_onnx"]
+    params["train"] = {"spam_fnn": params["train"]["spam_fnn"] | {"samples": 4000, "epochs": 2}}
+    params["catalog"]["byo_onnx"] = {  # no eval data: fidelity on generated inputs
+        "source": "onnx",
+        "file": "model.onnx",
+        "inputs": {"x": {"shape": ["batch", 12]}},
+        "metric": "accuracy",
+    }
+    params["bench"] = FAST_BENCH
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (root / "models" / "byo_onnx").mkdir()
+    shutil.copy(tiny_onnx, root / "models" / "byo_onnx" / "model.onnx")
+    run(["git", "init", "-q"], root)
+    run(["dvc", "init", "-q"], root)
+    run(["git", "add", "-A"], root)
+    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
+    output = run(["dvc", "repro"], root)
+    return root, output
+
+
+def metrics(root: Path, model: str, variant: str) -> dict:
+    return json.loads((root / "reports" / "metrics" / model / f"{variant}.json").read_text())
+
+
+def test_every_variant_writes_schema_metrics(project):
+    root, output = project
+    assert {f"bench@spam_fnn-{v}" for v in VARIANTS} <= stages_run(output)
+    for variant in VARIANTS:
+        m = metrics(root, "spam_fnn", variant)
+        assert m["status"] == "ok", (variant, m["reason"])
+        assert m["size_mb"] > 0 and m["load_ms"] > 0 and m["first_infer_ms"] > 0
+        assert set(m["latency_ms"]) == {"p50", "p90", "p99", "mean", "std", "n"}
+        assert 0 < m["latency_ms"]["p50"] <= m["latency_ms"]["p99"] and m["latency_ms"]["n"] >= 20
+        assert set(m["throughput_sps"]["by_batch"]) == {"b1", "b16"}  # a dict: DVC drops lists
+        assert m["throughput_sps"]["peak"] == max(m["throughput_sps"]["by_batch"].values())
+        assert m["peak_rss_mb"] > 10 and m["cpu_util_pct"] > 0 and m["threads"] == 1
+        assert m["accuracy"]["metric"] == "binary_accuracy" and 0.5 < m["accuracy"]["value"] <= 1
+        assert isinstance(m["stable"], bool)
+        assert not any(isinstance(v, list) for v in m.values())
+    fp32 = metrics(root, "spam_fnn", "onnx_fp32")["accuracy"]
+    assert abs(fp32["delta"]) < 1e-9 and fp32["max_abs_diff"] < 1e-4 and fp32["top1_agreement"] == 1.0
+
+
+def test_bring_your_own_onnx_without_data(project):
+    root, _ = project
+    fp32 = metrics(root, "byo_onnx", "onnx_fp32")
+    assert fp32["status"] == "ok"
+    assert fp32["accuracy"]["metric"] == "fidelity" and fp32["accuracy"]["value"] == 1.0
+    eager = metrics(root, "byo_onnx", "torch_eager")
+    assert eager["status"] == "skipped" and "needs a torch source" in eager["reason"]
+    export = json.loads((root / "reports" / "export" / "byo_onnx.json").read_text())
+    assert export["status"] == "ok" and export["parity"] == "ok"
+
+
+def test_metrics_are_readable_by_dvc_and_the_summary(project):
+    root, _ = project
+    shown = json.loads(run(["dvc", "metrics", "show", "--json"], root))
+    files = next(iter(shown.values()))["data"]
+    assert "reports/metrics/spam_fnn/onnx_fp32.json" in files
+    summary = run([sys.executable, "-m", "pipeline", "summary"], root)
+    assert "spam_fnn" in summary and "onnx_int8_static" in summary and "byo_onnx" in summary
+
+
+def test_noop_then_one_variant_param_reruns_only_that_variant(project):
+    root, _ = project
+    run(["git", "add", "-A"], root)
+    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first run"], root)
+    assert stages_run(run(["dvc", "repro"], root)) == {"env"}
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["variants"]["onnx_int8_static"]["per_channel"] = False
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    ran = stages_run(run(["dvc", "repro"], root))
+    assert ran == {"env"} | {f"{s}@{m}-onnx_int8_static" for s in ("build", "bench") for m in ("spam_fnn", "byo_onnx")}
+    diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
+    assert "reports/metrics/spam_fnn/onnx_int8_static.json" in diff
+    assert "reports/metrics/spam_fnn/onnx_fp32.json" not in diff

@@ -1,0 +1,26 @@
+"""The environment fingerprint is cheap, complete and stable between runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pipeline.fingerprint import fingerprint
+
+
+def test_fingerprint_is_stable_and_names_what_matters():
+    first, second = fingerprint(), fingerprint()
+    assert first == second
+    assert first["cpu"]["cores"] >= 1 and "avx2" in first["cpu"]["isa"]
+    assert first["packages"]["onnxruntime"] != "not installed"
+    assert isinstance(first["cpu"]["vnni"], bool)
+
+
+def test_fingerprint_imports_no_framework():
+    code = (
+        "import sys, json; from pipeline.fingerprint import fingerprint; fingerprint(); "
+        "print(json.dumps(sorted(m for m in ('torch', 'onnxruntime', 'tensorflow', 'jax') if m in sys.modules)))"
+    )
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert loaded == []

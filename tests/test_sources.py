@@ -1,0 +1,95 @@
+"""Source loading and ONNX export, with the errors a user sees for bad input."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from pipeline.config import ExportConfig
+from pipeline.data import DataSet, generate_inputs
+from pipeline.errors import ConfigError, ModelFileError
+from pipeline.export import check_onnx
+from pipeline.sources import load_source
+from tests.conftest import tiny_config
+
+
+def test_torch_export_has_dynamic_batch_and_parity(tiny_project):
+    source = load_source("tiny", tiny_config(), tiny_project)
+    assert source.output_names == ["output"]
+    path = tiny_project / "tiny.onnx"
+    info = source.export_onnx(path, ExportConfig())
+    assert info["exporter"] == "torch.onnx (dynamo)"
+    model = onnx.load(str(path))
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param  # symbolic batch
+    inputs = generate_inputs(tiny_config().inputs, 5, seed=3)
+    report = check_onnx(path, DataSet(inputs, source.predict(inputs)), atol=1e-5, rtol=1e-4)
+    assert report["parity"] == "ok" and report["checker"] == "ok" and report["parity_max_abs_diff"] < 1e-5
+
+
+def test_torchscript_exporter_also_works(tiny_project):
+    source = load_source("tiny", tiny_config(outputs=["logits"]), tiny_project)
+    path = tiny_project / "legacy.onnx"
+    source.export_onnx(path, ExportConfig(torch_exporter="torchscript", opset=17))
+    assert [o.name for o in onnx.load(str(path)).graph.output] == ["logits"]
+
+
+def test_parity_failure_is_detected(tiny_project):
+    source = load_source("tiny", tiny_config(), tiny_project)
+    path = tiny_project / "tiny.onnx"
+    source.export_onnx(path, ExportConfig())
+    inputs = generate_inputs(tiny_config().inputs, 4, seed=0)
+    wrong = {k: v + 0.5 for k, v in source.predict(inputs).items()}
+    assert check_onnx(path, DataSet(inputs, wrong), atol=1e-4, rtol=0)["parity"] == "failed"
+
+
+def test_wrong_input_spec_names_the_field(tiny_project):
+    with pytest.raises(ConfigError, match=r"params.yaml: catalog.tiny.inputs: the model rejects inputs x\(2, 7\)"):
+        load_source("tiny", tiny_config(inputs={"x": {"shape": ["batch", 7]}}), tiny_project)
+
+
+def test_missing_and_corrupt_weights_name_the_file(tiny_project):
+    with pytest.raises(ModelFileError, match=r"models/tiny/nope.pt: not found \(params.yaml: catalog.tiny.file\)"):
+        load_source("tiny", tiny_config(file="nope.pt"), tiny_project)
+    (tiny_project / "models/tiny/bad.pt").write_bytes(b"garbage")
+    with pytest.raises(ModelFileError, match=r"bad.pt: not a readable PyTorch state_dict"):
+        load_source("tiny", tiny_config(file="bad.pt"), tiny_project)
+    torch.save({"0.weight": torch.zeros(2, 2)}, tiny_project / "models/tiny/other.pt")
+    with pytest.raises(ModelFileError, match=r"other.pt: does not fit models.tiny.net:build"):
+        load_source("tiny", tiny_config(file="other.pt"), tiny_project)
+
+
+def test_unimportable_factory(tiny_project):
+    with pytest.raises(ConfigError, match=r"catalog.tiny.factory: cannot import 'models.nothing'"):
+        load_source("tiny", tiny_config(factory="models.nothing:build"), tiny_project)
+    with pytest.raises(ConfigError, match=r"catalog.tiny.factory: 'models.tiny.net' has no attribute 'make'"):
+        load_source("tiny", tiny_config(factory="models.tiny.net:make"), tiny_project)
+
+
+def onnx_config(**overrides):
+    base = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}, "factory": None}
+    return tiny_config(**(base | overrides))
+
+
+def test_onnx_source_checks_spec_against_graph(tiny_project, tiny_onnx):
+    shutil.copy(tiny_onnx, tiny_project / "models/tiny/model.onnx")
+    source = load_source("tiny", onnx_config(eval_data=None), tiny_project)
+    out = source.predict({"x": np.zeros((3, 12), np.float32)})
+    assert out["output"].shape == (3, 3)
+    with pytest.raises(ConfigError, match=r"catalog.tiny.inputs: names \['image'\] do not match the inputs of"):
+        load_source("tiny", onnx_config(inputs={"image": {"shape": ["batch", 12]}}), tiny_project)
+    with pytest.raises(ConfigError, match=r"catalog.tiny.inputs.x.shape: dimension 1 is 10, .* has 12"):
+        load_source("tiny", onnx_config(inputs={"x": {"shape": ["batch", 10]}}), tiny_project)
+    with pytest.raises(ConfigError, match=r"catalog.tiny.inputs.x.dtype: int64 declared"):
+        load_source("tiny", onnx_config(inputs={"x": {"shape": ["batch", 12], "dtype": "int64"}}), tiny_project)
+
+
+def test_corrupt_onnx_names_the_file(tiny_project):
+    (tiny_project / "models/tiny/model.onnx").write_bytes(b"\x08\x01garbage")
+    with pytest.raises(
+        ModelFileError, match=r"models/tiny/model.onnx: not a valid ONNX model \(params.yaml: catalog.tiny.file\)"
+    ):
+        load_source("tiny", onnx_config(), tiny_project)

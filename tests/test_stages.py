@@ -1,0 +1,92 @@
+"""Build and bench stage bookkeeping: skipped and failed variants are recorded, never raised."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline import build as build_module
+from pipeline import layout, variants
+from pipeline.benchmark import benchmark_variant
+from pipeline.build import build_variant
+from pipeline.config import Params
+from pipeline.files import write_json
+from pipeline.isolate import IsolatedFailure
+from tests.conftest import tiny_config
+
+
+def make_params(**catalog_overrides) -> Params:
+    return Params.model_validate(
+        {
+            "models": ["tiny"],
+            "catalog": {"tiny": tiny_config(**catalog_overrides).model_dump()},
+            "variants": {"onnx_fp32": {}, "torch_eager": {}},
+        }
+    )
+
+
+@pytest.fixture
+def project(tmp_path):
+    source = layout.source_dir("tiny", tmp_path)
+    source.mkdir(parents=True)
+    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok", "reason": ""}})
+    return tmp_path
+
+
+def test_skip_reasons():
+    onnx_model = tiny_config(source="onnx", factory=None)
+    assert "needs a torch source; m is a onnx model" in variants.skip_reason(
+        variants.get("torch_eager"), "m", onnx_model
+    )
+    skipping = tiny_config(skip=["onnx_fp32"])
+    assert "catalog.m.skip" in variants.skip_reason(variants.get("onnx_fp32"), "m", skipping)
+    assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config()) is None
+
+
+def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(project):
+    params = make_params(source="onnx", factory=None)
+    info = build_variant("tiny", "torch_eager", params, project)
+    assert info["status"] == "skipped"
+    folder = layout.variant_dir("tiny", "torch_eager", project)
+    assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
+    metrics = benchmark_variant("tiny", "torch_eager", params, project)
+    saved = json.loads(layout.metrics_file("tiny", "torch_eager", project).read_text())
+    assert saved == metrics
+    assert saved["status"] == "skipped" and "needs a torch source" in saved["reason"]
+    assert saved["runtime"] == "torch" and "latency_ms" not in saved
+
+
+def test_failed_build_leaves_only_its_record(project, monkeypatch):
+    def failing_call(target, kwargs, timeout, env=None):
+        (Path(kwargs["out_dir"]) / "half_written.onnx").write_bytes(b"...")
+        raise IsolatedFailure("RuntimeError: converter exploded")
+
+    monkeypatch.setattr(build_module, "call", failing_call)
+    info = build_variant("tiny", "onnx_fp32", make_params(), project)
+    assert info["status"] == "failed" and info["reason"] == "build failed: RuntimeError: converter exploded"
+    folder = layout.variant_dir("tiny", "onnx_fp32", project)
+    assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
+    metrics = benchmark_variant("tiny", "onnx_fp32", make_params(), project)
+    assert metrics["status"] == "failed" and "converter exploded" in metrics["reason"]
+
+
+def test_failed_export_fails_onnx_variants_only(project, monkeypatch):
+    write_json(
+        layout.source_dir("tiny", project) / layout.SOURCE_INFO,
+        {"output_names": ["output"], "export": {"status": "failed", "reason": "ONNX export failed: boom"}},
+    )
+    monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "torch_model.json", "build": {}})
+    assert (
+        build_variant("tiny", "onnx_fp32", make_params(), project)["reason"]
+        == "no ONNX export: ONNX export failed: boom"
+    )
+    assert build_variant("tiny", "torch_eager", make_params(), project)["status"] == "ok"
+
+
+def test_unconfigured_variant_is_a_config_error(project):
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"variants\.onnx_fp16: not configured"):
+        build_variant("tiny", "onnx_fp16", make_params(), project)
