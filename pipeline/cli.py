@@ -38,7 +38,7 @@ def run_stage(function: Callable[..., Any], arg_names: Sequence[str], argv: Sequ
 def _summary(args: argparse.Namespace) -> int:
     from pipeline.summary import print_summary
 
-    print_summary(models=args.model or None)
+    print_summary(models=args.model or None, markdown=args.md)
     return 0
 
 
@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     summary = commands.add_parser("summary", help="print one table per model from reports/metrics")
     summary.add_argument("model", nargs="*", help="models to show (default: those in params.yaml)")
+    summary.add_argument("--md", action="store_true", help="Markdown tables instead of terminal tables")
     summary.set_defaults(run=_summary)
     commands.add_parser("env", help="print this machine's environment fingerprint").set_defaults(run=_env)
     check = commands.add_parser("check", help="validate params.yaml without running anything")

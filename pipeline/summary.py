@@ -31,34 +31,28 @@ def _speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
     return f"{baseline['latency_ms']['p50'] / metrics['latency_ms']['p50']:.2f}x"
 
 
-def model_table(model: str, metrics: dict[str, dict[str, Any]], order: list[str]) -> Table:
-    table = Table(title=f"{model}", title_justify="left", header_style="bold")
-    for column in (
-        "variant",
-        "runtime",
-        "prec",
-        "size MB",
-        "p50 ms",
-        "p99 ms",
-        f"vs {BASELINE}",
-        "peak samples/s (batch)",
-        "RSS MB",
-        "acc Δ",
-        "top-1 agree",
-        "status",
-    ):
-        table.add_column(column, justify="left" if column in {"variant", "runtime", "prec", "status"} else "right")
+COLUMNS = (
+    "variant", "runtime", "prec", "size MB", "p50 ms", "p99 ms", f"vs {BASELINE}",
+    "peak samples/s (batch)", "RSS MB", "acc Δ", "top-1 agree", "status",
+)  # fmt: skip
+LEFT = {"variant", "runtime", "prec", "status"}
+
+
+def _status(m: dict[str, Any]) -> str:
+    status = m.get("status", "?")
+    return "ok (noisy)" if status == "ok" and not m.get("stable", True) else status
+
+
+def rows(metrics: dict[str, dict[str, Any]], order: list[str]) -> list[list[str]]:
+    """One row of COLUMNS per variant, in params.yaml order."""
     baseline = metrics.get(BASELINE)
+    out = []
     for variant in sorted(metrics, key=lambda v: order.index(v) if v in order else len(order)):
         m = metrics[variant]
-        ok = m.get("status") == "ok"
         accuracy = m.get("accuracy") or {}
         latency = m.get("latency_ms") or {}
         throughput = m.get("throughput_sps") or {}
-        status = m.get("status", "?")
-        if ok and not m.get("stable", True):
-            status = "ok (noisy)"
-        table.add_row(
+        out.append([
             variant,
             m.get("runtime", ""),
             m.get("precision", ""),
@@ -70,10 +64,24 @@ def model_table(model: str, metrics: dict[str, dict[str, Any]], order: list[str]
             _num(m.get("peak_rss_mb"), ".0f"),
             _num(accuracy.get("delta"), "+.4f"),
             _num(accuracy.get("top1_agreement"), ".4f"),
-            status if ok else f"[yellow]{status}[/]",
-            style=None if ok else "dim",
-        )
+            _status(m),
+        ])  # fmt: skip
+    return out
+
+
+def rich_table(title: str, body: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in LEFT else "right")
+    for row in body:
+        ok = row[-1].startswith("ok")
+        table.add_row(*row[:-1], row[-1] if ok else f"[yellow]{row[-1]}[/]", style=None if ok else "dim")
     return table
+
+
+def markdown_table(body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" if c in LEFT else "---:" for c in COLUMNS) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
 def how_measured(root: Path = Path(".")) -> str:
@@ -92,7 +100,9 @@ def how_measured(root: Path = Path(".")) -> str:
     )
 
 
-def print_summary(models: list[str] | None = None, root: Path = Path("."), console: Console | None = None) -> None:
+def print_summary(
+    models: list[str] | None = None, root: Path = Path("."), markdown: bool = False, console: Console | None = None
+) -> None:
     console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     params = load_params(root / PARAMS_FILE)
     order = list(params.variants)
@@ -101,9 +111,13 @@ def print_summary(models: list[str] | None = None, root: Path = Path("."), conso
         if not metrics:
             console.print(f"{model}: no metrics yet (run `dvc repro`)")
             continue
-        console.print(model_table(model, metrics, order))
+        body = rows(metrics, order)
+        if markdown:
+            print(f"**{model}**\n\n{markdown_table(body)}\n")
+        else:
+            console.print(rich_table(model, body))
         for variant, m in metrics.items():
             if m.get("status") != "ok":
-                console.print(f"  [dim]{variant}: {m.get('status')}: {m.get('reason')}[/]")
+                console.print(f"  [dim]{variant}: {m.get('status')}: {m.get('reason')}[/]", markup=not markdown)
         console.print()
     console.print(f"[dim]{how_measured(root)}[/]")
