@@ -28,7 +28,11 @@ def run_pass(model: str, variant: str, out_dir: str, root: str = ".") -> dict[st
     result = spec.pass_class()().run(ctx, config)
     if not (ctx.out_dir / result.entry).exists():
         raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")
-    return {"entry": result.entry, "build": {"seconds": time.perf_counter() - start, **result.details}}
+    return {
+        "entry": result.entry,
+        "runtime_config": result.runtime_config,
+        "build": {"seconds": time.perf_counter() - start, **result.details},
+    }
 
 
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
@@ -43,6 +47,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
         "runtime": spec.runtime,
         "precision": spec.precision,
         "entry": "",
+        "runtime_config": {},
         "build": {},
     }
     export = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)["export"]

@@ -61,7 +61,10 @@ class ModelConfig(Strict):
     """A model in the catalog. Its files live in models/<name>/ (the folder DVC watches)."""
 
     source: SourceKind
-    file: str = Field(description="model file inside the model folder: weights, .onnx, ...")
+    file: str | None = Field(default=None, description="model file inside the model folder: weights, .onnx, ...")
+    init_seed: int = Field(
+        default=0, description="seeds the factory's own initialisation when a code model has no file"
+    )
     factory: str | None = Field(default=None, description="'module:function' returning the model (code models)")
     factory_args: dict[str, Any] = Field(default_factory=dict)
     inputs: dict[str, InputSpec] = Field(min_length=1)
@@ -79,9 +82,11 @@ class ModelConfig(Strict):
         return value
 
     @model_validator(mode="after")
-    def _code_models_need_factory(self) -> ModelConfig:
+    def _consistent(self) -> ModelConfig:
         if self.source == "torch" and not self.factory:
-            raise ValueError("a torch model needs 'factory: module:function' to build the nn.Module")
+            raise _FieldError("factory", "a torch model needs 'factory: module:function' to build the nn.Module")
+        if self.source != "torch" and not self.file:
+            raise _FieldError("file", f"{self.source} models need 'file:' (a path inside models/<name>/)")
         return self
 
 
@@ -197,7 +202,7 @@ def format_validation_error(error: ValidationError, source: str, prefix: str = "
     location = [str(part) for part in first["loc"] if not str(part).startswith(("function-", "literal["))]
     context = first.get("ctx", {}).get("error")
     if isinstance(context, _FieldError):
-        location, message = [context.field], str(context)
+        location, message = [*location, context.field], str(context)
     else:
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] not in {"missing", "extra_forbidden", "value_error"} and "input" in first:

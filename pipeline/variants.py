@@ -34,54 +34,30 @@ class Variant:
         return getattr(importlib.import_module(module), cls)
 
 
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in [
-        Variant(
-            "onnx_fp32",
-            "the ONNX export as is, on ONNX Runtime",
-            "onnxruntime",
-            "fp32",
-            "pipeline.passes.onnx_export:AsExported",
-        ),
-        Variant(
-            "onnx_opt",
-            "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
-            "onnxruntime",
-            "fp32",
-            "pipeline.passes.ort_optimize:OrtOptimize",
-        ),
-        Variant(
-            "onnx_fp16",
-            "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
-            "onnxruntime",
-            "fp16",
-            "pipeline.passes.fp16:Float16",
-        ),
-        Variant(
-            "onnx_int8_dynamic",
-            "INT8 weights, activations quantized at run time (quantize_dynamic)",
-            "onnxruntime",
-            "int8",
-            "pipeline.passes.ort_quantize:DynamicInt8",
-        ),
-        Variant(
-            "onnx_int8_static",
-            "INT8 QDQ calibrated on the calibration split (quantize_static)",
-            "onnxruntime",
-            "int8",
-            "pipeline.passes.ort_quantize:StaticInt8",
-        ),
-        Variant(
-            "torch_eager",
-            "the PyTorch source model itself: the baseline",
-            "torch",
-            "fp32",
-            "pipeline.passes.torch_package:TorchEager",
-            frozenset({"torch"}),
-        ),
-    ]
-}
+# fmt: off
+VARIANTS: dict[str, Variant] = {v.name: v for v in [
+    Variant("onnx_fp32", "the ONNX export as is", "onnxruntime", "fp32",
+            "pipeline.passes.onnx_export:AsExported"),
+    Variant("onnx_opt", "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
+            "onnxruntime", "fp32", "pipeline.passes.ort_optimize:OrtOptimize"),
+    Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
+            "onnxruntime", "fp16", "pipeline.passes.fp16:Float16"),
+    Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
+            "onnxruntime", "int8", "pipeline.passes.ort_quantize:DynamicInt8"),
+    Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
+            "onnxruntime", "int8", "pipeline.passes.ort_quantize:StaticInt8"),
+    Variant("openvino_fp32", "OpenVINO IR, FP32 weights, f32 inference pinned", "openvino", "fp32",
+            "pipeline.passes.openvino:OpenVinoFp32"),
+    Variant("openvino_fp16", "OpenVINO IR, FP16-compressed weights", "openvino", "fp16",
+            "pipeline.passes.openvino:OpenVinoFp16"),
+    Variant("openvino_int8", "OpenVINO IR quantized by nncf.quantize on the calibration split",
+            "openvino", "int8", "pipeline.passes.openvino:NncfInt8"),
+    Variant("openvino_int8_acc", "nncf.quantize_with_accuracy_control: INT8 within max_drop on the eval split",
+            "openvino", "int8", "pipeline.passes.openvino:NncfInt8AccuracyControl"),
+    Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
+            "pipeline.passes.torch_package:TorchEager", frozenset({"torch"})),
+]}
+# fmt: on
 BASELINE = "torch_eager"
 
 

@@ -100,6 +100,39 @@ def tiny_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture
+def context(tmp_path: Path, tiny_onnx: Path):
+    """A build context whose source folder holds the export, labelled reference data and calibration data."""
+    import onnxruntime as ort
+
+    from pipeline import layout
+    from pipeline.data import DataSet, generate_inputs
+    from pipeline.files import write_json
+    from pipeline.passes.base import BuildContext
+
+    config = tiny_config()
+    source = layout.source_dir("tiny", tmp_path)
+    source.mkdir(parents=True)
+    shutil.copy(tiny_onnx, source / layout.EXPORTED_ONNX)
+    inputs = generate_inputs(config.inputs, 64, seed=0)
+    outputs = ort.InferenceSession(str(tiny_onnx), providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    labels = outputs.argmax(1)
+    labels[:6] = (labels[:6] + 1) % 3
+    DataSet(inputs, {"output": outputs}, labels).save(source / layout.REFERENCE)
+    DataSet(generate_inputs(config.inputs, 40, seed=1), origin="test").save(source / layout.CALIBRATION)
+    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok"}})
+    out = tmp_path / "out"
+    out.mkdir()
+    return BuildContext("tiny", config, tmp_path, out)
+
+
+def build(ctx, name: str, **params):
+    """Run variant `name`'s pass in this process with `params` as its params.yaml section."""
+    from pipeline import variants
+
+    return variants.get(name).pass_class()().run(ctx, variants.validate_variant_params(name, params))
+
+
 def copy_project(destination: Path) -> Path:
     """The repository's pipeline code and config, without artifacts, venv or git history."""
     ignore = shutil.ignore_patterns(

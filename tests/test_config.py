@@ -47,7 +47,7 @@ def test_repository_params_are_valid():
             lambda d: d["catalog"]["digits_cnn"]["inputs"]["image"].update(shape=["batch", 1, -8, 8]),
             "catalog.digits_cnn.inputs.image.shape: dimensions after the batch axis must be positive",
         ),
-        (lambda d: d["catalog"]["spam_fnn"].pop("factory"), "catalog.spam_fnn: a torch model needs 'factory"),
+        (lambda d: d["catalog"]["spam_fnn"].pop("factory"), "catalog.spam_fnn.factory: a torch model needs 'factory"),
         (
             lambda d: d["catalog"]["spam_fnn"].update(factory="no colon"),
             "catalog.spam_fnn.factory: expected 'module:function'",
@@ -56,6 +56,10 @@ def test_repository_params_are_valid():
         (lambda d: d["bench"]["throughput"].update(batches=[]), "bench.throughput.batches:"),
         (lambda d: d["catalog"].update({"bad-name": d["catalog"]["spam_fnn"]}), "may use only letters, digits and '_'"),
         (lambda d: d["catalog"]["spam_fnn"].update(source="caffe"), "catalog.spam_fnn.source: Input should be"),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(source="onnx", file=None),
+            "catalog.spam_fnn.file: onnx models need",
+        ),
     ],
 )
 def test_mistakes_name_file_and_field(tmp_path, edit, expected):

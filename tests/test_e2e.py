@@ -23,7 +23,10 @@ FAST_BENCH = {
     "latency": {"min_iters": 20, "min_seconds": 0.1, "max_seconds": 1.0, "window_seconds": 0.05},
     "throughput": {"batches": [1, 16], "seconds": 0.1},
 }
-VARIANTS = ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "torch_eager"]
+VARIANTS = [
+    "onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static",
+    "openvino_fp32", "openvino_fp16", "openvino_int8", "openvino_int8_acc", "torch_eager",
+]  # fmt: skip
 
 
 def run(cmd: list[str], cwd: Path) -> str:
@@ -51,6 +54,7 @@ def project(tmp_path_factory, tiny_onnx):
         "metric": "accuracy",
     }
     params["bench"] = FAST_BENCH
+    params["export"]["max_eval_samples"] = 500
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (root / "models" / "byo_onnx").mkdir()
     shutil.copy(tiny_onnx, root / "models" / "byo_onnx" / "model.onnx")
@@ -85,6 +89,18 @@ def test_every_variant_writes_schema_metrics(project):
     assert abs(fp32["delta"]) < 1e-9 and fp32["max_abs_diff"] < 1e-4 and fp32["top1_agreement"] == 1.0
 
 
+def test_openvino_variants_record_precision_streams_and_cached_load(project):
+    root, _ = project
+    fp32 = metrics(root, "spam_fnn", "openvino_fp32")
+    assert fp32["inference_precision"] == "f32" and fp32["accuracy"]["max_abs_diff"] < 1e-4
+    assert fp32["load_cached_ms"] > 0 and fp32["load_ms"] > 0
+    int8 = metrics(root, "spam_fnn", "openvino_int8")
+    assert int8["throughput_sps"]["streams"] >= 1 and int8["throughput_sps"]["requests"] >= 1
+    assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["accuracy"]["top1_agreement"] > 0.9
+    details = json.loads((root / "reports" / "details" / "spam_fnn" / "openvino_int8_acc.json").read_text())
+    assert details["build"]["reverted_operations"] >= 0 and details["build"]["max_drop"] == 0.01
+
+
 def test_bring_your_own_onnx_without_data(project):
     root, _ = project
     fp32 = metrics(root, "byo_onnx", "onnx_fp32")
@@ -114,7 +130,8 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     params["variants"]["onnx_int8_static"]["per_channel"] = False
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ran = stages_run(run(["dvc", "repro"], root))
-    assert ran == {"env"} | {f"{s}@{m}-onnx_int8_static" for s in ("build", "bench") for m in ("spam_fnn", "byo_onnx")}
+    expected = {f"{s}@{m}-onnx_int8_static" for s in ("build", "bench") for m in ("spam_fnn", "byo_onnx")}
+    assert ran == {"env"} | expected
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
     assert "reports/metrics/spam_fnn/onnx_int8_static.json" in diff
     assert "reports/metrics/spam_fnn/onnx_fp32.json" not in diff

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,34 +9,12 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pipeline import layout, variants
-from pipeline.data import DataSet, generate_inputs
+from pipeline import layout
+from pipeline.data import generate_inputs
 from pipeline.files import write_json
 from pipeline.passes.base import BuildContext
 from pipeline.passes.ort_quantize import resolve_reduce_range
-from tests.conftest import tiny_config
-
-
-@pytest.fixture
-def context(tmp_path: Path, tiny_onnx: Path):
-    """A build context whose source folder holds the export, reference and calibration data."""
-    config = tiny_config()
-    source = layout.source_dir("tiny", tmp_path)
-    source.mkdir(parents=True)
-    shutil.copy(tiny_onnx, source / layout.EXPORTED_ONNX)
-    inputs = generate_inputs(config.inputs, 64, seed=0)
-    session = ort.InferenceSession(str(tiny_onnx), providers=["CPUExecutionProvider"])
-    DataSet(inputs, {"output": session.run(None, inputs)[0]}).save(source / layout.REFERENCE)
-    DataSet(generate_inputs(config.inputs, 40, seed=1), origin="test").save(source / layout.CALIBRATION)
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok"}})
-    out = tmp_path / "out"
-    out.mkdir()
-    return BuildContext("tiny", config, tmp_path, out)
-
-
-def build(ctx: BuildContext, name: str, **params):
-    variant = variants.get(name)
-    return variant.pass_class()().run(ctx, variants.validate_variant_params(name, params))
+from tests.conftest import build, tiny_config
 
 
 def run_model(path: Path) -> np.ndarray:

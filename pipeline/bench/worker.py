@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import resource
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,13 @@ import numpy as np
 import psutil
 
 from pipeline import layout
-from pipeline.bench.harness import measure_latency, measure_throughput, warm_up
-from pipeline.config import PARAMS_FILE, load_params
+from pipeline.bench.harness import measure_latency, warm_up
+from pipeline.config import PARAMS_FILE, Params, load_params
 from pipeline.data import Arrays, DataSet, batches, concat
 from pipeline.evaluate import accuracy_block
 from pipeline.files import read_json
 from pipeline.runtimes import RUNTIMES
+from pipeline.runtimes.base import Session
 
 
 def sample_batch(inputs: Arrays, batch: int) -> Arrays:
@@ -58,22 +60,49 @@ def _rss_mb() -> float:
     return psutil.Process().memory_info().rss / 1e6
 
 
-def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
-    root_path = Path(root)
-    params = load_params(root_path / PARAMS_FILE)
-    bench, config = params.bench, params.model(model)
-    threads = bench.resolved_threads()
-    build = read_json(layout.variant_dir(model, variant, root_path) / layout.BUILD_INFO)
-    reference = DataSet.load(layout.source_dir(model, root_path) / layout.REFERENCE)
+@dataclass
+class Loaded:
+    """A variant loaded by its runtime, with what it took to get there."""
+
+    session: Session
+    reference: DataSet
+    params: Params
+    import_ms: float
+    runtime_rss_mb: float
+    load_ms: float
+
+
+def load_variant(model: str, variant: str, root: Path) -> Loaded:
+    params = load_params(root / PARAMS_FILE)
+    threads = params.bench.resolved_threads()
+    build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
+    reference = DataSet.load(layout.source_dir(model, root) / layout.REFERENCE)
 
     start = time.perf_counter()
     adapter = importlib.import_module(RUNTIMES[build["runtime"]].module)
     import_ms = 1000 * (time.perf_counter() - start)
-    rss_after_import = _rss_mb()
+    runtime_rss_mb = _rss_mb()
 
     start = time.perf_counter()
-    session = adapter.load(layout.variant_dir(model, variant, root_path) / build["entry"], threads)
+    session = adapter.load(layout.variant_dir(model, variant, root) / build["entry"], threads, build["runtime_config"])
     load_ms = 1000 * (time.perf_counter() - start)
+    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms)
+
+
+def measure_latency_only(model: str, variant: str, root: str = ".") -> dict[str, Any]:
+    """Batch-1 latency alone, the way `measure` takes it: for benchmark scripts comparing variants."""
+    loaded = load_variant(model, variant, Path(root))
+    call = loaded.session.prepare(sample_batch(loaded.reference.inputs, 1))
+    warm_up(call, loaded.params.bench.warmup)
+    latency = measure_latency(call, loaded.params.bench.latency)
+    return {"latency_ms": latency.stats.to_dict(), "stable": latency.stable, "runtime": loaded.session.details()}
+
+
+def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
+    loaded = load_variant(model, variant, Path(root))
+    session, reference, bench = loaded.session, loaded.reference, loaded.params.bench
+    config = loaded.params.model(model)
+    load_ms, import_ms, rss_after_import = loaded.load_ms, loaded.import_ms, loaded.runtime_rss_mb
 
     one = sample_batch(reference.inputs, 1)
     call = session.prepare(one)
@@ -85,11 +114,10 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     cpu_before, system_before, wall_before = process.cpu_times(), psutil.cpu_times(), time.perf_counter()
     warm_up(call, bench.warmup)
     latency = measure_latency(call, bench.latency)
-    by_batch = {}
-    for size in bench.throughput.batches:
-        by_batch[f"b{size}"] = measure_throughput(
-            session.prepare(sample_batch(reference.inputs, size)), size, bench.throughput.seconds
-        )
+    by_batch = {
+        f"b{size}": session.throughput(sample_batch(reference.inputs, size), size, bench.throughput.seconds)
+        for size in bench.throughput.batches
+    }
     cpu_after, system_after, wall = process.cpu_times(), psutil.cpu_times(), time.perf_counter() - wall_before
     own = (cpu_after.user - cpu_before.user) + (cpu_after.system - cpu_before.system)
     cpu_pct = 100.0 * own / wall
@@ -98,16 +126,29 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     outputs = concat([session.run(chunk) for chunk in batches(reference.inputs, bench.eval_batch)])
     accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
 
+    cached_load_ms = session.cached_load_ms()
+    runtime_details = session.details()
     return {
         "metrics": {
             "load_ms": load_ms,
+            **({"load_cached_ms": cached_load_ms} if cached_load_ms is not None else {}),
             "first_infer_ms": first_infer_ms,
             "latency_ms": {k: v for k, v in latency.stats.to_dict().items() if k not in ("min", "max")},
             "stable": latency.stable,
-            "throughput_sps": {"peak": by_batch[peak_key], "peak_batch": int(peak_key[1:]), "by_batch": by_batch},
+            "throughput_sps": {
+                "peak": by_batch[peak_key],
+                "peak_batch": int(peak_key[1:]),
+                "by_batch": by_batch,
+                **session.concurrency(),
+            },
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,  # KiB on Linux
             "cpu_util_pct": cpu_pct,
             "accuracy": {k: accuracy[k] for k in ("metric", "value", "delta", "max_abs_diff", "top1_agreement")},
+            **(
+                {"inference_precision": runtime_details["inference_precision"]}
+                if "inference_precision" in runtime_details
+                else {}
+            ),
         },
         "details": {
             "import_ms": import_ms,
@@ -121,6 +162,6 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
                 **other_load(system_before, system_after, own, wall),
             },
             "accuracy": accuracy | {"eval_samples": len(reference), "eval_origin": reference.origin},
-            "runtime": session.details(),
+            "runtime": runtime_details,
         },
     }

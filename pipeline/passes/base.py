@@ -51,7 +51,8 @@ class BuildContext:
 @dataclass
 class BuildResult:
     entry: str  # the file (or folder) in out_dir that the runtime loads
-    details: dict[str, Any] = field(default_factory=dict)  # recorded under "build" in the metrics
+    details: dict[str, Any] = field(default_factory=dict)  # recorded under "build" in reports/details
+    runtime_config: dict[str, Any] = field(default_factory=dict)  # how the runtime must load the entry
 
 
 class Pass(ABC):

@@ -2,6 +2,7 @@
 
 The artifact is the state_dict plus torch_model.json naming the factory that builds the module;
 the factory's code stays in models/<name>/ (a PyTorch eager model cannot be run without it).
+A model without a weights file is rebuilt from the factory with its recorded init seed.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ WEIGHTS = "weights.pt"
 
 class TorchEager(Pass):
     def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
-        shutil.copy2(model_dir(ctx.model, ctx.root) / ctx.config.file, ctx.out_dir / WEIGHTS)
+        if ctx.config.file:
+            shutil.copy2(model_dir(ctx.model, ctx.root) / ctx.config.file, ctx.out_dir / WEIGHTS)
         write_json(
             ctx.out_dir / ENTRY,
             {
                 "factory": ctx.config.factory,
                 "factory_args": ctx.config.factory_args,
-                "weights": WEIGHTS,
+                "weights": WEIGHTS if ctx.config.file else None,
+                "init_seed": ctx.config.init_seed,
                 "inputs": list(ctx.config.inputs),
                 "outputs": ctx.source_info["output_names"],
             },

@@ -1,5 +1,8 @@
-"""Runtime adapters: the same two calls for every backend, load(artifact, threads) -> Session
+"""Runtime adapters: the same two calls for every backend, load(artifact, threads, config) -> Session
 and session.run(inputs) -> outputs. Each adapter is imported only by the process that uses it.
+
+`config` is the runtime configuration a build recorded (for example OpenVINO's inference
+precision hint), so that an artifact is always run the way it was built to run.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ import importlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pipeline.runtimes.base import Session
 
@@ -22,6 +26,7 @@ class Runtime:
 RUNTIMES: dict[str, Runtime] = {
     "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",)),
     "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",)),
+    "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),
 }
 
 
@@ -31,6 +36,6 @@ def unavailable_reason(name: str) -> str | None:
     return f"{', '.join(missing)} is not installed" if missing else None
 
 
-def load(name: str, artifact: Path, threads: int) -> Session:
+def load(name: str, artifact: Path, threads: int, config: dict[str, Any] | None = None) -> Session:
     """Load an artifact (the file or folder its build recorded as entry) with runtime `name`."""
-    return importlib.import_module(RUNTIMES[name].module).load(artifact, threads)
+    return importlib.import_module(RUNTIMES[name].module).load(artifact, threads, config or {})

@@ -6,11 +6,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.bench.harness import measure_throughput
 from pipeline.data import Arrays
 
 
 class Session(ABC):
-    """A loaded model. `run` is for correctness; `prepare` is the timed path."""
+    """A loaded model. `run` is for correctness; `prepare` and `throughput` are the timed paths."""
 
     input_names: list[str]
     output_names: list[str]
@@ -25,6 +26,22 @@ class Session(ABC):
         Input conversion happens here, once, so the benchmark times the runtime, not our glue.
         """
         return lambda: self.run(inputs)
+
+    def throughput(self, inputs: Arrays, batch: int, seconds: float) -> float:
+        """Samples per second over back-to-back calls of one batch.
+
+        Runtimes that execute several requests at once (OpenVINO's async queue) override this;
+        `concurrency` says how many ran in parallel.
+        """
+        return measure_throughput(self.prepare(inputs), batch, seconds)
+
+    def concurrency(self) -> dict[str, int]:
+        """Streams and in-flight requests used by `throughput`."""
+        return {"streams": 1, "requests": 1}
+
+    def cached_load_ms(self) -> float | None:
+        """Load time when a compiled-model cache is warm, for runtimes that keep one."""
+        return None
 
     def details(self) -> dict[str, Any]:
         """Runtime settings worth recording next to the numbers (threads, providers, hints)."""

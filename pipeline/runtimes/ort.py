@@ -35,5 +35,5 @@ class OrtSession(Session):
         return {"provider": "CPUExecutionProvider", "intra_op_threads": self._threads, "graph_optimization": "all"}
 
 
-def load(artifact: Path, threads: int) -> OrtSession:
+def load(artifact: Path, threads: int, config: dict[str, Any]) -> OrtSession:
     return OrtSession(artifact, threads)

@@ -20,8 +20,9 @@ class TorchSession(Session):
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
         spec = read_json(entry)
+        weights = entry.parent / spec["weights"] if spec["weights"] else None
         self._module = build_module(
-            spec["factory"], spec["factory_args"], entry.parent / spec["weights"], Path.cwd(), "torch artifact"
+            spec["factory"], spec["factory_args"], weights, Path.cwd(), "torch artifact", spec.get("init_seed", 0)
         )
         self.input_names, self.output_names = spec["inputs"], spec["outputs"]
         self._threads = threads
@@ -42,5 +43,5 @@ class TorchSession(Session):
         return {"intra_op_threads": self._threads, "mode": "eager, grad disabled"}
 
 
-def load(artifact: Path, threads: int) -> TorchSession:
+def load(artifact: Path, threads: int, config: dict[str, Any]) -> TorchSession:
     return TorchSession(artifact, threads)

@@ -28,7 +28,7 @@ class SourceModel(ABC):
     @property
     def path(self) -> Path:
         """The model file (or folder) the catalog entry names."""
-        return model_dir(self.name, self.root) / self.config.file
+        return model_dir(self.name, self.root) / (self.config.file or "")
 
     def require_file(self) -> Path:
         if not self.path.exists():

@@ -16,16 +16,23 @@ from pipeline.sources.base import SourceModel, import_object, output_names
 
 
 def build_module(
-    factory_ref: str, factory_args: dict[str, Any], weights: Path, root: Path, field: str
+    factory_ref: str, factory_args: dict[str, Any], weights: Path | None, root: Path, field: str, init_seed: int = 0
 ) -> torch.nn.Module:
-    """Instantiate the factory and load the weights; shared by the source and the torch runtime."""
+    """Instantiate the factory and load the weights; shared by the source and the torch runtime.
+
+    Without a weights file the factory's own initialisation is used, seeded: an architecture
+    benchmarked for speed (like Keras' weights=None), measured for fidelity to itself.
+    """
     factory = import_object(factory_ref, root, f"{field}.factory")
+    torch.manual_seed(init_seed)
     try:
         module = factory(**factory_args)
     except Exception as error:
         raise ConfigError(f"{PARAMS_FILE}: {field}.factory: calling {factory_ref} failed: {one_line(error)}") from None
     if not isinstance(module, torch.nn.Module):
         raise ConfigError(f"{PARAMS_FILE}: {field}.factory: returned {type(module).__name__}, expected torch.nn.Module")
+    if weights is None:
+        return module.eval()
     try:
         state = torch.load(weights, map_location="cpu", weights_only=True)
     except Exception as error:
@@ -55,7 +62,10 @@ class TorchSource(SourceModel):
 
     def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
         super().__init__(name, config, root)
-        self.module = build_module(config.factory or "", config.factory_args, self.require_file(), root, self.field)
+        weights = self.require_file() if config.file else None
+        self.module = build_module(
+            config.factory or "", config.factory_args, weights, root, self.field, config.init_seed
+        )
         example = generate_inputs(config.inputs, 2, seed=0)
         try:
             outputs = self._forward(example)

@@ -1,0 +1,119 @@
+"""OpenVINO on the CPU plugin.
+
+Latency: one synchronous infer request on a model compiled with the LATENCY hint. Throughput: a
+second compilation with the THROUGHPUT hint, driven by an AsyncInferQueue with the plugin's
+optimal number of requests (streams and requests are recorded). Model caching (CACHE_DIR) is on:
+`load_ms` is a cold compile into an empty cache, `cached_load_ms` a fresh Core loading from it.
+The build's `inference_precision` ('f32', 'bf16', 'f16' or 'auto', the plugin's choice) is passed
+as INFERENCE_PRECISION_HINT, and the precision the plugin actually used is reported.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openvino as ov
+
+from pipeline.bench.harness import clock, warm_up
+from pipeline.config import WarmupConfig
+from pipeline.data import Arrays
+from pipeline.runtimes.base import Session
+
+DEVICE = "CPU"
+
+
+def compile_properties(hint: str, threads: int, precision: str) -> dict[str, Any]:
+    properties: dict[str, Any] = {"PERFORMANCE_HINT": hint, "INFERENCE_NUM_THREADS": threads}
+    if precision != "auto":
+        properties["INFERENCE_PRECISION_HINT"] = precision
+    return properties
+
+
+class OpenVinoSession(Session):
+    def __init__(self, path: Path, threads: int, config: dict[str, Any]) -> None:
+        self._path, self._threads = path, threads
+        self._precision = config.get("inference_precision", "auto")
+        self._cache = tempfile.mkdtemp(prefix="ov-cache-")
+        self._compiled = self._compile("LATENCY", ov.Core())
+        self._request = self._compiled.create_infer_request()
+        self._throughput_model: ov.CompiledModel | None = None
+        self.input_names = [port.any_name for port in self._compiled.inputs]
+        self.output_names = [port.any_name for port in self._compiled.outputs]
+
+    def __del__(self) -> None:
+        shutil.rmtree(getattr(self, "_cache", ""), ignore_errors=True)
+
+    def _compile(self, hint: str, core: ov.Core) -> ov.CompiledModel:
+        core.set_property({"CACHE_DIR": self._cache})
+        return core.compile_model(str(self._path), DEVICE, compile_properties(hint, self._threads, self._precision))
+
+    def _ports(self, inputs: Arrays) -> dict[int, np.ndarray]:
+        """Inputs by port index: front ends name inputs differently, the spec's order is stable."""
+        return {i: np.ascontiguousarray(inputs[name]) for i, name in enumerate(self.input_names)}
+
+    def run(self, inputs: Arrays) -> Arrays:
+        results = self._request.infer(self._ports(inputs))
+        return {
+            name: np.array(results[port]) for name, port in zip(self.output_names, self._compiled.outputs, strict=True)
+        }
+
+    def prepare(self, inputs: Arrays) -> Callable[[], Any]:
+        request = self._request
+        for index, array in self._ports(inputs).items():
+            request.set_input_tensor(index, ov.Tensor(array))
+        return request.infer
+
+    def throughput(self, inputs: Arrays, batch: int, seconds: float) -> float:
+        """Samples per second with the THROUGHPUT hint and all of its requests in flight."""
+        if self._throughput_model is None:
+            self._throughput_model = self._compile("THROUGHPUT", ov.Core())
+        queue = ov.AsyncInferQueue(self._throughput_model, self._requests())
+        tensors = {index: ov.Tensor(array) for index, array in self._ports(inputs).items()}
+        for request in range(len(queue)):  # inputs bound once, as in `prepare`
+            for index, tensor in tensors.items():
+                queue[request].set_input_tensor(index, tensor)
+        submit = queue.start_async  # blocks while every request is busy
+
+        warm_up(submit, WarmupConfig(iters=2 * len(queue), seconds=0.1 * seconds))
+        queue.wait_all()
+        count, start = 0, clock()
+        while clock() - start < seconds * 1e9:
+            submit()
+            count += 1
+        queue.wait_all()
+        return batch * count / ((clock() - start) / 1e9)
+
+    def _requests(self) -> int:
+        assert self._throughput_model is not None
+        return int(self._throughput_model.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+
+    def concurrency(self) -> dict[str, int]:
+        if self._throughput_model is None:
+            self._throughput_model = self._compile("THROUGHPUT", ov.Core())
+        return {"streams": int(self._throughput_model.get_property("NUM_STREAMS")), "requests": self._requests()}
+
+    def cached_load_ms(self) -> float:
+        """A new Core compiling the same model with the cache the first load filled."""
+        start = time.perf_counter()
+        self._compile("LATENCY", ov.Core())
+        return 1000 * (time.perf_counter() - start)
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "device": DEVICE,
+            "inference_precision": self._compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
+            "inference_precision_requested": self._precision,
+            "inference_num_threads": int(self._compiled.get_property("INFERENCE_NUM_THREADS")),
+            "latency_hint_streams": int(self._compiled.get_property("NUM_STREAMS")),
+            "execution_devices": ", ".join(self._compiled.get_property("EXECUTION_DEVICES")),
+        }
+
+
+def load(artifact: Path, threads: int, config: dict[str, Any]) -> OpenVinoSession:
+    return OpenVinoSession(artifact, threads, config)
