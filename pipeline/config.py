@@ -106,14 +106,17 @@ class WarmupConfig(Strict):
 
 
 class LatencyConfig(Strict):
-    """Batch-1 latency: run in windows until `min_iters`/`min_seconds` are met and the last
-    `stable_windows` windows agree within `stability_pct` (Triton Model Navigator's rule),
-    or `max_seconds` runs out (then the result is flagged noisy)."""
+    """Batch-1 latency, measured in `segments` apart in time (before and after the throughput
+    sweep). Each segment runs in windows until `min_iters`/`min_seconds` are met and its last
+    `stable_windows` windows agree within `stability_pct` (Triton Model Navigator's rule), or
+    `max_seconds` runs out. The result is flagged noisy when the medians of all windows spread
+    more than `stability_pct`."""
 
-    min_iters: int = Field(default=200, ge=10)
-    min_seconds: float = Field(default=1.5, gt=0)
-    max_seconds: float = Field(default=10.0, gt=0)
-    window_seconds: float = Field(default=0.5, gt=0)
+    segments: int = Field(default=2, ge=1)
+    min_iters: int = Field(default=100, ge=10)
+    min_seconds: float = Field(default=1.0, gt=0)
+    max_seconds: float = Field(default=5.0, gt=0)
+    window_seconds: float = Field(default=0.25, gt=0)
     stable_windows: int = Field(default=3, ge=2)
     stability_pct: float = Field(default=10.0, gt=0)
 

@@ -40,7 +40,9 @@ LEFT = {"variant", "runtime", "prec", "status"}
 
 def _status(m: dict[str, Any]) -> str:
     status = m.get("status", "?")
-    return "ok (noisy)" if status == "ok" and not m.get("stable", True) else status
+    if status == "ok" and not m.get("stable", True):
+        return f"ok (noisy ±{m.get('noise_pct', 0):.0f}%)"
+    return status
 
 
 def rows(metrics: dict[str, dict[str, Any]], order: list[str]) -> list[list[str]]:
@@ -89,14 +91,16 @@ def how_measured(root: Path = Path(".")) -> str:
     bench = params.bench
     env_path = layout.env_file(root)
     cpu = read_json(env_path)["cpu"] if env_path.exists() else {}
+    latency = bench.latency
     return (
         f"Measured on {cpu.get('model', '?')} ({cpu.get('cores', '?')} cores), "
         f"{bench.resolved_threads()} intra-op threads, each variant in its own process. "
-        f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and "
-        f"{bench.warmup.seconds:g} s; >= {bench.latency.min_iters} calls and {bench.latency.min_seconds:g} s, until "
-        f"{bench.latency.stable_windows} windows of {bench.latency.window_seconds:g} s agree within "
-        f"{bench.latency.stability_pct:g}% (else 'noisy'). Throughput: {bench.throughput.seconds:g} s per batch size "
-        f"{bench.throughput.batches}. Accuracy Δ: task metric vs the FP32 source on the eval split."
+        f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and {bench.warmup.seconds:g} s; "
+        f"{latency.segments} segments (before and after the throughput sweep), each >= {latency.min_iters} calls "
+        f"and {latency.min_seconds:g} s until {latency.stable_windows} windows of {latency.window_seconds:g} s "
+        f"agree within {latency.stability_pct:g}%; 'noisy' when all window medians spread more than that. "
+        f"Throughput: {bench.throughput.seconds:g} s per batch size {bench.throughput.batches}. "
+        f"Accuracy Δ: task metric vs the FP32 source on the eval split."
     )
 
 

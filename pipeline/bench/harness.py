@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.bench.stats import LatencyStats, window_spread_pct
+from pipeline.bench.stats import LatencyStats, spread_pct
 from pipeline.config import LatencyConfig, WarmupConfig
 
 clock = time.perf_counter_ns
@@ -26,22 +26,44 @@ def warm_up(call: Callable[[], Any], config: WarmupConfig) -> int:
 
 @dataclass(frozen=True)
 class LatencyResult:
-    stats: LatencyStats
-    windows: int
-    spread_pct: float  # spread of the last `stable_windows` window medians
-    stable: bool
+    """Per-call timings of one or more measuring segments, and the median of each window."""
+
+    samples_ns: np.ndarray
+    window_medians_ns: tuple[float, ...]
     seconds: float
+
+    @property
+    def stats(self) -> LatencyStats:
+        return LatencyStats.from_ns(self.samples_ns)
+
+    @property
+    def windows(self) -> int:
+        return len(self.window_medians_ns)
+
+    @property
+    def noise_pct(self) -> float:
+        """Spread of all window medians: how much the machine moved under the measurement."""
+        return spread_pct(self.window_medians_ns)
+
+    @classmethod
+    def combine(cls, results: list[LatencyResult]) -> LatencyResult:
+        return cls(
+            np.concatenate([r.samples_ns for r in results]),
+            tuple(m for r in results for m in r.window_medians_ns),
+            sum(r.seconds for r in results),
+        )
 
 
 def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyResult:
-    """Time calls one by one in windows of `window_seconds`.
+    """Time calls one by one in windows of `window_seconds` (one measuring segment).
 
     Stops once `min_iters` and `min_seconds` are met and the last `stable_windows` window medians
-    agree within `stability_pct`, or at `max_seconds` (the result is then flagged unstable). All
-    timed calls are reported: the windows decide when to stop, not which samples count.
+    agree within `stability_pct`, or at `max_seconds`. All timed calls are reported: the windows
+    decide when to stop, not which samples count. The caller runs `config.segments` segments apart
+    in time and combines them, so that one slow spell of the machine does not decide the number.
     """
     samples: list[int] = []
-    windows: list[np.ndarray] = []
+    medians: list[float] = []
     window_ns, k = int(config.window_seconds * 1e9), config.stable_windows
     start = clock()
     while True:
@@ -55,19 +77,12 @@ def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyRe
             if t1 - window_start >= window_ns:
                 break
         samples.extend(window)
-        windows.append(np.asarray(window))
+        medians.append(float(np.median(window)))
         elapsed = clock() - start
-        spread = window_spread_pct(windows[-k:])
-        enough = len(samples) >= config.min_iters and elapsed >= config.min_seconds * 1e9 and len(windows) >= k
-        if (enough and spread <= config.stability_pct) or elapsed >= config.max_seconds * 1e9:
+        enough = len(samples) >= config.min_iters and elapsed >= config.min_seconds * 1e9 and len(medians) >= k
+        if (enough and spread_pct(medians[-k:]) <= config.stability_pct) or elapsed >= config.max_seconds * 1e9:
             break
-    return LatencyResult(
-        LatencyStats.from_ns(np.asarray(samples)),
-        windows=len(windows),
-        spread_pct=spread,
-        stable=len(windows) >= k and spread <= config.stability_pct,
-        seconds=elapsed / 1e9,
-    )
+    return LatencyResult(np.asarray(samples), tuple(medians), elapsed / 1e9)
 
 
 def measure_throughput(call: Callable[[], Any], batch: int, seconds: float) -> float:

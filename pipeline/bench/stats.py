@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +50,8 @@ class LatencyStats:
         }
 
 
-def window_spread_pct(windows: list[np.ndarray]) -> float:
-    """Spread of the windows' medians, (max - min) / min, in percent."""
-    medians = [float(np.median(w)) for w in windows if len(w)]
-    if len(medians) < 2 or min(medians) <= 0:
+def spread_pct(values: Sequence[float]) -> float:
+    """(max - min) / min in percent; 0 for fewer than two values."""
+    if len(values) < 2 or min(values) <= 0:
         return 0.0
-    return 100.0 * (max(medians) - min(medians)) / min(medians)
+    return 100.0 * (max(values) - min(values)) / min(values)

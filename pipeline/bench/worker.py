@@ -1,8 +1,10 @@
 """The benchmark itself, run in a fresh process per variant (see pipeline.isolate).
 
 Order matters: import the runtime (RSS baseline), load (load_ms), first call (first_infer_ms),
-warm-up, batch-1 latency, the throughput sweep, then accuracy on the eval split. CPU utilisation
-covers the timed loops; peak RSS is the process's high-water mark (ru_maxrss).
+warm-up, a first batch-1 latency segment, the throughput sweep, the remaining latency segments
+(apart in time from the first, so one slow spell of the machine does not decide the number), then
+accuracy on the eval split. CPU utilisation covers the timed loops; peak RSS is the process's
+high-water mark (ru_maxrss).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 import psutil
 
 from pipeline import layout
-from pipeline.bench.harness import measure_latency, warm_up
+from pipeline.bench.harness import LatencyResult, measure_latency, warm_up
 from pipeline.config import PARAMS_FILE, Params, load_params
 from pipeline.data import Arrays, DataSet, batches, concat
 from pipeline.evaluate import accuracy_block
@@ -93,9 +95,15 @@ def measure_latency_only(model: str, variant: str, root: str = ".") -> dict[str,
     """Batch-1 latency alone, the way `measure` takes it: for benchmark scripts comparing variants."""
     loaded = load_variant(model, variant, Path(root))
     call = loaded.session.prepare(sample_batch(loaded.reference.inputs, 1))
+    config = loaded.params.bench.latency
     warm_up(call, loaded.params.bench.warmup)
-    latency = measure_latency(call, loaded.params.bench.latency)
-    return {"latency_ms": latency.stats.to_dict(), "stable": latency.stable, "runtime": loaded.session.details()}
+    latency = LatencyResult.combine([measure_latency(call, config) for _ in range(config.segments)])
+    return {
+        "latency_ms": latency.stats.to_dict(),
+        "noise_pct": latency.noise_pct,
+        "stable": latency.noise_pct <= config.stability_pct,
+        "runtime": loaded.session.details(),
+    }
 
 
 def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
@@ -113,11 +121,14 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     process = psutil.Process()
     cpu_before, system_before, wall_before = process.cpu_times(), psutil.cpu_times(), time.perf_counter()
     warm_up(call, bench.warmup)
-    latency = measure_latency(call, bench.latency)
+    segments = [measure_latency(call, bench.latency)]
     by_batch = {
         f"b{size}": session.throughput(sample_batch(reference.inputs, size), size, bench.throughput.seconds)
         for size in bench.throughput.batches
     }
+    warm_up(call, bench.warmup)
+    segments += [measure_latency(call, bench.latency) for _ in range(bench.latency.segments - 1)]
+    latency = LatencyResult.combine(segments)
     cpu_after, system_after, wall = process.cpu_times(), psutil.cpu_times(), time.perf_counter() - wall_before
     own = (cpu_after.user - cpu_before.user) + (cpu_after.system - cpu_before.system)
     cpu_pct = 100.0 * own / wall
@@ -134,7 +145,8 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
             **({"load_cached_ms": cached_load_ms} if cached_load_ms is not None else {}),
             "first_infer_ms": first_infer_ms,
             "latency_ms": {k: v for k, v in latency.stats.to_dict().items() if k not in ("min", "max")},
-            "stable": latency.stable,
+            "noise_pct": latency.noise_pct,
+            "stable": latency.noise_pct <= bench.latency.stability_pct,
             "throughput_sps": {
                 "peak": by_batch[peak_key],
                 "peak_batch": int(peak_key[1:]),
@@ -156,7 +168,7 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
             "latency_min_ms": latency.stats.min,
             "latency_max_ms": latency.stats.max,
             "stability": {
-                "spread_pct": latency.spread_pct,
+                "segments": len(segments),
                 "windows": latency.windows,
                 "seconds": latency.seconds,
                 **other_load(system_before, system_after, own, wall),
