@@ -67,6 +67,9 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
             except IsolatedFailure as failure:
                 for leftover in tmp.iterdir():
                     remove(leftover)
-                info |= {"status": "failed", "reason": f"build failed: {failure}"}
+                if failure.not_applicable:
+                    info |= {"status": "skipped", "reason": str(failure)}
+                else:
+                    info |= {"status": "failed", "reason": f"build failed: {failure}"}
         write_json(tmp / layout.BUILD_INFO, info)
     return info

@@ -26,5 +26,9 @@ class ConfigError(PipelineError):
     """params.yaml (or another config file) is malformed or inconsistent."""
 
 
+class NotApplicable(PipelineError):
+    """A variant cannot be built for this model or on this machine: recorded as skipped, not failed."""
+
+
 class ModelFileError(PipelineError):
     """A model or data file is missing, corrupt, or does not match its declared input spec."""

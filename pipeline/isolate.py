@@ -21,11 +21,18 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError, one_line
+from pipeline.errors import NotApplicable, PipelineError, one_line
 
 
 class IsolatedFailure(Exception):
-    """The isolated call failed; the message is a one-line reason fit for a metrics file."""
+    """The isolated call failed; the message is a one-line reason fit for a metrics file.
+
+    `not_applicable` is set when the child raised NotApplicable: nothing broke, the work does not apply.
+    """
+
+    def __init__(self, reason: str, not_applicable: bool = False) -> None:
+        super().__init__(reason)
+        self.not_applicable = not_applicable
 
 
 def _reason(error: BaseException) -> str:
@@ -71,7 +78,7 @@ def call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str
             outcome = json.loads(result.read_text())
             if outcome["ok"]:
                 return outcome["value"]
-            raise IsolatedFailure(outcome["reason"])
+            raise IsolatedFailure(outcome["reason"], outcome.get("not_applicable", False))
         how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
         last = tail[-1] if tail else "no output"
         raise IsolatedFailure(
@@ -90,7 +97,7 @@ def _child(request_path: str, result_path: str) -> int:
     except Exception as error:
         if not isinstance(error, PipelineError):
             traceback.print_exc()
-        outcome = {"ok": False, "reason": _reason(error)}
+        outcome = {"ok": False, "reason": _reason(error), "not_applicable": isinstance(error, NotApplicable)}
     Path(result_path).write_text(json.dumps(outcome))
     return 0
 

@@ -21,6 +21,12 @@ def raise_user_error() -> None:
     raise ModelFileError("m.onnx: not a valid ONNX model")
 
 
+def not_applicable() -> None:
+    from pipeline.errors import NotApplicable
+
+    raise NotApplicable("torchax does not import with this torch")
+
+
 def die() -> None:
     print("about to crash", flush=True, file=__import__("sys").stderr)
     os.kill(os.getpid(), signal.SIGKILL)
