@@ -98,7 +98,7 @@ def how_measured(root: Path = Path(".")) -> str:
         f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and {bench.warmup.seconds:g} s; "
         f"{latency.segments} segments (before and after the throughput sweep), each >= {latency.min_iters} calls "
         f"and {latency.min_seconds:g} s until {latency.stable_windows} windows of {latency.window_seconds:g} s "
-        f"agree within {latency.stability_pct:g}%; 'noisy' when all window medians spread more than that. "
+        f"agree within {latency.stability_pct:g}%; 'noisy' when the segments' p50s differ by more than that. "
         f"Throughput: {bench.throughput.seconds:g} s per batch size {bench.throughput.batches}. "
         f"Accuracy Δ: task metric vs the FP32 source on the eval split."
     )

@@ -57,7 +57,7 @@ def test_latency_gives_up_at_max_seconds_and_flags_noise(monkeypatch):
 
 
 def test_segments_combine_and_expose_a_slow_spell(monkeypatch):
-    """Each segment alone looks stable; together they show the machine moved by 50%."""
+    """Each segment alone looks stable; their p50s show the machine moved by 50% between them."""
     config = LatencyConfig(min_iters=10, min_seconds=0.03, max_seconds=1, window_seconds=0.01, stable_windows=3)
     fast = FakeClock(iter(lambda: 1_000_000, None))
     monkeypatch.setattr(harness, "clock", fast)
@@ -68,6 +68,7 @@ def test_segments_combine_and_expose_a_slow_spell(monkeypatch):
     assert first.noise_pct == 0 and second.noise_pct == 0
     both = harness.LatencyResult.combine([first, second])
     assert both.noise_pct == pytest.approx(50.0) and both.windows == first.windows + second.windows
+    assert both.segment_medians_ns == (1_000_000, 1_500_000)
     assert both.stats.n == first.stats.n + second.stats.n
 
 

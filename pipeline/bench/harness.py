@@ -26,11 +26,12 @@ def warm_up(call: Callable[[], Any], config: WarmupConfig) -> int:
 
 @dataclass(frozen=True)
 class LatencyResult:
-    """Per-call timings of one or more measuring segments, and the median of each window."""
+    """Per-call timings of one or more measuring segments, with the median of each segment and window."""
 
     samples_ns: np.ndarray
     window_medians_ns: tuple[float, ...]
     seconds: float
+    segment_medians_ns: tuple[float, ...] = ()
 
     @property
     def stats(self) -> LatencyStats:
@@ -42,7 +43,17 @@ class LatencyResult:
 
     @property
     def noise_pct(self) -> float:
-        """Spread of all window medians: how much the machine moved under the measurement."""
+        """How far apart the p50s of segments taken seconds apart are: would a rerun repeat the p50?
+
+        With one segment, the spread of its window medians stands in.
+        """
+        if len(self.segment_medians_ns) >= 2:
+            return spread_pct(self.segment_medians_ns)
+        return self.window_spread_pct
+
+    @property
+    def window_spread_pct(self) -> float:
+        """Spread of all window medians: the largest swing the machine made under the measurement."""
         return spread_pct(self.window_medians_ns)
 
     @classmethod
@@ -51,6 +62,7 @@ class LatencyResult:
             np.concatenate([r.samples_ns for r in results]),
             tuple(m for r in results for m in r.window_medians_ns),
             sum(r.seconds for r in results),
+            tuple(m for r in results for m in r.segment_medians_ns),
         )
 
 
@@ -82,7 +94,7 @@ def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyRe
         enough = len(samples) >= config.min_iters and elapsed >= config.min_seconds * 1e9 and len(medians) >= k
         if (enough and spread_pct(medians[-k:]) <= config.stability_pct) or elapsed >= config.max_seconds * 1e9:
             break
-    return LatencyResult(np.asarray(samples), tuple(medians), elapsed / 1e9)
+    return LatencyResult(np.asarray(samples), tuple(medians), elapsed / 1e9, (float(np.median(samples)),))
 
 
 def measure_throughput(call: Callable[[], Any], batch: int, seconds: float) -> float:

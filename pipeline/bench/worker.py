@@ -99,6 +99,7 @@ def measure_latency_only(model: str, variant: str, root: str = ".") -> dict[str,
     warm_up(call, loaded.params.bench.warmup)
     latency = LatencyResult.combine([measure_latency(call, config) for _ in range(config.segments)])
     return {
+        "load_ms": loaded.load_ms,
         "latency_ms": latency.stats.to_dict(),
         "noise_pct": latency.noise_pct,
         "stable": latency.noise_pct <= config.stability_pct,
@@ -169,6 +170,8 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
             "latency_max_ms": latency.stats.max,
             "stability": {
                 "segments": len(segments),
+                "segment_p50_ms": {f"s{i}": m / 1e6 for i, m in enumerate(latency.segment_medians_ns)},
+                "window_spread_pct": latency.window_spread_pct,
                 "windows": latency.windows,
                 "seconds": latency.seconds,
                 **other_load(system_before, system_after, own, wall),
