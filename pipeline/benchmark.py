@@ -18,8 +18,17 @@ from pipeline.files import read_json, size_mb, write_json
 from pipeline.isolate import IsolatedFailure, call
 from pipeline.runtimes import RUNTIMES
 
-# Thread pools that read the environment (OpenMP, MKL, OpenBLAS) get the same count as the runtime.
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Thread pools that read the environment get the runtime's thread count.
+
+    OpenMP, MKL and OpenBLAS take a number. XLA's CPU backend (JAX) has no count, only one thread
+    or all cores, so with one thread it is told to stay single-threaded.
+    """
+    env = dict.fromkeys(("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"), str(threads))
+    if threads == 1:
+        env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    return env
 
 
 def benchmark_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
@@ -42,7 +51,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                 "pipeline.bench.worker:measure",
                 {"model": model, "variant": variant, "root": str(root)},
                 timeout=params.bench.timeout_s,
-                env=dict.fromkeys(THREAD_ENV, str(threads)),
+                env=thread_env(threads),
             )
             metrics |= result["metrics"]
             details |= result["details"]

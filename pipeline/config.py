@@ -20,7 +20,7 @@ from pipeline.errors import ConfigError
 PARAMS_FILE = "params.yaml"
 MODELS_DIR = Path("models")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
-SourceKind = Literal["torch", "onnx"]
+SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "jax"]
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
 MetricName = Literal["accuracy", "binary_accuracy", "none"]
 
@@ -83,10 +83,12 @@ class ModelConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
-        if self.source == "torch" and not self.factory:
-            raise _FieldError("factory", "a torch model needs 'factory: module:function' to build the nn.Module")
-        if self.source != "torch" and not self.file:
+        if self.source in ("torch", "jax") and not self.factory:
+            raise _FieldError("factory", f"{self.source} models need 'factory: module:function' (the model's code)")
+        if self.source in ("onnx", "savedmodel") and not self.file:
             raise _FieldError("file", f"{self.source} models need 'file:' (a path inside models/<name>/)")
+        if self.source == "keras" and not (self.file or self.factory):
+            raise _FieldError("file", "keras models need 'file:' (a .keras file) or 'factory:'")
         return self
 
 
@@ -109,8 +111,8 @@ class LatencyConfig(Strict):
     """Batch-1 latency, measured in `segments` apart in time (before and after the throughput
     sweep). Each segment runs in windows until `min_iters`/`min_seconds` are met and its last
     `stable_windows` windows agree within `stability_pct` (Triton Model Navigator's rule), or
-    `max_seconds` runs out. The result is flagged noisy when the medians of all windows spread
-    more than `stability_pct`."""
+    `max_seconds` runs out. The result is flagged noisy when the segments' p50s differ by more
+    than `stability_pct`."""
 
     segments: int = Field(default=2, ge=1)
     min_iters: int = Field(default=100, ge=10)

@@ -55,7 +55,19 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("openvino_int8_acc", "nncf.quantize_with_accuracy_control: INT8 within max_drop on the eval split",
             "openvino", "int8", "pipeline.passes.openvino:NncfInt8AccuracyControl"),
     Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
-            "pipeline.passes.torch_package:TorchEager", frozenset({"torch"})),
+            "pipeline.passes.pytorch:TorchEager", frozenset({"torch"})),
+    Variant("torch_compile", "AOTInductor package of the PyTorch source (torch.export + TorchInductor)",
+            "torch", "fp32", "pipeline.passes.pytorch:TorchCompile", frozenset({"torch"})),
+    Variant("torch_xla", "PyTorch source converted to JAX by torchax, exported like jax_xla", "jax", "fp32",
+            "pipeline.passes.jax_xla:TorchXla", frozenset({"torch"})),
+    Variant("tf_graph", "the TF/Keras source as a SavedModel serving a plain tf.function", "tensorflow", "fp32",
+            "pipeline.passes.tf_saved:TfGraph", frozenset({"keras", "savedmodel"})),
+    Variant("tf_xla", "the same with tf.function(jit_compile=True): XLA-compiled at load", "tensorflow", "fp32",
+            "pipeline.passes.tf_saved:TfXla", frozenset({"keras", "savedmodel"})),
+    Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
+            "pipeline.passes.jax_xla:JaxJit", frozenset({"jax"})),
+    Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",
+            "pipeline.passes.jax_xla:JaxXla", frozenset({"jax"})),
 ]}
 # fmt: on
 BASELINE = "torch_eager"

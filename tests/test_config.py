@@ -38,7 +38,7 @@ def test_repository_params_are_valid():
             lambda d: d["variants"]["onnx_int8_dynamic"].update(per_chanel=True),
             "variants.onnx_int8_dynamic.per_chanel: unknown key",
         ),
-        (lambda d: d["models"].append("nope"), "models.2: 'nope' has no entry under 'catalog'"),
+        (lambda d: d["models"].append("nope"), "models.4: 'nope' has no entry under 'catalog'"),
         (
             lambda d: d["catalog"]["spam_fnn"]["inputs"]["features"].update(shape=[200, "batch"]),
             "catalog.spam_fnn.inputs.features.shape: the first dimension must be the symbolic batch name",
@@ -47,7 +47,7 @@ def test_repository_params_are_valid():
             lambda d: d["catalog"]["digits_cnn"]["inputs"]["image"].update(shape=["batch", 1, -8, 8]),
             "catalog.digits_cnn.inputs.image.shape: dimensions after the batch axis must be positive",
         ),
-        (lambda d: d["catalog"]["spam_fnn"].pop("factory"), "catalog.spam_fnn.factory: a torch model needs 'factory"),
+        (lambda d: d["catalog"]["spam_fnn"].pop("factory"), "catalog.spam_fnn.factory: torch models need 'factory"),
         (
             lambda d: d["catalog"]["spam_fnn"].update(factory="no colon"),
             "catalog.spam_fnn.factory: expected 'module:function'",

@@ -65,7 +65,7 @@ def test_reduce_range_auto_follows_vnni(monkeypatch):
 
 
 def test_torch_eager_packages_weights_and_factory(tiny_project):
-    from pipeline.passes.torch_package import ENTRY, TorchEager
+    from pipeline.passes.pytorch import ENTRY, TorchEager
     from pipeline.runtimes import load
 
     source = layout.source_dir("tiny", tiny_project)

@@ -1,35 +1,75 @@
-"""torch_eager: the PyTorch source as it is, the baseline every ratio is taken against.
+"""torch_eager and torch_compile: the PyTorch source, as is and compiled ahead of time.
 
-The artifact is the state_dict plus torch_model.json naming the factory that builds the module;
-the factory's code stays in models/<name>/ (a PyTorch eager model cannot be run without it).
-A model without a weights file is rebuilt from the factory with its recorded init seed.
+Both artifacts have the entry torch_model.json (input and output names, and what to load).
+
+- torch_eager, the baseline every ratio is taken against: the state_dict and the factory that
+  builds the module; the factory's code stays in models/<name>/ (an eager model cannot run without
+  it). A model without a weights file is rebuilt from the factory with its recorded init seed.
+- torch_compile: an AOTInductor package (model.pt2). Measured here on digits_cnn: torch.compile
+  pays ~20 s of compilation at the first call of every new process and ran slower than eager
+  (56 vs 49 us); the AOTInductor package compiles once at build time, loads in milliseconds and ran
+  at 29 us. The package holds native code for this CPU; builds rerun when the fingerprint changes.
 """
 
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 from pipeline.config import model_dir
+from pipeline.data import generate_inputs
 from pipeline.files import write_json
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 ENTRY = "torch_model.json"
 WEIGHTS = "weights.pt"
+PACKAGE = "model.pt2"
+
+
+def _write(ctx: BuildContext, **fields: Any) -> None:
+    names = {"inputs": list(ctx.config.inputs), "outputs": ctx.source_info["output_names"]}
+    write_json(ctx.out_dir / ENTRY, names | fields)
+
+
+def source_module(ctx: BuildContext) -> Any:
+    from pipeline.sources.pytorch import build_module
+
+    weights = model_dir(ctx.model, ctx.root) / ctx.config.file if ctx.config.file else None
+    return build_module(
+        ctx.config.factory or "",
+        ctx.config.factory_args,
+        weights,
+        ctx.root,
+        f"catalog.{ctx.model}",
+        ctx.config.init_seed,
+    )
 
 
 class TorchEager(Pass):
     def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
         if ctx.config.file:
             shutil.copy2(model_dir(ctx.model, ctx.root) / ctx.config.file, ctx.out_dir / WEIGHTS)
-        write_json(
-            ctx.out_dir / ENTRY,
-            {
-                "factory": ctx.config.factory,
-                "factory_args": ctx.config.factory_args,
-                "weights": WEIGHTS if ctx.config.file else None,
-                "init_seed": ctx.config.init_seed,
-                "inputs": list(ctx.config.inputs),
-                "outputs": ctx.source_info["output_names"],
-            },
+        _write(
+            ctx,
+            factory=ctx.config.factory,
+            factory_args=ctx.config.factory_args,
+            weights=WEIGHTS if ctx.config.file else None,
+            init_seed=ctx.config.init_seed,
         )
         return BuildResult(ENTRY, {"factory": ctx.config.factory})
+
+
+class TorchCompile(Pass):
+    def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
+        import torch
+
+        module = source_module(ctx)
+        # Batch 2, not 1: torch.export specialises size-1 dimensions.
+        example = tuple(torch.from_numpy(v) for v in generate_inputs(ctx.config.inputs, 2, seed=0).values())
+        dims = {s.batch_dim: torch.export.Dim(s.batch_dim) for s in ctx.config.inputs.values()}
+        dynamic = tuple({0: dims[s.batch_dim]} for s in ctx.config.inputs.values())
+        with torch.no_grad():
+            program = torch.export.export(module, example, dynamic_shapes=dynamic)
+            torch._inductor.aoti_compile_and_package(program, package_path=str(ctx.out_dir / PACKAGE))
+        _write(ctx, package=PACKAGE)
+        return BuildResult(ENTRY, {"compiler": f"AOTInductor (torch {torch.__version__})"})

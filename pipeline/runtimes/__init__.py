@@ -27,6 +27,8 @@ RUNTIMES: dict[str, Runtime] = {
     "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",)),
     "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",)),
     "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),
+    "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow",)),
+    "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
 }
 
 

@@ -1,4 +1,4 @@
-"""PyTorch eager on the CPU: the source model, loaded the way its user would load it."""
+"""PyTorch on the CPU: the source module in eager mode, or an AOTInductor package (torch_compile)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,15 @@ class TorchSession(Session):
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
         spec = read_json(entry)
-        weights = entry.parent / spec["weights"] if spec["weights"] else None
-        self._module = build_module(
-            spec["factory"], spec["factory_args"], weights, Path.cwd(), "torch artifact", spec.get("init_seed", 0)
-        )
+        if "package" in spec:
+            self._module = torch._inductor.aoti_load_package(str(entry.parent / spec["package"]))
+            self._mode = "AOTInductor package"
+        else:
+            weights = entry.parent / spec["weights"] if spec["weights"] else None
+            self._module = build_module(
+                spec["factory"], spec["factory_args"], weights, Path.cwd(), "torch artifact", spec.get("init_seed", 0)
+            )
+            self._mode = "eager, grad disabled"
         self.input_names, self.output_names = spec["inputs"], spec["outputs"]
         self._threads = threads
 
@@ -40,7 +45,7 @@ class TorchSession(Session):
         return lambda: module(*tensors)
 
     def details(self) -> dict[str, Any]:
-        return {"intra_op_threads": self._threads, "mode": "eager, grad disabled"}
+        return {"intra_op_threads": self._threads, "mode": self._mode}
 
 
 def load(artifact: Path, threads: int, config: dict[str, Any]) -> TorchSession:

@@ -14,6 +14,9 @@ from pipeline.sources.base import SourceModel
 SOURCE_MODULES = {
     "torch": "pipeline.sources.pytorch",
     "onnx": "pipeline.sources.onnxfile",
+    "keras": "pipeline.sources.tfkeras",
+    "savedmodel": "pipeline.sources.tfkeras",
+    "jax": "pipeline.sources.jaxfn",
 }
 
 

@@ -1,0 +1,58 @@
+"""TensorFlow: a SavedModel called through its serving_default signature.
+
+Thread pools are sized before TensorFlow starts (they cannot change afterwards). For tf_xla the
+load ends with one batch-1 call, so that load_ms includes XLA's compilation, as a deployment pays it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from pipeline.data import Arrays
+from pipeline.runtimes.base import Session
+
+SIGNATURE = "serving_default"
+
+
+class TfSession(Session):
+    def __init__(self, path: Path, threads: int, config: dict[str, Any]) -> None:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # TensorFlow already started in this process: its pools stay (and are reported)
+            pass
+        self._loaded = tf.saved_model.load(str(path))
+        self._signature = self._loaded.signatures[SIGNATURE]
+        self.input_names = list(self._signature.structured_input_signature[1])
+        self.output_names = list(self._signature.structured_outputs)
+        self._compile_at_load = bool(config.get("compile_at_load"))
+        if self._compile_at_load:
+            specs = self._signature.structured_input_signature[1]
+            self._signature(**{n: tf.zeros([1, *s.shape[1:]], s.dtype) for n, s in specs.items()})
+
+    def _tensors(self, inputs: Arrays) -> dict[str, tf.Tensor]:
+        return {name: tf.constant(inputs[name]) for name in self.input_names}
+
+    def run(self, inputs: Arrays) -> Arrays:
+        outputs = self._signature(**self._tensors(inputs))
+        return {name: np.asarray(outputs[name]) for name in self.output_names}
+
+    def prepare(self, inputs: Arrays) -> Callable[[], Any]:
+        signature, tensors = self._signature, self._tensors(inputs)
+        return lambda: signature(**tensors)
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+            "xla_compiled_at_load": self._compile_at_load,
+        }
+
+
+def load(artifact: Path, threads: int, config: dict[str, Any]) -> TfSession:
+    return TfSession(artifact, threads, config)

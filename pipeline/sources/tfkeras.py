@@ -1,0 +1,201 @@
+"""TensorFlow sources: a Keras 3 model (.keras file, or a factory) and a TF SavedModel.
+
+Both become one TF callable (positional input tensors -> list of output tensors); from it come the
+reference outputs, the ONNX export (tf2onnx over a tf.function: tf2onnx's from_keras does not
+handle Keras 3 models) and the tf_graph / tf_xla SavedModels.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from pipeline.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig
+from pipeline.data import Arrays, generate_inputs
+from pipeline.errors import ConfigError, ModelFileError, first_line
+from pipeline.sources.base import SourceModel, import_object, output_names
+
+TF2ONNX_MAX_OPSET = 18  # the newest opset tf2onnx 1.17 emits
+SIGNATURE = "serving_default"
+
+TfCall = Callable[..., list[tf.Tensor]]
+
+
+def input_signature(specs: dict[str, InputSpec]) -> list[tf.TensorSpec]:
+    return [
+        tf.TensorSpec((None, *spec.shape[1:]), tf.dtypes.as_dtype(spec.dtype), name=name)
+        for name, spec in specs.items()
+    ]
+
+
+class ServingModule(tf.Module):
+    """A SavedModel root: tracks the model's variables, serves outputs by name.
+
+    Written with tf.Module and tf.function rather than keras.export.ExportArchive, because the
+    latter drops `jit_compile` (its saved graph has no _XlaMustCompile mark; checked here).
+    """
+
+    def __init__(self, tracked: Any, call: TfCall, specs: dict[str, InputSpec], names: list[str], jit: bool) -> None:
+        super().__init__()
+        self.tracked = tracked
+
+        def serve(*inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+            return dict(zip(names, call(*inputs), strict=True))
+
+        self.serve = tf.function(serve, input_signature=input_signature(specs), jit_compile=jit, autograph=False)
+
+    def save(self, path: Path) -> None:
+        tf.saved_model.save(self, str(path), signatures={SIGNATURE: self.serve})
+
+
+class TfSource(SourceModel):
+    """What Keras and SavedModel sources share once they have a TF callable."""
+
+    tracked: Any  # the object owning the variables (Keras model or loaded SavedModel)
+    call: TfCall
+
+    def _check(self) -> None:
+        example = generate_inputs(self.config.inputs, 2, seed=0)
+        try:
+            outputs = self.call(*(tf.constant(v) for v in example.values()))
+        except Exception as error:
+            shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in example.items())
+            raise ConfigError(
+                f"{PARAMS_FILE}: {self.field}.inputs: the model rejects inputs {shapes}: {first_line(error)}"
+            ) from None
+        self._names = output_names(self.config, len(outputs), self.field, self._own_output_names())
+
+    def _own_output_names(self) -> list[str] | None:
+        return None
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._names
+
+    def predict(self, inputs: Arrays) -> Arrays:
+        outputs = self.call(*(tf.constant(inputs[name]) for name in self.config.inputs))
+        return {name: np.asarray(t) for name, t in zip(self._names, outputs, strict=True)}
+
+    def serving_module(self, jit: bool) -> ServingModule:
+        return ServingModule(self.tracked, self.call, self.config.inputs, self._names, jit)
+
+    def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
+        import onnx
+        import tf2onnx
+
+        opset = min(export.opset, TF2ONNX_MAX_OPSET)
+        serve = tf.function(lambda *inputs: self.call(*inputs), input_signature=input_signature(self.config.inputs),
+                            autograph=False)  # fmt: skip
+        start = time.perf_counter()
+        model, _ = tf2onnx.convert.from_function(
+            serve, input_signature=input_signature(self.config.inputs), opset=opset
+        )
+        rename_outputs(model, self._names)
+        onnx.save(model, str(path))
+        return {"exporter": f"tf2onnx {tf2onnx.__version__} (from_function)", "export_s": time.perf_counter() - start}
+
+
+def rename_outputs(model: Any, names: list[str]) -> None:
+    """tf2onnx names outputs after TF tensors ('Identity:0'); give them the catalog's names."""
+    renames = {output.name: name for output, name in zip(model.graph.output, names, strict=True)}
+    for node in model.graph.node:
+        node.output[:] = [renames.get(n, n) for n in node.output]
+        node.input[:] = [renames.get(n, n) for n in node.input]
+    for output in model.graph.output:
+        output.name = renames[output.name]
+
+
+def as_list(result: Any) -> list[tf.Tensor]:
+    if isinstance(result, dict):
+        return list(result.values())
+    if isinstance(result, list | tuple):
+        return list(result)
+    return [result]
+
+
+class KerasSource(TfSource):
+    """A Keras 3 model: a .keras file, or `factory` (+ optional weights file, else seeded init)."""
+
+    kind = "keras"
+
+    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
+        super().__init__(name, config, root)
+        self.tracked = self.model = load_keras_model(name, config, root, self)
+        model = self.model
+        self.call = lambda *inputs: as_list(model(list(inputs) if len(inputs) > 1 else inputs[0], training=False))
+        self._check()
+
+    def _own_output_names(self) -> list[str] | None:
+        names = list(getattr(self.model, "output_names", None) or [])
+        return names or None
+
+
+def load_keras_model(name: str, config: ModelConfig, root: Path, source: SourceModel) -> Any:
+    import keras
+
+    field = f"catalog.{name}"
+    if config.factory:
+        factory = import_object(config.factory, root, f"{field}.factory")
+        keras.utils.set_random_seed(config.init_seed)
+        model = factory(**config.factory_args)
+        if not isinstance(model, keras.Model):
+            raise ConfigError(f"{PARAMS_FILE}: {field}.factory: returned {type(model).__name__}, expected keras.Model")
+        if config.file:
+            try:
+                model.load_weights(str(source.require_file()))
+            except Exception as error:
+                raise ModelFileError(
+                    f"{source.path}: weights do not load into {config.factory} ({PARAMS_FILE}: {field}.file): "
+                    f"{first_line(error)}"
+                ) from None
+        return model
+    path = source.require_file()
+    try:
+        return keras.saving.load_model(str(path), compile=False)
+    except Exception as error:
+        raise ModelFileError(
+            f"{path}: not a readable Keras model ({PARAMS_FILE}: {field}.file): "
+            f"{type(error).__name__}: {first_line(error)}"
+        ) from None
+
+
+class SavedModelSource(TfSource):
+    """A TensorFlow SavedModel folder, called through its serving_default signature."""
+
+    kind = "savedmodel"
+
+    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
+        super().__init__(name, config, root)
+        path = self.require_file()
+        try:
+            self.tracked = tf.saved_model.load(str(path))
+            signature = self.tracked.signatures[SIGNATURE]
+        except Exception as error:
+            raise ModelFileError(
+                f"{path}: not a SavedModel with a '{SIGNATURE}' signature ({PARAMS_FILE}: {self.field}.file): "
+                f"{type(error).__name__}: {first_line(error)}"
+            ) from None
+        expected = sorted(signature.structured_input_signature[1])
+        if expected != sorted(config.inputs):
+            raise ConfigError(
+                f"{PARAMS_FILE}: {self.field}.inputs: names {sorted(config.inputs)} do not match the "
+                f"signature's inputs {expected} ({path})"
+            )
+        self._signature_outputs = sorted(signature.structured_outputs)
+        names = list(config.inputs)
+        keys = config.outputs if config.outputs and set(config.outputs) <= set(self._signature_outputs) else None
+        order = keys or self._signature_outputs
+        self.call = lambda *inputs: [signature(**dict(zip(names, inputs, strict=True)))[k] for k in order]
+        self._check()
+
+    def _own_output_names(self) -> list[str] | None:
+        return self._signature_outputs
+
+
+def load(name: str, config: ModelConfig, root: Path) -> TfSource:
+    return KerasSource(name, config, root) if config.source == "keras" else SavedModelSource(name, config, root)

@@ -1,0 +1,212 @@
+"""TensorFlow/Keras and JAX sources, their conversion to ONNX, the XLA variants and their runtimes,
+on tiny models built here; plus the torch_compile and torch_xla variants."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import layout, runtimes
+from pipeline.config import Params
+from pipeline.data import DataSet
+from pipeline.errors import ConfigError, ModelFileError, NotApplicable
+from pipeline.export import export_model
+from pipeline.passes.base import BuildContext
+from pipeline.sources import load_source
+from tests.conftest import build, models_from, tiny_config
+
+X = {"x": np.random.default_rng(0).standard_normal((6, 12)).astype(np.float32)}
+
+TINY_JAX = textwrap.dedent(
+    """
+    import jax
+    import jax.numpy as jnp
+
+
+    def apply(params, x):
+        return jnp.tanh(x @ params["w1"] + params["b1"]) @ params["w2"]
+
+
+    def build(seed=0, hidden=16):
+        k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+        params = {"w1": jax.random.normal(k1, (12, hidden)) * 0.3, "b1": jnp.zeros(hidden),
+                  "w2": jax.random.normal(k2, (hidden, 3)) * 0.3}
+        return apply, params
+    """
+)
+
+
+def keras_model():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    return keras.Sequential(
+        [keras.Input((12,), name="x"), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)]
+    )
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """models/tiny_keras (.keras file), models/tiny_sm (SavedModel), models/tiny_jax (code + params)."""
+    from pipeline.sources.jaxfn import save_params
+    from pipeline.sources.tfkeras import KerasSource
+
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").touch()
+    for name in ("tiny_keras", "tiny_sm", "tiny_jax"):
+        (tmp_path / "models" / name).mkdir()
+    keras_model().save(tmp_path / "models/tiny_keras/model.keras")
+    (tmp_path / "models/tiny_jax/net.py").write_text(TINY_JAX)
+    monkeypatch.chdir(tmp_path)
+    with models_from(tmp_path):
+        source = KerasSource("tiny_keras", keras_config(), tmp_path)
+        source.serving_module(jit=False).save(tmp_path / "models/tiny_sm/saved_model")
+        from models.tiny_jax.net import build as build_jax
+
+        save_params(build_jax(seed=1)[1], tmp_path / "models/tiny_jax/params.msgpack")
+        yield tmp_path
+
+
+def keras_config(**overrides):
+    return tiny_config(**({"source": "keras", "factory": None, "file": "model.keras", "eval_data": None,
+                           "outputs": ["scores"]} | overrides))  # fmt: skip
+
+
+def sm_config(**overrides):
+    return keras_config(**({"source": "savedmodel", "file": "saved_model"} | overrides))
+
+
+def jax_config(**overrides):
+    return tiny_config(**({"source": "jax", "factory": "models.tiny_jax.net:build", "file": "params.msgpack",
+                           "eval_data": None} | overrides))  # fmt: skip
+
+
+def params_for(name: str, config) -> Params:
+    return Params.model_validate(
+        {"models": [name], "catalog": {name: config.model_dump()}, "variants": {"onnx_fp32": {}}}
+    )
+
+
+def exported(root: Path, name: str, config) -> BuildContext:
+    """Run the real export stage, then a build context on its output."""
+    report = export_model(name, params_for(name, config), root)
+    assert report["status"] == "ok", report["reason"]
+    assert report["parity"] == "ok" and report["parity_max_abs_diff"] < 1e-4
+    out = root / "out" / name
+    out.mkdir(parents=True)
+    return BuildContext(name, config, root, out)
+
+
+def test_keras_file_source_predicts_and_exports(project):
+    source = load_source("tiny_keras", keras_config(), project)
+    np.testing.assert_allclose(source.predict(X)["scores"], keras_model()(X["x"]).numpy(), atol=1e-6)
+    ctx = exported(project, "tiny_keras", keras_config())
+    report = layout.export_report("tiny_keras", project)
+    assert "tf2onnx" in report.read_text()
+    session = runtimes.load("onnxruntime", ctx.exported_onnx, 1)
+    assert session.output_names == ["scores"]  # tf2onnx's 'Identity:0' renamed
+
+
+def test_keras_factory_without_weights_is_seeded(project):
+    (project / "models/tiny_keras/net.py").write_text(
+        "import keras\n\ndef build():\n    return keras.Sequential([keras.Input((12,)), keras.layers.Dense(3)])\n"
+    )
+    config = keras_config(file=None, factory="models.tiny_keras.net:build", init_seed=7)
+    first = load_source("tiny_keras", config, project).predict(X)["scores"]
+    np.testing.assert_array_equal(first, load_source("tiny_keras", config, project).predict(X)["scores"])
+
+
+def test_keras_errors_name_file_and_field(project):
+    (project / "models/tiny_keras/bad.keras").write_bytes(b"garbage")
+    with pytest.raises(
+        ModelFileError, match=r"bad.keras: not a readable Keras model \(params.yaml: catalog.tiny_keras"
+    ):
+        load_source("tiny_keras", keras_config(file="bad.keras"), project)
+    with pytest.raises(ConfigError, match=r"catalog.tiny_keras.inputs: the model rejects inputs x\(2, 5\)"):
+        load_source("tiny_keras", keras_config(inputs={"x": {"shape": ["batch", 5]}}), project)
+
+
+def test_savedmodel_source(project):
+    source = load_source("tiny_sm", sm_config(), project)
+    np.testing.assert_allclose(source.predict(X)["scores"], keras_model()(X["x"]).numpy(), atol=1e-6)
+    exported(project, "tiny_sm", sm_config())
+    with pytest.raises(ConfigError, match=r"catalog.tiny_sm.inputs: names \['image'\] do not match the signature"):
+        load_source("tiny_sm", sm_config(inputs={"image": {"shape": ["batch", 12]}}), project)
+
+
+def test_jax_source_loads_params_and_exports(project):
+    from models.tiny_jax.net import build as build_jax
+
+    apply, params = build_jax(seed=1)
+    source = load_source("tiny_jax", jax_config(), project)
+    np.testing.assert_allclose(source.predict(X)["output"], np.asarray(apply(params, X["x"])), atol=1e-6)
+    report = export_model("tiny_jax", params_for("tiny_jax", jax_config()), project)
+    assert report["status"] == "ok" and report["exporter"].startswith("jax2onnx")
+
+
+def test_jax_params_that_do_not_fit(project):
+    with pytest.raises(ModelFileError, match=r"params.msgpack: parameter shapes differ from the factory's"):
+        load_source("tiny_jax", jax_config(factory_args={"hidden": 8}), project)
+
+
+def test_tf_graph_and_xla_savedmodels(project):
+    ctx = exported(project, "tiny_keras", keras_config())
+    expected = keras_model()(X["x"]).numpy()
+    for variant, jit in (("tf_graph", False), ("tf_xla", True)):
+        out = project / "out" / variant
+        out.mkdir()
+        result = build(BuildContext("tiny_keras", ctx.config, project, out), variant)
+        assert result.details == {"jit_compile": jit, "xla_marked": jit}
+        session = runtimes.load("tensorflow", out / result.entry, 1, result.runtime_config)
+        np.testing.assert_allclose(session.run(X)["scores"], expected, atol=1e-5)
+        assert session.details()["xla_compiled_at_load"] is jit
+
+
+def test_jax_jit_and_exported_artifact(project):
+    ctx = exported(project, "tiny_jax", jax_config())
+    reference = DataSet.load(ctx.source_dir / layout.REFERENCE)
+    for variant in ("jax_jit", "jax_xla"):
+        out = project / "out" / variant
+        out.mkdir()
+        result = build(BuildContext("tiny_jax", ctx.config, project, out), variant)
+        session = runtimes.load("jax", out / result.entry, 1, result.runtime_config)
+        np.testing.assert_allclose(session.run(reference.inputs)["output"], reference.outputs["output"], atol=1e-5)
+        assert session.prepare({"x": reference.inputs["x"][:1]})().shape == (1, 3)
+    (project / "models/tiny_jax/net.py").unlink()  # the exported artifact needs no model code
+    session = runtimes.load("jax", project / "out/jax_xla" / result.entry, 1, result.runtime_config)
+    assert session.run(X)["output"].shape == (6, 3)
+
+
+def test_torch_xla_is_built_or_skipped_with_the_reason(tiny_project):
+    from pipeline.files import write_json
+
+    source = layout.source_dir("tiny", tiny_project)
+    source.mkdir(parents=True)
+    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"]})
+    out = tiny_project / "out"
+    out.mkdir()
+    try:
+        result = build(BuildContext("tiny", tiny_config(), tiny_project, out), "torch_xla")
+    except NotApplicable as reason:
+        assert "torchax" in str(reason)
+    else:
+        assert result.details["kind"] == "export"
+
+
+@pytest.mark.slow
+def test_torch_compile_builds_an_aotinductor_package(tiny_project):
+    from pipeline.files import write_json
+
+    source = layout.source_dir("tiny", tiny_project)
+    source.mkdir(parents=True)
+    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"]})
+    out = tiny_project / "out"
+    out.mkdir()
+    result = build(BuildContext("tiny", tiny_config(), tiny_project, out), "torch_compile")
+    assert (out / "model.pt2").exists()
+    compiled = runtimes.load("torch", out / result.entry, 1).run(X)["output"]
+    eager = load_source("tiny", tiny_config(), tiny_project).predict(X)["output"]
+    np.testing.assert_allclose(compiled, eager, atol=1e-5)
