@@ -40,5 +40,9 @@ def export_report(model: str, root: Path = Path(".")) -> Path:
     return root / REPORTS / "export" / f"{model}.json"
 
 
+def bench_plan(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "bench_plan.json"
+
+
 def env_file(root: Path = Path(".")) -> Path:
     return root / REPORTS / "env.json"

@@ -1,8 +1,8 @@
-"""DVC stage: benchmark one built variant in a fresh process (see pipeline.benchmark)."""
+"""DVC stage: benchmark one built variant in a fresh process (see pipeline.bench.stage)."""
 
 import sys
 
-from pipeline.benchmark import benchmark_variant
+from pipeline.bench.stage import benchmark_variant
 from pipeline.cli import run_stage
 
 if __name__ == "__main__":

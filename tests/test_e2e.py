@@ -39,6 +39,9 @@ def run(cmd: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+ENV_STAGE = "fingerprint/dvc.yaml:env"
+
+
 def stages_run(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
 
@@ -156,15 +159,17 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     root, _ = project
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first run"], root)
-    assert stages_run(run(["dvc", "repro"], root)) == {"env"}
+    assert stages_run(run(["dvc", "repro"], root)) == {ENV_STAGE}
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["variants"]["onnx_int8_static"]["per_channel"] = False
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ran = stages_run(run(["dvc", "repro"], root))
-    rebuilt = {f"build@{m}-onnx_int8_static" for m in ("spam_fnn", "byo_onnx", "digits_keras", "digits_jax")}
+    rebuilt = {
+        f"prepare/dvc.yaml:build@{m}-onnx_int8_static" for m in ("spam_fnn", "byo_onnx", "digits_keras", "digits_jax")
+    }
     # Models that skip the variant rebuild an identical 'skipped' record, so DVC does not rerun their bench.
     remeasured = {f"bench@{m}-onnx_int8_static" for m in ("spam_fnn", "byo_onnx")}
-    assert ran == {"env"} | rebuilt | remeasured
+    assert ran == {ENV_STAGE} | rebuilt | remeasured
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
     assert "reports/metrics/spam_fnn/onnx_int8_static.json" in diff
     assert "reports/metrics/spam_fnn/onnx_fp32.json" not in diff

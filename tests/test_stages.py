@@ -9,7 +9,7 @@ import pytest
 
 from pipeline import build as build_module
 from pipeline import layout, variants
-from pipeline.benchmark import benchmark_variant
+from pipeline.bench.stage import benchmark_variant
 from pipeline.build import build_variant
 from pipeline.config import Params
 from pipeline.files import write_json

@@ -31,6 +31,18 @@ def thread_env(threads: int) -> dict[str, str]:
     return env
 
 
+def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """The bench settings with `threads` resolved for this machine: what every bench stage follows.
+
+    Bench stages depend on this file rather than on the `bench` params directly: DVC reads
+    params.yaml once per stage that declares params, and one stage reading it instead of 64 keeps
+    a no-op `dvc repro` fast. Changing `bench` reruns this stage, which reruns every benchmark.
+    """
+    plan = params.bench.model_dump(mode="json") | {"threads_resolved": params.bench.resolved_threads()}
+    write_json(layout.bench_plan(root), plan)
+    return plan
+
+
 def benchmark_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
     threads = params.bench.resolved_threads()

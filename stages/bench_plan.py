@@ -1,0 +1,9 @@
+"""DVC stage: resolve the bench settings for this machine (see pipeline.bench.stage.write_plan)."""
+
+import sys
+
+from pipeline.bench.stage import write_plan
+from pipeline.cli import run_stage
+
+if __name__ == "__main__":
+    sys.exit(run_stage(write_plan, []))
