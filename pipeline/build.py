@@ -22,7 +22,7 @@ def run_pass(model: str, variant: str, out_dir: str, root: str = ".") -> dict[st
     """Child-process side: run the variant's pass into `out_dir`; return entry and details."""
     params = load_params(Path(root) / PARAMS_FILE)
     spec = variants.get(variant)
-    config = variants.validate_variant_params(variant, params.variant_params(variant))
+    config = variants.validate_variant_params(variant, params.variant_params(variant, model))
     ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir))
     start = time.perf_counter()
     result = spec.pass_class()().run(ctx, config)

@@ -73,6 +73,9 @@ class ModelConfig(Strict):
     calib_data: str | None = None
     metric: MetricName = "none"
     skip: list[str] = Field(default_factory=list)
+    overrides: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per-variant knobs for this model, over the variants.<name> sections"
+    )
 
     @field_validator("factory")
     @classmethod
@@ -125,7 +128,7 @@ class LatencyConfig(Strict):
 
 class ThroughputConfig(Strict):
     batches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 8, 32, 128], min_length=1)
-    seconds: float = Field(default=1.0, gt=0)
+    seconds: float = Field(default=0.5, gt=0)
 
 
 class BenchConfig(Strict):
@@ -180,12 +183,14 @@ class Params(Strict):
             raise ConfigError(f"{PARAMS_FILE}: catalog.{name}: no such model (known: {', '.join(self.catalog)})")
         return self.catalog[name]
 
-    def variant_params(self, name: str) -> dict[str, Any]:
+    def variant_params(self, name: str, model: str | None = None) -> dict[str, Any]:
+        """The `variants.<name>` knobs, with `model`'s `overrides` for it applied on top."""
         if name not in self.variants:
             raise ConfigError(
                 f"{PARAMS_FILE}: variants.{name}: not configured (configured: {', '.join(self.variants)})"
             )
-        return dict(self.variants[name] or {})
+        overrides = self.model(model).overrides.get(name, {}) if model else {}
+        return dict(self.variants[name] or {}) | overrides
 
 
 class _FieldError(ValueError):
@@ -244,4 +249,9 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
 
     for name, section in params.variants.items():
         validate_variant_params(name, section or {}, str(path))
+    for model, config in params.catalog.items():
+        for name in config.overrides:
+            if name not in params.variants:
+                raise ConfigError(f"{path}: catalog.{model}.overrides.{name}: not a configured variant")
+            validate_variant_params(name, params.variant_params(name, model), str(path), f"catalog.{model}.overrides")
     return params

@@ -12,7 +12,7 @@ from rich.table import Table
 from pipeline import layout
 from pipeline.config import PARAMS_FILE, load_params
 from pipeline.files import read_json
-from pipeline.variants import BASELINE
+from pipeline.variants import BASELINES
 
 
 def load_metrics(model: str, root: Path = Path(".")) -> dict[str, dict[str, Any]]:
@@ -32,7 +32,7 @@ def _speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
 
 
 COLUMNS = (
-    "variant", "runtime", "prec", "size MB", "p50 ms", "p99 ms", f"vs {BASELINE}",
+    "variant", "runtime", "prec", "size MB", "p50 ms", "p99 ms", "p50 speed-up",
     "peak samples/s (batch)", "RSS MB", "acc Δ", "top-1 agree", "status",
 )  # fmt: skip
 LEFT = {"variant", "runtime", "prec", "status"}
@@ -45,12 +45,15 @@ def _status(m: dict[str, Any]) -> str:
     return status
 
 
-def rows(metrics: dict[str, dict[str, Any]], order: list[str]) -> list[list[str]]:
-    """One row of COLUMNS per variant, in params.yaml order."""
-    baseline = metrics.get(BASELINE)
+def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: str) -> list[list[str]]:
+    """One row of COLUMNS per variant that is not skipped, in params.yaml order; speed-ups against
+    `baseline_name`. Skipped variants have no numbers: the notes under the table say why."""
+    baseline = metrics.get(baseline_name)
     out = []
     for variant in sorted(metrics, key=lambda v: order.index(v) if v in order else len(order)):
         m = metrics[variant]
+        if m.get("status") == "skipped":
+            continue
         accuracy = m.get("accuracy") or {}
         latency = m.get("latency_ms") or {}
         throughput = m.get("throughput_sps") or {}
@@ -115,13 +118,20 @@ def print_summary(
         if not metrics:
             console.print(f"{model}: no metrics yet (run `dvc repro`)")
             continue
-        body = rows(metrics, order)
+        baseline = BASELINES[params.model(model).source]
+        body = rows(metrics, order, baseline)
+        title = f"{model} (speed-up against {baseline})"
+        notes = [
+            f"{variant}: {m.get('status')}: {m.get('reason')}"
+            for variant, m in metrics.items()
+            if m.get("status") != "ok"
+        ]
         if markdown:
-            print(f"**{model}**\n\n{markdown_table(body)}\n")
+            print(f"**{title}**\n\n{markdown_table(body)}\n")
+            print("\n".join(f"- {note}" for note in notes) + "\n" if notes else "")
         else:
-            console.print(rich_table(model, body))
-        for variant, m in metrics.items():
-            if m.get("status") != "ok":
-                console.print(f"  [dim]{variant}: {m.get('status')}: {m.get('reason')}[/]", markup=not markdown)
-        console.print()
+            console.print(rich_table(title, body))
+            for note in notes:
+                console.print(f"  {note}", style="dim", markup=False)
+            console.print()
     console.print(f"[dim]{how_measured(root)}[/]")

@@ -70,7 +70,14 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "pipeline.passes.jax_xla:JaxXla", frozenset({"jax"})),
 ]}
 # fmt: on
-BASELINE = "torch_eager"
+# The native way to run each source kind: every speed-up is taken against it.
+BASELINES = {
+    "torch": "torch_eager",
+    "keras": "tf_graph",
+    "savedmodel": "tf_graph",
+    "jax": "jax_jit",
+    "onnx": "onnx_fp32",
+}
 
 
 def get(name: str, source: str = PARAMS_FILE) -> Variant:
@@ -79,10 +86,12 @@ def get(name: str, source: str = PARAMS_FILE) -> Variant:
     return VARIANTS[name]
 
 
-def validate_variant_params(name: str, data: dict[str, Any], source: str = PARAMS_FILE) -> BaseModel:
-    """Check a `variants.<name>` section against the config its pass declares."""
+def validate_variant_params(
+    name: str, data: dict[str, Any], source: str = PARAMS_FILE, section: str = "variants"
+) -> BaseModel:
+    """Check a variant's knobs (its `variants.<name>` section, or a model's overrides of it)."""
     config_class = get(name, source).pass_class().Config
-    return validate(config_class, data, source, prefix=f"variants.{name}")
+    return validate(config_class, data, source, prefix=f"{section}.{name}")
 
 
 def skip_reason(variant: Variant, model: str, config: ModelConfig) -> str | None:

@@ -60,6 +60,14 @@ def test_repository_params_are_valid():
             lambda d: d["catalog"]["spam_fnn"].update(source="onnx", file=None),
             "catalog.spam_fnn.file: onnx models need",
         ),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(overrides={"onnx_fp64": {}}),
+            "catalog.spam_fnn.overrides.onnx_fp64: not a configured variant",
+        ),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(overrides={"onnx_int8_static": {"per_chanel": False}}),
+            "catalog.spam_fnn.overrides.onnx_int8_static.per_chanel: unknown key",
+        ),
     ],
 )
 def test_mistakes_name_file_and_field(tmp_path, edit, expected):
@@ -82,6 +90,13 @@ def test_yaml_syntax_error_gives_line(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
         load_params(tmp_path / "params.yaml")
+
+
+def test_model_overrides_apply_over_the_variant_section():
+    params = load_params(REPO / "params.yaml")
+    assert "op_types" not in params.variant_params("onnx_int8_static")
+    assert params.variant_params("onnx_int8_static", "digits_jax")["op_types"] == ["Conv"]
+    assert params.variant_params("onnx_int8_static", "digits_jax")["calibration_method"] == "minmax"
 
 
 def test_variant_params_are_parsed_by_their_pass():

@@ -54,6 +54,29 @@ def test_static_int8_is_qdq_and_records_calibration(context):
     assert result.details["reduce_range"] == resolve_reduce_range("auto")
 
 
+def test_preprocessing_falls_back_and_says_so(context, monkeypatch):
+    """ORT's symbolic shape inference fails on some exporters' graphs: retry without it, and record it."""
+    import onnxruntime.quantization.shape_inference as shape_inference
+
+    real = shape_inference.quant_pre_process
+
+    def fussy(model, output, skip_symbolic_shape=False, **kwargs):
+        if not skip_symbolic_shape:
+            raise TypeError("'NoneType' object is not iterable")
+        return real(model, output, skip_symbolic_shape=True, **kwargs)
+
+    monkeypatch.setattr(shape_inference, "quant_pre_process", fussy)
+    result = build(context, "onnx_int8_dynamic")
+    assert result.details["preprocess"].startswith("without symbolic shape inference (it failed: TypeError")
+
+    def broken(*args, **kwargs):
+        raise ValueError("x")
+
+    monkeypatch.setattr(shape_inference, "quant_pre_process", broken)
+    assert build(context, "onnx_int8_dynamic").details["preprocess"] == "skipped (it failed: ValueError: x)"
+    assert build(context, "onnx_int8_static", preprocess=False).details["preprocess"] == "off"
+
+
 def test_reduce_range_auto_follows_vnni(monkeypatch):
     import pipeline.passes.ort_quantize as quantize
 

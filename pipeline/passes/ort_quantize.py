@@ -11,11 +11,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from pipeline.data import Arrays, batches
+from pipeline.errors import first_line
 from pipeline.fingerprint import has_vnni
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.passes.onnx_export import MODEL_FILE, graph_stats
 
 QuantType = Literal["qint8", "quint8"]
+CLEAN, PREPROCESSED = "clean.onnx", "preprocessed.onnx"  # scratch files, removed once quantized
 
 
 class DynamicConfig(NoConfig):
@@ -24,6 +26,7 @@ class DynamicConfig(NoConfig):
     reduce_range: bool | Literal["auto"] = "auto"
     preprocess: bool = True  # ORT's quant_pre_process: symbolic shape inference + graph cleanup first
     op_types: list[str] | None = None  # None: the quantizer's defaults
+    extra_options: dict[str, Any] = Field(default_factory=dict)  # passed to quantize_* as documented by ORT
 
 
 class StaticConfig(DynamicConfig):
@@ -39,19 +42,44 @@ def resolve_reduce_range(value: bool | str) -> bool:
     return (not has_vnni()) if value == "auto" else bool(value)
 
 
-def _prepare(ctx: BuildContext, config: DynamicConfig) -> str:
-    """Path of the model to quantize: the export, pre-processed as ORT recommends when asked."""
+def _prepare(ctx: BuildContext, config: DynamicConfig) -> tuple[str, str]:
+    """The model to quantize and how it was pre-processed (ORT's quant_pre_process, when asked).
+
+    ORT's symbolic shape inference cannot type every graph (jax2onnx exports, for one); the
+    pre-processing is an optimisation, so it falls back step by step and says which step it took.
+    """
+    clean, prepared = _without_value_info(ctx), str(ctx.out_dir / PREPROCESSED)
     if not config.preprocess:
-        return str(ctx.exported_onnx)
+        return clean, "off"
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    prepared = ctx.out_dir / "preprocessed.onnx"
-    quant_pre_process(str(ctx.exported_onnx), str(prepared))
-    return str(prepared)
+    try:
+        quant_pre_process(clean, prepared)
+        return prepared, "full"
+    except Exception as error:
+        reason = f"{type(error).__name__}: {first_line(error)}"
+    try:
+        quant_pre_process(clean, prepared, skip_symbolic_shape=True)
+        return prepared, f"without symbolic shape inference (it failed: {reason})"
+    except Exception as error:
+        return clean, f"skipped (it failed: {type(error).__name__}: {first_line(error)})"
 
 
-def _finish(ctx: BuildContext, config: DynamicConfig, details: dict[str, Any]) -> BuildResult:
-    (ctx.out_dir / "preprocessed.onnx").unlink(missing_ok=True)
+def _without_value_info(ctx: BuildContext) -> str:
+    """The export without its value_info: exporters (torch's dynamo, for one) annotate weights with
+    shapes that stop holding once the quantizer rewrites them, and ONNX shape inference then
+    refuses the graph ("Inferred shape and existing shape differ"). The annotations are optional."""
+    import onnx
+
+    model = onnx.load(str(ctx.exported_onnx))
+    del model.graph.value_info[:]
+    onnx.save(model, str(ctx.out_dir / CLEAN))
+    return str(ctx.out_dir / CLEAN)
+
+
+def _finish(ctx: BuildContext, config: DynamicConfig, preprocess: str, details: dict[str, Any]) -> BuildResult:
+    for scratch in (CLEAN, PREPROCESSED):
+        (ctx.out_dir / scratch).unlink(missing_ok=True)
     stats = graph_stats(ctx.out_dir / MODEL_FILE)
     return BuildResult(
         MODEL_FILE,
@@ -64,6 +92,8 @@ def _finish(ctx: BuildContext, config: DynamicConfig, details: dict[str, Any]) -
             "reduce_range_reason": "auto: " + ("CPU has VNNI" if has_vnni() else "CPU lacks VNNI")
             if config.reduce_range == "auto"
             else "set in params.yaml",
+            "preprocess": preprocess,
+            **({"extra_options": config.extra_options} if config.extra_options else {}),
             **details,
         },
     )
@@ -81,15 +111,17 @@ class DynamicInt8(Pass):
     def run(self, ctx: BuildContext, config: DynamicConfig) -> BuildResult:
         from onnxruntime.quantization import quantize_dynamic
 
+        model, preprocess = _prepare(ctx, config)
         quantize_dynamic(
-            _prepare(ctx, config),
+            model,
             str(ctx.out_dir / MODEL_FILE),
             op_types_to_quantize=config.op_types,
             per_channel=config.per_channel,
             reduce_range=resolve_reduce_range(config.reduce_range),
             weight_type=_qtype(config.weight_type),
+            extra_options=config.extra_options,
         )
-        return _finish(ctx, config, {})
+        return _finish(ctx, config, preprocess, {})
 
 
 class CalibrationReader:
@@ -127,8 +159,9 @@ class StaticInt8(Pass):
 
         calibration = ctx.calibration().head(config.calibration_samples)
         reader = CalibrationReader(calibration.inputs, config.calibration_batch)
+        model, preprocess = _prepare(ctx, config)
         quantize_static(
-            _prepare(ctx, config),
+            model,
             str(ctx.out_dir / MODEL_FILE),
             calibration_data_reader=reader,
             quant_format=QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
@@ -143,10 +176,12 @@ class StaticInt8(Pass):
                 "percentile": CalibrationMethod.Percentile,
                 "distribution": CalibrationMethod.Distribution,
             }[config.calibration_method],
+            extra_options=config.extra_options,
         )
         return _finish(
             ctx,
             config,
+            preprocess,
             {
                 "format": config.format,
                 "activation_type": config.activation_type,
