@@ -18,6 +18,17 @@ from pipeline.isolate import IsolatedFailure, call
 from pipeline.passes.base import BuildContext
 
 
+def write_variant_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """One file per variant with its `variants.<name>` params. Build stages depend on these files
+    instead of declaring the params: DVC parses params.yaml once per stage that declares any, which
+    for 64 build stages cost about a second of every no-op `dvc repro`. Unchanged content keeps the
+    same hash, so a knob change still rebuilds only its own variant."""
+    with atomic_dir(layout.variant_plan_dir(root)) as tmp:
+        for name, section in params.variants.items():
+            write_json(tmp / f"{name}.json", section or {})
+    return {"status": "ok", "reason": f"{len(params.variants)} variants"}
+
+
 def run_pass(model: str, variant: str, out_dir: str, root: str = ".") -> dict[str, Any]:
     """Child-process side: run the variant's pass into `out_dir`; return entry and details."""
     params = load_params(Path(root) / PARAMS_FILE)

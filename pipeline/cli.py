@@ -30,7 +30,7 @@ def run_stage(function: Callable[..., Any], arg_names: Sequence[str], argv: Sequ
         print(f"error: {error}", file=sys.stderr)
         return 2
     if isinstance(result, dict) and "status" in result:
-        line = f"{' '.join(getattr(args, n) for n in arg_names)}: {result['status']}"
+        line = f"{' '.join(getattr(args, n) for n in arg_names) or function.__name__}: {result['status']}"
         print(line + (f" ({result['reason']})" if result.get("reason") else ""))
     return 0
 
@@ -57,6 +57,24 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _predict(args: argparse.Namespace) -> int:
+    from pipeline.predict import run_cli
+
+    run_cli(args.deploy, args.input, args.output, args.threads)
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from pipeline.config import load_params
+    from pipeline.gate import print_gate, run_gate
+
+    params = load_params(args.params)
+    percentile = args.percentile or params.select.percentile
+    verdicts, movements, warnings = run_gate(params, args.rev, args.threshold, percentile, args.model or None)
+    print_gate(verdicts, movements, warnings, args.rev, args.threshold, percentile)
+    return 1 if any(v.failures for v in verdicts) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -68,6 +86,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate params.yaml without running anything")
     check.add_argument("--params", type=Path, default=Path("params.yaml"))
     check.set_defaults(run=_check)
+    predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")
+    predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
+    predict.add_argument("input", type=Path, help=".npy (single-input models) or .npz (arrays named like the inputs)")
+    predict.add_argument("--output", type=Path, help="save outputs to .npy (one output) or .npz instead of printing")
+    predict.add_argument("--threads", type=int, help="intra-op threads (default: all cores)")
+    predict.set_defaults(run=_predict)
+    gate = commands.add_parser(
+        "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI)"
+    )
+    gate.add_argument("model", nargs="*", help="models to check (default: those in params.yaml)")
+    gate.add_argument("--rev", default="HEAD~1", help="git revision to compare with (default: HEAD~1)")
+    gate.add_argument("--threshold", type=float, default=10.0, help="allowed latency regression, percent (default 10)")
+    gate.add_argument("--percentile", choices=["p50", "p90", "p99"], help="default: select.percentile in params.yaml")
+    gate.add_argument("--params", type=Path, default=Path("params.yaml"))
+    gate.set_defaults(run=_gate)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -153,6 +153,31 @@ class BenchConfig(Strict):
         return int(self.threads)
 
 
+class Constraints(Strict):
+    """What a deployable variant must satisfy; None means no limit."""
+
+    max_accuracy_drop: float | None = Field(default=0.01, ge=0)  # absolute, on accuracy.delta
+    max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
+    max_size_mb: float | None = Field(default=None, gt=0)
+    max_memory_mb: float | None = Field(default=None, gt=0)  # peak RSS of the benchmark process
+    variants: list[str] | None = None  # allowed variants (e.g. only those your serving stack runs)
+    runtimes: list[str] | None = None  # allowed runtimes (onnxruntime, openvino, torch, tensorflow, jax)
+    devices: list[str] | None = None  # allowed devices (cpu)
+
+
+class SelectConfig(Strict):
+    """The select stage: constraints (global, and per model over them) and one objective."""
+
+    objective: Literal["latency", "throughput", "size"] = "latency"
+    percentile: Literal["p50", "p90", "p99"] = "p50"  # the latency percentile for objective and budget
+    constraints: Constraints = Constraints()
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-model constraint overrides
+
+    def constraints_for(self, model: str) -> Constraints:
+        merged = self.constraints.model_dump() | self.models.get(model, {})
+        return validate(Constraints, merged, PARAMS_FILE, prefix=f"select.models.{model}")
+
+
 class BuildConfig(Strict):
     timeout_s: float = Field(default=3600, gt=0)
 
@@ -165,6 +190,7 @@ class Params(Strict):
     variants: dict[str, dict[str, Any] | None] = Field(min_length=1)
     bench: BenchConfig = BenchConfig()
     build: BuildConfig = BuildConfig()
+    select: SelectConfig = SelectConfig()
 
     @model_validator(mode="after")
     def _consistent(self) -> Params:
@@ -175,6 +201,11 @@ class Params(Strict):
             if name not in self.catalog:
                 raise _FieldError(
                     f"models.{i}", f"{name!r} has no entry under 'catalog' (known: {', '.join(self.catalog)})"
+                )
+        for i, name in enumerate(self.select.constraints.variants or []):
+            if name not in self.variants:
+                raise _FieldError(
+                    f"select.constraints.variants.{i}", f"{name!r} is not a variant (known: {', '.join(self.variants)})"
                 )
         return self
 
@@ -249,6 +280,11 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
 
     for name, section in params.variants.items():
         validate_variant_params(name, section or {}, str(path))
+    for model in params.select.models:
+        params.model(model)
+        unknown = set(params.select.constraints_for(model).variants or []) - set(params.variants)
+        if unknown:
+            raise ConfigError(f"{path}: select.models.{model}.variants: no such variant(s) {sorted(unknown)}")
     for model, config in params.catalog.items():
         for name in config.overrides:
             if name not in params.variants:

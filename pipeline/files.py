@@ -59,7 +59,7 @@ def _round_floats(value: Any, digits: int = 6) -> Any:
     return value
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically, floats rounded to 6 significant figures (NaN/inf become null)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_sibling(path)

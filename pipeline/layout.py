@@ -6,6 +6,8 @@ from pathlib import Path
 
 ARTIFACTS = Path("artifacts")
 REPORTS = Path("reports")
+DEPLOY = Path("deploy")
+MANIFEST = "manifest.json"
 
 EXPORTED_ONNX = "model.onnx"
 REFERENCE = "reference.npz"
@@ -38,6 +40,21 @@ def metrics_dir(root: Path = Path(".")) -> Path:
 
 def export_report(model: str, root: Path = Path(".")) -> Path:
     return root / REPORTS / "export" / f"{model}.json"
+
+
+def selection_file(model: str, root: Path = Path(".")) -> Path:
+    """The select stage's choice for `model`, a DVC metric (its `chosen` field is a string)."""
+    return root / REPORTS / "selection" / f"{model}.json"
+
+
+def deploy_dir(model: str, root: Path = Path(".")) -> Path:
+    """The chosen artifact, ready to ship: its files, the model code it needs, manifest.json."""
+    return root / DEPLOY / model
+
+
+def variant_plan_dir(root: Path = Path(".")) -> Path:
+    """<variant>.json per variant: its `variants.<name>` params, what its build stages depend on."""
+    return root / REPORTS / "variant_plan"
 
 
 def bench_plan(root: Path = Path(".")) -> Path:

@@ -12,13 +12,8 @@ from rich.table import Table
 from pipeline import layout
 from pipeline.config import PARAMS_FILE, load_params
 from pipeline.files import read_json
+from pipeline.results import load_metrics
 from pipeline.variants import BASELINES
-
-
-def load_metrics(model: str, root: Path = Path(".")) -> dict[str, dict[str, Any]]:
-    """Metrics of every variant of `model` that has a file, keyed by variant name."""
-    folder = layout.metrics_dir(root) / model
-    return {p.stem: read_json(p) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
 
 
 def _num(value: Any, fmt: str = ".3g") -> str:
@@ -126,6 +121,13 @@ def print_summary(
             for variant, m in metrics.items()
             if m.get("status") != "ok"
         ]
+        choice = layout.selection_file(model, root)
+        if choice.exists():
+            record = read_json(choice)
+            notes.insert(0, f"deploy: {record['chosen']}" + (
+                f" ({record['runtime']}; why: deploy/{model}/manifest.json)" if record["status"] == "ok"
+                else f": {record['reason']}"
+            ))  # fmt: skip
         if markdown:
             print(f"**{title}**\n\n{markdown_table(body)}\n")
             print("\n".join(f"- {note}" for note in notes) + "\n" if notes else "")

@@ -1,4 +1,5 @@
-"""Functions the isolation tests run in a child process."""
+"""Synthetic metrics for the selection, gate and report tests; functions the isolation tests run in a
+child process."""
 
 from __future__ import annotations
 
@@ -34,3 +35,20 @@ def die() -> None:
 
 def sleep(seconds: float) -> None:
     time.sleep(seconds)
+
+
+def metric(
+    p50: float, delta: float | None = 0.0, size: float = 1.0, runtime: str = "onnxruntime", peak: float | None = None,
+    rss: float = 100.0, noise: float = 1.0, status: str = "ok", value: float = 0.9, precision: str = "fp32",
+) -> dict:  # fmt: skip
+    """One variant's metrics file, shaped like the bench stage's (reports/metrics/<model>/<variant>.json)."""
+    peak = peak if peak is not None else 1000.0 / p50
+    return {
+        "status": status, "reason": "" if status == "ok" else "it broke", "runtime": runtime, "precision": precision,
+        "device": "cpu", "threads": 2, "size_mb": size, "load_ms": 5.0, "first_infer_ms": 1.0,
+        "latency_ms": {"p50": p50, "p90": p50 * 1.2, "p99": p50 * 1.5, "mean": p50, "std": 0.0, "n": 1000},
+        "noise_pct": noise, "stable": noise < 10,
+        "throughput_sps": {"peak": peak, "peak_batch": 8, "by_batch": {"b1": 1000.0 / p50, "b8": peak}},
+        "peak_rss_mb": rss, "cpu_util_pct": 100.0,
+        "accuracy": {"metric": "accuracy", "value": value, "delta": delta},
+    }  # fmt: skip

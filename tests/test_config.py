@@ -104,3 +104,12 @@ def test_variant_params_are_parsed_by_their_pass():
 
     config = validate_variant_params("onnx_int8_static", {"calibration_samples": 10})
     assert config.calibration_samples == 10 and config.format == "qdq"
+
+
+def test_select_variants_must_name_configured_variants(tmp_path):
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["select"]["models"] = {"spam_fnn": {"variants": ["onnx_optt"]}}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(ConfigError, match=r"select.models.spam_fnn.variants: no such variant\(s\) \['onnx_optt'\]"):
+        load_params(path)

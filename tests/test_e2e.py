@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -10,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
-from tests.conftest import copy_project
+from tests.conftest import REPO, copy_project
 
 pytestmark = pytest.mark.slow
 
@@ -72,10 +74,15 @@ def project(tmp_path_factory, tiny_onnx):
     shutil.copy(tiny_onnx, root / "models" / "byo_onnx" / "model.onnx")
     run(["git", "init", "-q"], root)
     run(["dvc", "init", "-q"], root)
+    shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
     output = run(["dvc", "repro"], root)
     return root, output
+
+
+def read(path: Path) -> dict:
+    return json.loads(path.read_text())
 
 
 def metrics(root: Path, model: str, variant: str) -> dict:
@@ -155,6 +162,87 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
     assert "spam_fnn" in summary and "onnx_int8_static" in summary and "byo_onnx" in summary
 
 
+def test_select_deploys_an_explained_verified_choice(project):
+    root, output = project
+    assert {f"select@{m}" for m in ("spam_fnn", "byo_onnx", "digits_keras", "digits_jax")} | {"report"} <= stages_run(
+        output
+    )
+    record = read(root / "reports" / "selection" / "spam_fnn.json")
+    chosen = record["chosen"]
+    assert record["status"] == "ok" and metrics(root, "spam_fnn", chosen)["status"] == "ok"
+    manifest = read(root / "deploy" / "spam_fnn" / "manifest.json")
+    assert manifest["variant"] == chosen and manifest["runtime"] == record["runtime"]
+    assert manifest["runtime_version"] != "unknown" and manifest["inputs"]
+    for name, digest in manifest["files"].items():
+        assert hashlib.sha256((root / "deploy" / "spam_fnn" / name).read_bytes()).hexdigest() == digest
+    selection = manifest["selection"]
+    others = {p.stem for p in (root / "reports" / "metrics" / "spam_fnn").glob("*.json")} - {chosen}
+    assert set(selection["rejected"]) == others and all(selection["rejected"].values())
+    assert chosen in selection["pareto_front"] and selection["constraints"]["max_accuracy_drop"] == 0.01
+    shown = json.loads(run(["dvc", "metrics", "show", "--json"], root))
+    assert next(iter(shown.values()))["data"]["reports/selection/spam_fnn.json"]["data"]["chosen"] == chosen
+    report = (root / "reports" / "report" / "spam_fnn.md").read_text()
+    assert f"**Deploy `{chosen}`**" in report and (root / "reports" / "report" / "img" / "spam_fnn").is_dir()
+    plots = json.loads(run(["dvc", "plots", "show", "--json"], root))
+    assert not plots.get("errors") and "reports/plots/latency_accuracy/spam_fnn.json" in plots["data"]
+
+
+def reference(root: Path, model: str):
+    from pipeline.data import DataSet
+
+    return DataSet.load(root / "artifacts" / model / "source" / "reference.npz").head(64)
+
+
+def test_predict_cli_and_api_run_the_chosen_artifact(project, tmp_path):
+    from pipeline.predict import load
+
+    root, _ = project
+    data = reference(root, "spam_fnn")
+    np.save(tmp_path / "x.npy", next(iter(data.inputs.values())))
+    out = run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "spam_fnn"), "x.npy",
+               "--output", "y.npy"], tmp_path)  # fmt: skip
+    assert "spam_fnn:" in out and "wrote" in out
+    expected = next(iter(data.outputs.values()))
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, atol=0.05)
+    outputs = load(root / "deploy" / "spam_fnn", threads=1)(data.inputs)
+    np.testing.assert_allclose(next(iter(outputs.values())), expected, atol=0.05)
+    tampered = shutil.copytree(root / "deploy" / "spam_fnn", tmp_path / "tampered")
+    victim = tampered / next(iter(read(tampered / "manifest.json")["files"]))
+    victim.write_bytes(victim.read_bytes() + b"\0")
+    done = subprocess.run([sys.executable, "-m", "pipeline", "predict", str(tampered), "x.npy"], cwd=tmp_path,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 2 and "sha256 mismatch" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "variant"),
+    [("spam_fnn", "torch_eager"), ("spam_fnn", "torch_compile"), ("spam_fnn", "openvino_int8"),
+     ("spam_fnn", "onnx_int8_static"), ("digits_keras", "tf_graph"), ("digits_keras", "tf_xla"),
+     ("digits_jax", "jax_jit"), ("digits_jax", "jax_xla")],
+)  # fmt: skip
+def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
+    """Pin the choice to one variant (select.constraints.variants) in a side project, then predict."""
+    root, _ = project
+    side = tmp_path / "side"
+    (side / "reports").mkdir(parents=True)
+    for name in ("artifacts", "models", "reports/metrics", "reports/env.json"):
+        (side / name).symlink_to(root / name)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["select"]["constraints"] |= {"variants": [variant], "max_accuracy_drop": None}
+    (side / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run([sys.executable, str(root / "stages" / "select_artifact.py"), model], side)
+    manifest = read(side / "deploy" / model / "manifest.json")
+    assert manifest["variant"] == variant
+    data = reference(root, model)
+    np.savez(tmp_path / "x.npz", **data.inputs)
+    run([sys.executable, "-m", "pipeline", "predict", str(side / "deploy" / model), "x.npz", "--output", "y.npz"],
+        tmp_path)  # fmt: skip
+    with np.load(tmp_path / "y.npz") as got:
+        for name, expected in data.outputs.items():
+            labels = (lambda y: y[:, 0] > 0.5) if expected.shape[1] == 1 else (lambda y: y.argmax(1))
+            assert (labels(got[name]) == labels(expected)).mean() >= 0.95, name
+
+
 def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     root, _ = project
     run(["git", "add", "-A"], root)
@@ -169,7 +257,9 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     }
     # Models that skip the variant rebuild an identical 'skipped' record, so DVC does not rerun their bench.
     remeasured = {f"bench@{m}-onnx_int8_static" for m in ("spam_fnn", "byo_onnx")}
-    assert ran == {ENV_STAGE} | rebuilt | remeasured
+    reselected = {"select@spam_fnn", "select@byo_onnx", "report"}  # their metrics changed
+    planned = {"prepare/dvc.yaml:variant_plan"}  # rewrites every variant's file; only one changes
+    assert ran == {ENV_STAGE} | planned | rebuilt | remeasured | reselected
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
     assert "reports/metrics/spam_fnn/onnx_int8_static.json" in diff
     assert "reports/metrics/spam_fnn/onnx_fp32.json" not in diff

@@ -19,6 +19,6 @@ def test_onnxruntime_session(tiny_onnx):
 
 
 def test_missing_package_is_a_skip_reason(monkeypatch):
-    monkeypatch.setitem(runtimes.RUNTIMES, "imaginary", Runtime("pipeline.runtimes.ort", ("no_such_package_xyz",)))
+    monkeypatch.setitem(runtimes.RUNTIMES, "imaginary", Runtime("pipeline.runtimes.ort", ("no_such_package_xyz",), "x"))
     assert unavailable_reason("imaginary") == "no_such_package_xyz is not installed"
     assert unavailable_reason("onnxruntime") is None

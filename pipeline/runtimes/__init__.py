@@ -20,15 +20,16 @@ from pipeline.runtimes.base import Session
 class Runtime:
     module: str
     packages: tuple[str, ...]  # import names that must be installed
+    distribution: str  # the installed package whose version a deployment records
     device: str = "cpu"
 
 
 RUNTIMES: dict[str, Runtime] = {
-    "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",)),
-    "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",)),
-    "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),
-    "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow",)),
-    "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
+    "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",), "onnxruntime"),
+    "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",), "torch"),
+    "openvino": Runtime("pipeline.runtimes.ov", ("openvino",), "openvino"),
+    "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow",), "tensorflow-cpu"),
+    "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax"), "jax"),
 }
 
 

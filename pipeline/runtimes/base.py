@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pipeline.bench.harness import measure_throughput
 from pipeline.data import Arrays
+
+
+def code_root(config: dict[str, Any]) -> Path:
+    """Where a factory-based artifact imports the model's code from: the copy a deploy folder
+    carries (`code_root`, set by pipeline.predict), else the project root (the working directory)."""
+    return Path(config.get("code_root", Path.cwd()))
 
 
 class Session(ABC):

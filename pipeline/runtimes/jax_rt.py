@@ -18,7 +18,7 @@ from flax import serialization
 
 from pipeline.data import Arrays
 from pipeline.files import read_json
-from pipeline.runtimes.base import Session
+from pipeline.runtimes.base import Session, code_root
 from pipeline.sources.base import import_object
 from pipeline.sources.jaxfn import as_list
 
@@ -31,7 +31,7 @@ class JaxSession(Session):
             exported = jax.export.deserialize(bytearray((entry.parent / spec["exported"]).read_bytes()))
             function, params = jax.jit(exported.call), state
         else:
-            apply, template = import_object(spec["factory"], Path.cwd(), "jax artifact")(**spec["factory_args"])
+            apply, template = import_object(spec["factory"], code_root(config), "jax artifact")(**spec["factory_args"])
             function, params = jax.jit(apply), serialization.from_state_dict(template, state)
         self._function, self._params = function, jax.device_put(params)
         self.input_names, self.output_names, self._kind = spec["inputs"], spec["outputs"], spec["kind"]

@@ -11,12 +11,12 @@ import torch
 
 from pipeline.data import Arrays
 from pipeline.files import read_json
-from pipeline.runtimes.base import Session
+from pipeline.runtimes.base import Session, code_root
 from pipeline.sources.pytorch import as_tuple, build_module
 
 
 class TorchSession(Session):
-    def __init__(self, entry: Path, threads: int) -> None:
+    def __init__(self, entry: Path, threads: int, config: dict[str, Any]) -> None:
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
         spec = read_json(entry)
@@ -26,7 +26,12 @@ class TorchSession(Session):
         else:
             weights = entry.parent / spec["weights"] if spec["weights"] else None
             self._module = build_module(
-                spec["factory"], spec["factory_args"], weights, Path.cwd(), "torch artifact", spec.get("init_seed", 0)
+                spec["factory"],
+                spec["factory_args"],
+                weights,
+                code_root(config),
+                "torch artifact",
+                spec.get("init_seed", 0),
             )
             self._mode = "eager, grad disabled"
         self.input_names, self.output_names = spec["inputs"], spec["outputs"]
@@ -49,4 +54,4 @@ class TorchSession(Session):
 
 
 def load(artifact: Path, threads: int, config: dict[str, Any]) -> TorchSession:
-    return TorchSession(artifact, threads)
+    return TorchSession(artifact, threads, config)

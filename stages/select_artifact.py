@@ -1,0 +1,9 @@
+"""DVC stage: choose one model's deployment artifact and write deploy/<model>/ (see pipeline.deploy)."""
+
+import sys
+
+from pipeline.cli import run_stage
+from pipeline.deploy import select_model
+
+if __name__ == "__main__":
+    sys.exit(run_stage(select_model, ["model"]))

@@ -1,0 +1,113 @@
+"""The regression gate against a real temporary git repository: one revision regresses, one does not."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.cli import main
+from pipeline.config import load_params
+from pipeline.gate import run_gate
+from tests.conftest import REPO
+from tests.helpers import metric
+
+MODEL = "spam_fnn"
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def commit(root: Path, variants: dict[str, dict], chosen: str | None, message: str, record: bool = True) -> None:
+    """Write one revision's metrics and (when `record`) its recorded choice, and commit them."""
+    folder = root / "reports" / "metrics" / MODEL
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, data in variants.items():
+        (folder / f"{name}.json").write_text(json.dumps(data))
+    selection = root / "reports" / "selection" / f"{MODEL}.json"
+    selection.parent.mkdir(parents=True, exist_ok=True)
+    selection.unlink(missing_ok=True)
+    if record:
+        selection.write_text(json.dumps({"status": "ok" if chosen else "none", "chosen": chosen or "none"}))
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", message)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repo with the project's params.yaml (one model) and a first, good revision."""
+    git(tmp_path, "init", "-q")
+    params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": [MODEL]}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    commit(tmp_path, {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.8)}, "onnx_opt", "good")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def failures(root: Path, rev: str = "HEAD~1", **options) -> list[str]:
+    params = load_params(root / "params.yaml")
+    verdicts, _, _ = run_gate(params, rev, root=root, **options)
+    return [f for v in verdicts for f in v.failures]
+
+
+def test_unchanged_revision_passes(repo):
+    commit(repo, {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.82)}, "onnx_opt", "same within threshold")
+    assert failures(repo) == []
+    assert main(["gate"]) == 0
+
+
+def test_latency_regression_fails_with_exit_1(repo, capsys):
+    commit(repo, {"onnx_fp32": metric(1.0), "onnx_opt": metric(1.0)}, "onnx_opt", "slower")
+    assert failures(repo) == ["p50 latency regressed +25.0% (threshold 10%)"]
+    assert failures(repo, threshold_pct=30.0) == []
+    assert main(["gate"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL spam_fnn: p50 latency regressed +25.0%" in out and "0.8 -> 1" in out
+    assert "gate: FAILED (1 of 1 model(s) regressed)" in out
+
+
+def test_choice_moving_to_a_slower_artifact_fails(repo):
+    commit(repo, {"onnx_fp32": metric(0.84), "onnx_opt": metric(0.8, delta=-0.05)}, "onnx_fp32", "onnx_opt got worse")
+    assert failures(repo) == [
+        "choice changed to a slower artifact: onnx_fp32 is +5.0% vs onnx_opt (beyond the ±1.0% noise)"
+    ]
+
+
+def test_choice_change_within_noise_passes(repo):
+    commit(repo, {"onnx_fp32": metric(0.81, noise=3.0), "onnx_opt": metric(0.9)}, "onnx_fp32", "tie")
+    assert failures(repo) == []
+
+
+def test_accuracy_fall_and_constraint_are_gated(repo):
+    commit(repo, {"onnx_opt": metric(0.8, value=0.85, delta=-0.02)}, "onnx_opt", "worse model")
+    assert failures(repo) == [
+        "accuracy drop 0.02 vs the FP32 source exceeds max_accuracy_drop 0.01",
+        "accuracy fell 0.05 since the base revision (0.9 -> 0.85), more than max_accuracy_drop 0.01",
+    ]
+
+
+def test_nothing_feasible_fails(repo):
+    commit(repo, {"onnx_opt": metric(0.8)}, None, "nothing fits")
+    assert failures(repo) == ["no variant meets the constraints now (see reports/selection)"]
+
+
+def test_a_base_revision_without_a_recorded_choice_is_selected_again(repo):
+    commit(repo, {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.5)}, None, "before the select stage", record=False)
+    commit(repo, {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.7)}, "onnx_opt", "slower")
+    assert failures(repo) == ["p50 latency regressed +40.0% (threshold 10%)"]
+
+
+def test_workspace_changes_are_compared_with_head(repo):
+    (repo / "reports" / "metrics" / MODEL / "onnx_opt.json").write_text(json.dumps(metric(2.0)))
+    assert failures(repo, rev="HEAD") == ["p50 latency regressed +150.0% (threshold 10%)"]
+
+
+def test_unknown_revision_is_one_clear_error(repo, capsys):
+    assert main(["gate", "--rev", "HEAD~5"]) == 2
+    assert "gate: git revision 'HEAD~5' not found" in capsys.readouterr().err

@@ -1,0 +1,74 @@
+"""The report stage on synthetic metrics: the traps it warns about, and the files it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from pipeline.config import SelectConfig, load_params
+from pipeline.report import traps, write_reports
+from pipeline.selection import select
+from tests.conftest import REPO
+from tests.helpers import metric
+
+NO_FP16_CPU = {"native_fp16": False, "vnni": True}
+
+
+def warnings_for(metrics: dict) -> list[str]:
+    config = SelectConfig()
+    return traps(metrics, NO_FP16_CPU, select(metrics, config, config.constraints))
+
+
+def test_fp16_slower_and_int8_no_faster_are_explained():
+    found = warnings_for({
+        "onnx_fp32": metric(1.0), "onnx_fp16": metric(1.5, precision="fp16"),
+        "onnx_int8_dynamic": metric(0.98, precision="int8", peak=3000.0),
+    })  # fmt: skip
+    assert any(w.startswith("`onnx_fp16` is slower than `onnx_fp32`") and "no native FP16" in w for w in found)
+    int8 = next(w for w in found if w.startswith("`onnx_int8_dynamic` is no faster"))
+    assert "VNNI" in int8 and "reach 3.00x FP32's peak throughput" in int8
+
+
+def test_differences_within_the_noise_margin_are_not_traps():
+    assert warnings_for({"onnx_fp32": metric(1.0), "onnx_fp16": metric(1.03), "onnx_int8_dynamic": metric(0.7)}) == []
+
+
+def test_noisy_failed_skipped_and_infeasible_are_reported():
+    metrics = {
+        "onnx_fp32": metric(1.0, noise=25.0, delta=-0.5),
+        "openvino_fp32": metric(1.0, status="failed"),
+        "onnx_int8_static": metric(1.0, status="skipped") | {"reason": "no calibration data"},
+    }
+    found = warnings_for(metrics)
+    assert found[0].startswith("No variant meets the constraints: no variant meets the constraints; closest: onnx_fp32")
+    assert any(w.startswith("Noisy measurements: `onnx_fp32` (±25%)") for w in found)
+    assert "`openvino_fp32` failed: it broke" in found
+    assert "`onnx_int8_static` was skipped: no calibration data" in found
+
+
+def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
+    params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["spam_fnn"]}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    folder = tmp_path / "reports" / "metrics" / "spam_fnn"
+    folder.mkdir(parents=True)
+    variants = {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "onnx_int8_dynamic": metric(0.5, delta=-0.3)}
+    for name, data in variants.items():
+        (folder / f"{name}.json").write_text(json.dumps(data))
+    result = write_reports(load_params(tmp_path / "params.yaml"), tmp_path)
+    assert result["status"] == "ok"
+    report = (tmp_path / "reports" / "report" / "spam_fnn.md").read_text()
+    assert "**Deploy `onnx_opt`**" in report and "breaks max_accuracy_drop" in report
+    for kind in ("latency_accuracy", "size", "throughput", "memory"):
+        assert (tmp_path / "reports" / "report" / "img" / "spam_fnn" / f"{kind}.png").stat().st_size > 1000
+        assert f"img/spam_fnn/{kind}.png" in report
+    points = json.loads((tmp_path / "reports" / "plots" / "latency_accuracy" / "spam_fnn.json").read_text())
+    assert {p["variant"]: p["chosen"] for p in points} == {
+        "onnx_fp32": False,
+        "onnx_opt": True,
+        "onnx_int8_dynamic": False,
+    }
+    throughput = json.loads((tmp_path / "reports" / "plots" / "throughput" / "spam_fnn.json").read_text())
+    assert {(r["variant"], r["batch"]) for r in throughput} >= {("onnx_opt", 1), ("onnx_opt", 8)}
+    assert "[spam_fnn](spam_fnn.md)" in (tmp_path / "reports" / "report" / "index.md").read_text()
