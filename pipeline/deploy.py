@@ -19,7 +19,7 @@ from typing import Any
 from pipeline import __version__, layout
 from pipeline.config import Params
 from pipeline.files import atomic_dir, iter_files, read_json, sha256, write_json
-from pipeline.results import load_metrics
+from pipeline.results import load_env, load_metrics
 from pipeline.runtimes import RUNTIMES
 from pipeline.selection import Candidate, Selection, select
 
@@ -37,19 +37,19 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
         if selection.chosen and chosen:
             manifest |= _package(model, selection.chosen, chosen, params, root, tmp)
         manifest["selection"] = _explanation(selection, metrics, params, model)
-        manifest["environment"] = read_json(layout.env_file(root)) if layout.env_file(root).exists() else {}
+        manifest["environment"] = load_env(root)
         manifest["pipeline_version"] = __version__
         write_json(tmp / layout.MANIFEST, manifest)
-    value = _objective_value(chosen, config.objective, config.percentile) if chosen else None
+    winner = Candidate.from_metrics(selection.chosen, chosen, config.percentile) if chosen else None
     record = {
         "status": "ok" if selection.chosen else "none",
         "chosen": selection.chosen or "none",
         "runtime": chosen["runtime"] if chosen else "",
         "objective": f"{config.objective}" + (f" ({config.percentile})" if config.objective == "latency" else ""),
-        "value": value,
-        "latency_ms": chosen["latency_ms"][config.percentile] if chosen else None,
+        "value": winner.value(config.objective) if winner else None,
+        "latency_ms": winner.latency_ms if winner else None,
         "accuracy_delta": chosen["accuracy"]["delta"] if chosen else None,
-        "size_mb": chosen["size_mb"] if chosen else None,
+        "size_mb": winner.size_mb if winner else None,
         "feasible": len(selection.feasible),
         "candidates": sum(m.get("status") == "ok" for m in metrics.values()),
         "reason": "" if selection.chosen else selection.why,
@@ -59,14 +59,6 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
         "status": record["status"],
         "reason": f"chose {selection.chosen}: {selection.why}" if chosen else selection.why,
     }
-
-
-def _objective_value(metrics: dict[str, Any], objective: str, percentile: str) -> float:
-    return {
-        "latency": metrics["latency_ms"][percentile],
-        "throughput": metrics["throughput_sps"]["peak"],
-        "size": metrics["size_mb"],
-    }[objective]
 
 
 def _package(model: str, variant: str, metrics: dict[str, Any], params: Params, root: Path, out: Path) -> dict:

@@ -18,7 +18,8 @@ from typing import Any
 from pipeline import layout
 from pipeline.config import Params
 from pipeline.errors import PipelineError
-from pipeline.results import load_metrics
+from pipeline.files import read_json
+from pipeline.results import load_env, load_metrics
 from pipeline.selection import select
 
 Metrics = dict[str, dict[str, Any]]
@@ -64,7 +65,7 @@ def chosen_at(rev: str | None, model: str, metrics: Metrics, params: Params, roo
     record = (
         _json_at(rev, PurePosixPath(path.as_posix()), root)
         if rev
-        else (json.loads((root / path).read_text()) if (root / path).exists() else None)
+        else (read_json(root / path) if (root / path).exists() else None)
     )
     if record is None:
         if not metrics:
@@ -184,7 +185,7 @@ def run_gate(
         raise PipelineError(f"gate: unknown model(s) {', '.join(unknown)}; params.yaml has {', '.join(params.models)}")
     warnings = []
     env_then = _json_at(rev, PurePosixPath(layout.env_file().as_posix()), root)
-    env_now = json.loads(layout.env_file(root).read_text()) if layout.env_file(root).exists() else None
+    env_now = load_env(root)
     if env_then and env_now and _cpu(env_then) != _cpu(env_now):
         warnings.append(
             f"the base revision was measured on another CPU ({_cpu(env_then)} vs {_cpu(env_now)}): latency changes "

@@ -13,8 +13,8 @@ from typing import Any
 
 from pipeline import layout
 from pipeline.config import Params
-from pipeline.files import atomic_dir, read_json, write_json
-from pipeline.results import load_metrics
+from pipeline.files import atomic_dir, write_json
+from pipeline.results import load_env, load_metrics
 from pipeline.selection import Selection, select
 from pipeline.summary import how_measured, markdown_table, rows
 from pipeline.variants import BASELINES, VARIANTS
@@ -295,13 +295,13 @@ def model_report(
 
 def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """The report stage: reports/report/ (Markdown + PNG) and reports/plots/ (data for DVC)."""
-    env = read_json(layout.env_file(root)) if layout.env_file(root).exists() else {"cpu": {}}
+    cpu = load_env(root).get("cpu", {})
     index = []
     with atomic_dir(root / REPORT_DIR) as folder:
         for model in params.models:
             metrics = load_metrics(model, root)
             if metrics:
-                index.append(model_report(model, params, metrics, env["cpu"], folder, root))
+                index.append(model_report(model, params, metrics, cpu, folder, root))
         lines = [
             "# Deployment report",
             "",

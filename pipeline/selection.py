@@ -42,6 +42,10 @@ class Candidate:
             noise_pct=metrics.get("noise_pct", 0.0),
         )
 
+    def value(self, objective: str) -> float:
+        """What `objective` measures: latency (at the percentile), peak throughput or size."""
+        return {"latency": self.latency_ms, "throughput": self.throughput_sps, "size": self.size_mb}[objective]
+
     @property
     def coordinates(self) -> tuple[float, float, float]:
         """What the Pareto front is taken over: lower is better in each."""
@@ -98,8 +102,8 @@ def pareto_front(candidates: list[Candidate]) -> list[Candidate]:
 
 def objective_key(candidate: Candidate, objective: str) -> tuple[float, ...]:
     """Sort key, best first: the objective, then accuracy, latency, size (ties are decided, not left to chance)."""
-    primary = {"latency": candidate.latency_ms, "throughput": -candidate.throughput_sps, "size": candidate.size_mb}
-    return (primary[objective], *candidate.coordinates[1:2], candidate.latency_ms, candidate.size_mb)
+    primary = -candidate.value(objective) if objective == "throughput" else candidate.value(objective)
+    return (primary, *candidate.coordinates[1:2], candidate.latency_ms, candidate.size_mb)
 
 
 @dataclass
@@ -124,11 +128,9 @@ def _describe(c: Candidate, objective: str, percentile: str) -> str:
 
 
 def _gap_pct(winner: Candidate, other: Candidate, objective: str) -> float:
-    a, b = {
-        "latency": (winner.latency_ms, other.latency_ms),
-        "size": (winner.size_mb, other.size_mb),
-        "throughput": (other.throughput_sps, winner.throughput_sps),
-    }[objective]
+    a, b = (winner.value(objective), other.value(objective))
+    if objective == "throughput":  # higher is better
+        a, b = b, a
     return 100.0 * (b - a) / a if a else 0.0
 
 

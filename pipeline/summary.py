@@ -12,7 +12,7 @@ from rich.table import Table
 from pipeline import layout
 from pipeline.config import PARAMS_FILE, load_params
 from pipeline.files import read_json
-from pipeline.results import load_metrics
+from pipeline.results import load_env, load_metrics
 from pipeline.variants import BASELINES
 
 
@@ -87,8 +87,7 @@ def markdown_table(body: list[list[str]]) -> str:
 def how_measured(root: Path = Path(".")) -> str:
     params = load_params(root / PARAMS_FILE)
     bench = params.bench
-    env_path = layout.env_file(root)
-    cpu = read_json(env_path)["cpu"] if env_path.exists() else {}
+    cpu = load_env(root).get("cpu", {})
     latency = bench.latency
     return (
         f"Measured on {cpu.get('model', '?')} ({cpu.get('cores', '?')} cores), "

@@ -126,6 +126,21 @@ def context(tmp_path: Path, tiny_onnx: Path):
     return BuildContext("tiny", config, tmp_path, out)
 
 
+def torch_build_context(project: Path, output_names: tuple[str, ...] = ("output",)):
+    """A build context for the tiny torch model in `project`: its source folder records only the
+    output names (enough for passes that start from the PyTorch module, not from the export)."""
+    from pipeline import layout
+    from pipeline.files import write_json
+    from pipeline.passes.base import BuildContext
+
+    source = layout.source_dir("tiny", project)
+    source.mkdir(parents=True)
+    write_json(source / layout.SOURCE_INFO, {"output_names": list(output_names)})
+    out = project / "out"
+    out.mkdir()
+    return BuildContext("tiny", tiny_config(), project, out)
+
+
 def build(ctx, name: str, **params):
     """Run variant `name`'s pass in this process with `params` as its params.yaml section."""
     from pipeline import variants

@@ -9,12 +9,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pipeline import layout
 from pipeline.data import generate_inputs
-from pipeline.files import write_json
-from pipeline.passes.base import BuildContext
 from pipeline.passes.ort_quantize import resolve_reduce_range
-from tests.conftest import build, tiny_config
+from tests.conftest import build, tiny_config, torch_build_context
 
 
 def run_model(path: Path) -> np.ndarray:
@@ -91,12 +88,9 @@ def test_torch_eager_packages_weights_and_factory(tiny_project):
     from pipeline.passes.pytorch import ENTRY, TorchEager
     from pipeline.runtimes import load
 
-    source = layout.source_dir("tiny", tiny_project)
-    source.mkdir(parents=True)
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["logits"]})
-    out = tiny_project / "out"
-    out.mkdir()
-    result = TorchEager().run(BuildContext("tiny", tiny_config(), tiny_project, out), None)
+    ctx = torch_build_context(tiny_project, ("logits",))
+    out = ctx.out_dir
+    result = TorchEager().run(ctx, None)
     assert result.entry == ENTRY
     session = load("torch", out / ENTRY, threads=1)
     outputs = session.run({"x": np.zeros((2, 12), np.float32)})

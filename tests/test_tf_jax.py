@@ -16,7 +16,7 @@ from pipeline.errors import ConfigError, ModelFileError, NotApplicable
 from pipeline.export import export_model
 from pipeline.passes.base import BuildContext
 from pipeline.sources import load_source
-from tests.conftest import build, models_from, tiny_config
+from tests.conftest import build, models_from, tiny_config, torch_build_context
 
 X = {"x": np.random.default_rng(0).standard_normal((6, 12)).astype(np.float32)}
 
@@ -181,15 +181,9 @@ def test_jax_jit_and_exported_artifact(project):
 
 
 def test_torch_xla_is_built_or_skipped_with_the_reason(tiny_project):
-    from pipeline.files import write_json
-
-    source = layout.source_dir("tiny", tiny_project)
-    source.mkdir(parents=True)
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"]})
-    out = tiny_project / "out"
-    out.mkdir()
+    ctx = torch_build_context(tiny_project)
     try:
-        result = build(BuildContext("tiny", tiny_config(), tiny_project, out), "torch_xla")
+        result = build(ctx, "torch_xla")
     except NotApplicable as reason:
         assert "torchax" in str(reason)
     else:
@@ -198,14 +192,9 @@ def test_torch_xla_is_built_or_skipped_with_the_reason(tiny_project):
 
 @pytest.mark.slow
 def test_torch_compile_builds_an_aotinductor_package(tiny_project):
-    from pipeline.files import write_json
-
-    source = layout.source_dir("tiny", tiny_project)
-    source.mkdir(parents=True)
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"]})
-    out = tiny_project / "out"
-    out.mkdir()
-    result = build(BuildContext("tiny", tiny_config(), tiny_project, out), "torch_compile")
+    ctx = torch_build_context(tiny_project)
+    out = ctx.out_dir
+    result = build(ctx, "torch_compile")
     assert (out / "model.pt2").exists()
     compiled = runtimes.load("torch", out / result.entry, 1).run(X)["output"]
     eager = load_source("tiny", tiny_config(), tiny_project).predict(X)["output"]

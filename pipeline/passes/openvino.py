@@ -61,19 +61,10 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
         raise PipelineError(f"frontend 'source' converts PyTorch models; {ctx.model} is a {ctx.config.source} model")
     import torch
 
-    from pipeline.config import model_dir
     from pipeline.data import generate_inputs
-    from pipeline.sources.pytorch import build_module
+    from pipeline.passes.pytorch import source_module
 
-    weights = model_dir(ctx.model, ctx.root) / ctx.config.file if ctx.config.file else None
-    module = build_module(
-        ctx.config.factory or "",
-        ctx.config.factory_args,
-        weights,
-        ctx.root,
-        f"catalog.{ctx.model}",
-        ctx.config.init_seed,
-    )
+    module = source_module(ctx)
     example = tuple(torch.from_numpy(v) for v in generate_inputs(ctx.config.inputs, 2, seed=0).values())
     shapes = [ov.PartialShape([-1, *spec.shape[1:]]) for spec in ctx.config.inputs.values()]
     model = ov.convert_model(module, example_input=example, input=shapes)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import importlib
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pipeline.config import PARAMS_FILE, ExportConfig, ModelConfig, model_dir
-from pipeline.data import Arrays
-from pipeline.errors import ConfigError, ModelFileError
+from pipeline.data import Arrays, generate_inputs
+from pipeline.errors import ConfigError, ModelFileError, first_line
+
+T = TypeVar("T")
 
 
 class SourceModel(ABC):
@@ -34,6 +37,18 @@ class SourceModel(ABC):
         if not self.path.exists():
             raise ModelFileError(f"{self.path}: not found ({PARAMS_FILE}: {self.field}.file)")
         return self.path
+
+    def probe(self, call: Callable[[Arrays], T]) -> T:
+        """`call` on two generated inputs of the spec's shapes: a model that rejects its declared
+        inputs fails here, with one error naming the field, instead of deep inside an export."""
+        example = generate_inputs(self.config.inputs, 2, seed=0)
+        try:
+            return call(example)
+        except Exception as error:
+            shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in example.items())
+            raise ConfigError(
+                f"{PARAMS_FILE}: {self.field}.inputs: the model rejects inputs {shapes}: {first_line(error)}"
+            ) from None
 
     @property
     @abstractmethod

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from pipeline.config import PARAMS_FILE, ExportConfig, ModelConfig
-from pipeline.data import Arrays, generate_inputs
+from pipeline.data import Arrays
 from pipeline.errors import ConfigError, ModelFileError, first_line
 from pipeline.sources.base import SourceModel, import_object, output_names
 
@@ -86,14 +86,7 @@ class JaxSource(SourceModel):
         super().__init__(name, config, root)
         self.apply, self.params = build_apply(config, root, self.field, self.require_file() if config.file else None)
         self._jitted = jax.jit(self.apply)
-        example = generate_inputs(config.inputs, 2, seed=0)
-        try:
-            outputs = as_list(self._jitted(self.params, *example.values()))
-        except Exception as error:
-            shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in example.items())
-            raise ConfigError(
-                f"{PARAMS_FILE}: {self.field}.inputs: the model rejects inputs {shapes}: {first_line(error)}"
-            ) from None
+        outputs = self.probe(lambda example: as_list(self._jitted(self.params, *example.values())))
         self._names = output_names(config, len(outputs), self.field)
 
     @property

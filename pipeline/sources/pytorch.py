@@ -66,14 +66,7 @@ class TorchSource(SourceModel):
         self.module = build_module(
             config.factory or "", config.factory_args, weights, root, self.field, config.init_seed
         )
-        example = generate_inputs(config.inputs, 2, seed=0)
-        try:
-            outputs = self._forward(example)
-        except Exception as error:
-            shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in example.items())
-            raise ConfigError(
-                f"{PARAMS_FILE}: {self.field}.inputs: the model rejects inputs {shapes}: {first_line(error)}"
-            ) from None
+        outputs = self.probe(self._forward)
         self._names = output_names(config, len(outputs), self.field)
 
     def _forward(self, inputs: Arrays) -> tuple[torch.Tensor, ...]:

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from pipeline.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig
-from pipeline.data import Arrays, generate_inputs
+from pipeline.data import Arrays
 from pipeline.errors import ConfigError, ModelFileError, first_line
 from pipeline.sources.base import SourceModel, import_object, output_names
 
@@ -60,14 +60,7 @@ class TfSource(SourceModel):
     call: TfCall
 
     def _check(self) -> None:
-        example = generate_inputs(self.config.inputs, 2, seed=0)
-        try:
-            outputs = self.call(*(tf.constant(v) for v in example.values()))
-        except Exception as error:
-            shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in example.items())
-            raise ConfigError(
-                f"{PARAMS_FILE}: {self.field}.inputs: the model rejects inputs {shapes}: {first_line(error)}"
-            ) from None
+        outputs = self.probe(lambda example: self.call(*(tf.constant(v) for v in example.values())))
         self._names = output_names(self.config, len(outputs), self.field, self._own_output_names())
 
     def _own_output_names(self) -> list[str] | None:
