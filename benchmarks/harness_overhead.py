@@ -16,7 +16,7 @@ import numpy as np
 
 from pipeline import layout
 from pipeline.bench.harness import measure_latency, warm_up
-from pipeline.bench.worker import sample_batch
+from pipeline.data import sample_batch
 from pipeline.config import load_params
 from pipeline.data import DataSet
 from pipeline.files import read_json, write_json

@@ -13,6 +13,7 @@ from typing import Any
 
 from pipeline import layout, variants
 from pipeline.config import PARAMS_FILE, Params, load_params
+from pipeline.errors import one_line
 from pipeline.files import atomic_dir, read_json, remove, write_json
 from pipeline.isolate import IsolatedFailure, call
 from pipeline.passes.base import BuildContext
@@ -37,13 +38,34 @@ def run_pass(model: str, variant: str, out_dir: str, root: str = ".") -> dict[st
     ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir))
     start = time.perf_counter()
     result = spec.pass_class()().run(ctx, config)
+    seconds = time.perf_counter() - start
     if not (ctx.out_dir / result.entry).exists():
         raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")
     return {
         "entry": result.entry,
         "runtime_config": result.runtime_config,
-        "build": {"seconds": time.perf_counter() - start, **result.details},
+        "build": {"seconds": seconds, **result.details, "load_check": prove_loadable(ctx, spec.runtime, result)},
     }
+
+
+def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
+    """Load the artifact with its own runtime and run one batch: a build that its runtime refuses
+    (an FP16 graph with a mistyped Cast, say) is a failed build, never an ok one."""
+    from pipeline.runtimes import load
+
+    example = ctx.example()
+    try:
+        session = load(runtime, ctx.out_dir / result.entry, 1, result.runtime_config | {"code_root": str(ctx.root)})
+        outputs = session.run(example)
+    except Exception as error:
+        raise RuntimeError(
+            f"the built artifact does not run in {runtime}: {type(error).__name__}: {one_line(error)}"
+        ) from None
+    missing = set(ctx.source_info["output_names"]) - set(outputs)
+    if missing:
+        raise RuntimeError(f"the built artifact runs in {runtime} but lacks outputs {sorted(missing)}")
+    rows = len(next(iter(example.values())))
+    return f"ok: loaded by {runtime} and ran a batch of {rows}"
 
 
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
@@ -61,11 +83,14 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
         "runtime_config": {},
         "build": {},
     }
-    export = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)["export"]
+    source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
+    export = source["export"]
     with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
         reason = variants.skip_reason(spec, model, config)
         if reason:
             info |= {"status": "skipped", "reason": reason}
+        elif source.get("status") == "failed":
+            info |= {"status": "failed", "reason": f"the source model failed: {source['reason']}"}
         elif spec.needs_export and export["status"] != "ok":
             info |= {"status": "failed", "reason": f"no ONNX export: {export['reason']}"}
         else:

@@ -31,30 +31,62 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+InputKind = Literal["values", "token_ids", "attention_mask", "token_type_ids"]
+TOKEN_KINDS = ("token_ids", "attention_mask", "token_type_ids")
+
+
 class InputSpec(Strict):
-    """One model input. The first dimension is the symbolic batch axis, named by a string."""
+    """One model input. The first dimension is the batch axis: a symbol (e.g. 'batch') when the
+    model takes any batch size, or a positive integer when the model fixes it (an ONNX file exported
+    with batch 1, say). Any other dimension is a positive integer or a named symbol (e.g. 'seq')
+    whose value for generated inputs and batch-1 latency comes from the model's `dims`.
+
+    `kind` says what the values mean, so generated inputs look like real ones: `token_ids` are
+    uniform in [low, high) (high: the vocabulary size), `attention_mask` is a run of 1s then 0s
+    (lengths seeded between `low`, default 1, and the full length), `token_type_ids` 0s then 1s.
+    """
 
     shape: list[int | str] = Field(min_length=1)
     dtype: DType = "float32"
+    kind: InputKind = "values"
     low: float | None = None  # range of generated values when no data file is given
     high: float | None = None
 
     @field_validator("shape")
     @classmethod
-    def _batch_first(cls, shape: list[int | str]) -> list[int | str]:
-        if not isinstance(shape[0], str):
-            raise ValueError(f"the first dimension must be the symbolic batch name (e.g. 'batch'), got {shape[0]!r}")
-        for dim in shape[1:]:
-            if not isinstance(dim, int) or dim <= 0:
-                raise ValueError(f"dimensions after the batch axis must be positive integers, got {dim!r}")
+    def _dims(cls, shape: list[int | str]) -> list[int | str]:
+        for dim in shape:
+            if isinstance(dim, int) and dim <= 0:
+                raise ValueError(f"dimensions must be positive integers or symbol names, got {dim!r}")
+            if isinstance(dim, str) and not re.fullmatch(r"[A-Za-z_]\w*", dim):
+                raise ValueError(f"a symbolic dimension must be a name (letters, digits, '_'), got {dim!r}")
         return shape
 
-    @property
-    def batch_dim(self) -> str:
-        return str(self.shape[0])
+    @model_validator(mode="after")
+    def _kind_fits_dtype(self) -> InputSpec:
+        if self.kind in TOKEN_KINDS and not self.dtype.startswith("int"):
+            raise _FieldError("kind", f"{self.kind} inputs are integers; dtype {self.dtype} does not fit")
+        if self.kind != "values" and len(self.shape) < 2:
+            raise _FieldError("kind", f"{self.kind} inputs have a sequence axis after the batch axis")
+        return self
 
-    def shape_for(self, batch: int) -> tuple[int, ...]:
-        return (batch, *(int(d) for d in self.shape[1:]))
+    @property
+    def batch_dim(self) -> int | str:
+        return self.shape[0]
+
+    @property
+    def fixed_batch(self) -> int | None:
+        """The batch size the model is fixed to, or None when the batch axis is symbolic."""
+        return self.shape[0] if isinstance(self.shape[0], int) else None
+
+    @property
+    def symbols(self) -> list[str]:
+        """Symbolic dimensions after the batch axis (they need a value from `dims`)."""
+        return [d for d in self.shape[1:] if isinstance(d, str)]
+
+    def shape_for(self, batch: int, dims: dict[str, int] | None = None) -> tuple[int, ...]:
+        dims = dims or {}
+        return (batch, *(d if isinstance(d, int) else dims[d] for d in self.shape[1:]))
 
 
 class ModelConfig(Strict):
@@ -72,6 +104,13 @@ class ModelConfig(Strict):
     eval_data: str | None = None
     calib_data: str | None = None
     metric: MetricName = "none"
+    dims: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict, description="values of symbolic dimensions (e.g. seq: 128) for generated inputs"
+    )
+    dim_sweep: dict[str, list[Annotated[int, Field(ge=1)]]] = Field(
+        default_factory=dict, description="batch-1 latency at each value of a symbolic dimension"
+    )
+    make_batch_dynamic: bool = False  # ONNX files with a fixed batch: try to relax it, keep it only if proven
     skip: list[str] = Field(default_factory=list)
     overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="per-variant knobs for this model, over the variants.<name> sections"
@@ -92,7 +131,48 @@ class ModelConfig(Strict):
             raise _FieldError("file", f"{self.source} models need 'file:' (a path inside models/<name>/)")
         if self.source == "keras" and not (self.file or self.factory):
             raise _FieldError("file", "keras models need 'file:' (a .keras file) or 'factory:'")
+        self._check_dims()
+        if self.make_batch_dynamic and (self.source != "onnx" or self.fixed_batch is None):
+            raise _FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
         return self
+
+    def _check_dims(self) -> None:
+        """One batch axis for all inputs; every other symbol gets a value from `dims` or the eval data."""
+        first, *others = self.inputs.items()
+        for name, spec in others:
+            if spec.batch_dim != first[1].batch_dim:
+                raise _FieldError(
+                    f"inputs.{name}.shape",
+                    f"batch axis {spec.batch_dim!r} differs from {first[0]}'s {first[1].batch_dim!r} "
+                    "(all inputs share one batch axis)",
+                )
+        batch, symbols = self.batch_dim, self.symbols
+        for name in self.dims:
+            if name == batch:
+                raise _FieldError(f"dims.{name}", "the batch axis takes every batch size the benchmark asks for")
+            if name not in symbols:
+                raise _FieldError(f"dims.{name}", f"no input has a dimension named {name!r} (symbols: {symbols})")
+        for name in symbols:
+            if name not in self.dims and not self.eval_data:
+                raise _FieldError(
+                    f"dims.{name}", f"symbolic dimension {name!r} needs a value (e.g. {name}: 128) or eval_data"
+                )
+        for name in self.dim_sweep:
+            if name not in symbols:
+                raise _FieldError(f"dim_sweep.{name}", f"not a symbolic dimension after the batch axis ({symbols})")
+
+    @property
+    def batch_dim(self) -> int | str:
+        return next(iter(self.inputs.values())).batch_dim
+
+    @property
+    def fixed_batch(self) -> int | None:
+        return next(iter(self.inputs.values())).fixed_batch
+
+    @property
+    def symbols(self) -> list[str]:
+        """Symbolic dimensions after the batch axis, across inputs, in order of appearance."""
+        return list(dict.fromkeys(s for spec in self.inputs.values() for s in spec.symbols))
 
 
 class ExportConfig(Strict):
@@ -103,6 +183,9 @@ class ExportConfig(Strict):
     generated_samples: int = Field(default=256, ge=8)
     max_eval_samples: int = Field(default=2000, ge=8)
     seed: int = 0
+    # Memory one batch of the source model's activations may take: reference prediction, parity
+    # check, calibration, evaluation and the throughput sweep use batches that fit it (measured).
+    memory_budget_mb: float = Field(default=3072, gt=0)
 
 
 class WarmupConfig(Strict):
@@ -285,7 +368,14 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
         unknown = set(params.select.constraints_for(model).variants or []) - set(params.variants)
         if unknown:
             raise ConfigError(f"{path}: select.models.{model}.variants: no such variant(s) {sorted(unknown)}")
+    from pipeline.variants import VARIANTS
+
     for model, config in params.catalog.items():
+        for i, name in enumerate(config.skip):
+            if name not in VARIANTS:
+                raise ConfigError(
+                    f"{path}: catalog.{model}.skip.{i}: {name!r} is not a variant (known: {', '.join(VARIANTS)})"
+                )
         for name in config.overrides:
             if name not in params.variants:
                 raise ConfigError(f"{path}: catalog.{model}.overrides.{name}: not a configured variant")

@@ -8,14 +8,14 @@ input spec here, with errors that name the file and the params.yaml field.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.config import PARAMS_FILE, InputSpec
-from pipeline.errors import ModelFileError
+from pipeline.errors import ConfigError, ModelFileError
 
 Arrays = dict[str, np.ndarray]
 LABELS = "labels"
@@ -70,18 +70,68 @@ def batches(arrays: Arrays, size: int) -> Iterator[Arrays]:
         yield {k: v[start : start + size] for k, v in arrays.items()}
 
 
+def sample_batch(inputs: Arrays, batch: int) -> Arrays:
+    """The first `batch` rows (repeated if there are fewer): real data, fixed."""
+    n = len(next(iter(inputs.values())))
+    index = np.arange(batch) % n
+    return {k: np.ascontiguousarray(v[index]) for k, v in inputs.items()}
+
+
+def padded_batches(arrays: Arrays, size: int) -> Iterator[tuple[Arrays, int]]:
+    """Batches of exactly `size` rows, for models that fix their batch axis: the last one is
+    filled up by repeating its last row. Yields (batch, how many of its rows are real)."""
+    for chunk in batches(arrays, size):
+        real = len(next(iter(chunk.values())))
+        if real < size:
+            chunk = {k: np.concatenate([v, np.repeat(v[-1:], size - real, axis=0)]) for k, v in chunk.items()}
+        yield chunk, real
+
+
+def run_batched(run: Callable[[Arrays], Arrays], inputs: Arrays, size: int, fixed: bool = False) -> Arrays:
+    """`run` over `inputs` in batches of `size` (exactly `size` when the model fixes its batch)."""
+    if not fixed:
+        return concat([run(chunk) for chunk in batches(inputs, size)])
+    return concat([{k: v[:real] for k, v in run(chunk).items()} for chunk, real in padded_batches(inputs, size)])
+
+
 def concat(chunks: list[Arrays]) -> Arrays:
     return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
 
 
-def generate_inputs(specs: dict[str, InputSpec], n: int, seed: int) -> Arrays:
-    """Deterministic inputs from the spec alone: N(0, 1) floats, or uniform values in [low, high)."""
+def generate_inputs(
+    specs: dict[str, InputSpec],
+    n: int,
+    seed: int,
+    dims: dict[str, int] | None = None,
+    vocab_size: int | None = None,
+    field: str = "catalog.<model>",
+) -> Arrays:
+    """Deterministic inputs from the spec alone, shaped with `dims` for symbolic dimensions.
+
+    Values follow each input's `kind`: N(0, 1) floats or uniform values in [low, high) for plain
+    values; token ids, attention masks and token type ids shaped like a tokenizer's output, with
+    padded positions (mask 0) holding token id 0 (the usual [PAD]).
+    """
     rng = np.random.default_rng(seed)
     out: Arrays = {}
-    for name, spec in specs.items():
-        shape = spec.shape_for(n)
+    masks = [name for name, spec in specs.items() if spec.kind == "attention_mask"]
+    for name, spec in sorted(specs.items(), key=lambda item: item[1].kind != "attention_mask"):
+        shape = spec.shape_for(n, dims)
         dtype = np.dtype(spec.dtype)
-        if dtype == np.bool_:
+        if spec.kind == "attention_mask":
+            out[name] = _attention_mask(rng, shape, int(spec.low or 1)).astype(dtype)
+        elif spec.kind == "token_ids":
+            high = int(spec.high) if spec.high is not None else vocab_size
+            if high is None:
+                raise ConfigError(
+                    f"{PARAMS_FILE}: {field}.inputs.{name}.high: token_ids need the vocabulary size "
+                    "(the model exposes no config.vocab_size)"
+                )
+            out[name] = rng.integers(int(spec.low or 0), high, size=shape, dtype=dtype)
+        elif spec.kind == "token_type_ids":
+            split = rng.integers(1, shape[1] + 1, size=(shape[0], 1)) * (rng.random((shape[0], 1)) < 0.5)
+            out[name] = (np.arange(shape[1]) >= np.where(split > 0, split, shape[1])).astype(dtype)
+        elif dtype == np.bool_:
             out[name] = rng.random(shape) < 0.5
         elif np.issubdtype(dtype, np.integer):
             low = int(spec.low) if spec.low is not None else 0
@@ -93,24 +143,49 @@ def generate_inputs(specs: dict[str, InputSpec], n: int, seed: int) -> Arrays:
             out[name] = rng.uniform(low, high, size=shape).astype(dtype)
         else:
             out[name] = rng.standard_normal(shape).astype(dtype)
-    return out
+    if masks:
+        attended = out[masks[0]].astype(bool)
+        for name, spec in specs.items():
+            if spec.kind in ("token_ids", "token_type_ids") and out[name].shape == attended.shape:
+                out[name] = np.where(attended, out[name], 0).astype(out[name].dtype)
+    return {name: out[name] for name in specs}
+
+
+def _attention_mask(rng: np.random.Generator, shape: tuple[int, ...], minimum: int) -> np.ndarray:
+    """1s for the first `length` positions of each row, lengths uniform in [minimum, full]."""
+    full = shape[1]
+    lengths = rng.integers(min(max(minimum, 1), full), full + 1, size=shape[0])
+    mask = np.arange(full)[None, :] < lengths[:, None]
+    return np.broadcast_to(mask.reshape(shape[0], full, *([1] * (len(shape) - 2))), shape)
 
 
 def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arrays:
-    """Check names, shapes (after the batch axis) and dtypes against the spec; cast safe dtypes."""
+    """Check names, ranks, fixed dimensions and dtypes against the spec; cast safe dtypes.
+
+    A symbolic dimension takes any size, but the same size in every input that names it."""
     checked: Arrays = {}
     sizes = set()
+    seen: dict[str, tuple[str, int]] = {}
     for name, spec in specs.items():
         if name not in arrays:
             raise ModelFileError(
                 f"{what}: missing array {name!r} (input names: {', '.join(specs)}; got: {', '.join(arrays)})"
             )
         value = arrays[name]
-        expected = tuple(spec.shape[1:])
-        if value.ndim != len(spec.shape) or tuple(value.shape[1:]) != expected:
-            raise ModelFileError(
-                f"{what}: array {name!r} has shape {value.shape}, expected (N, {', '.join(map(str, expected))})"
-            )
+        expected = "(" + ", ".join(map(str, spec.shape)) + ")"
+        if value.ndim != len(spec.shape):
+            raise ModelFileError(f"{what}: array {name!r} has shape {value.shape}, expected {expected}")
+        for axis, (dim, size) in enumerate(zip(spec.shape, value.shape, strict=True)):
+            if axis == 0:
+                continue  # data files hold any number of samples, chunked to a fixed batch when needed
+            if isinstance(dim, int) and size != dim:
+                raise ModelFileError(
+                    f"{what}: array {name!r} has shape {value.shape}, expected {expected} (axis {axis} is fixed)"
+                )
+            if isinstance(dim, str):
+                other, known = seen.setdefault(dim, (name, size))
+                if known != size:
+                    raise ModelFileError(f"{what}: dimension {dim!r} is {size} in {name!r} but {known} in {other!r}")
         if not np.can_cast(value.dtype, np.dtype(spec.dtype), casting="same_kind"):
             raise ModelFileError(f"{what}: array {name!r} has dtype {value.dtype}, expected {spec.dtype}")
         checked[name] = value.astype(spec.dtype, copy=False)
@@ -118,6 +193,16 @@ def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arra
     if len(sizes) != 1 or 0 in sizes:
         raise ModelFileError(f"{what}: inputs must have the same, non-zero number of samples (got {sorted(sizes)})")
     return checked
+
+
+def dims_of(arrays: Arrays, specs: dict[str, InputSpec]) -> dict[str, int]:
+    """The value each symbolic dimension (after the batch axis) takes in `arrays`."""
+    return {
+        dim: int(arrays[name].shape[axis])
+        for name, spec in specs.items()
+        for axis, dim in enumerate(spec.shape)
+        if axis > 0 and isinstance(dim, str)
+    }
 
 
 def load_user_data(path: Path, specs: dict[str, InputSpec], field_name: str) -> DataSet:

@@ -2,11 +2,15 @@
 
 Writes artifacts/<model>/source/ atomically:
   model.onnx      the ONNX export (or the user's ONNX file), checked and parity-tested
+                  (+ model.onnx.data when the weights live in a side file)
   reference.npz   eval inputs, the FP32 source's outputs on them, and labels when known
   calib.npz       calibration inputs for static quantization
-  source.json     spec, digests and the export check, read by the build and bench stages
+  source.json     spec, dims, batching, digests and the export check, read by build and bench
 and reports/export/<model>.json, the export check as a DVC metric.
-A failed ONNX export is recorded, not raised: native variants (torch_eager, ...) still run.
+
+Nothing here stops `dvc repro` for the other models: a failed ONNX export is recorded (native
+variants still run), and a source that cannot even be loaded writes a failed source.json that
+every variant of the model then reports, with the reason.
 """
 
 from __future__ import annotations
@@ -18,46 +22,66 @@ from typing import Any
 
 import numpy as np
 
-from pipeline import layout
-from pipeline.config import Params, model_dir
-from pipeline.data import DataSet, batches, concat, generate_inputs, load_user_data
-from pipeline.errors import first_line
+from pipeline import layout, onnx_files
+from pipeline.config import PARAMS_FILE, ModelConfig, Params, model_dir
+from pipeline.data import DataSet, dims_of, generate_inputs, load_user_data, run_batched, sample_batch
+from pipeline.errors import ConfigError, PipelineError, first_line
 from pipeline.evaluate import task_metric
 from pipeline.files import atomic_dir, tree_digest, write_json
+from pipeline.memory import batch_limit, batch_size
 from pipeline.sources import load_source
 from pipeline.sources.base import SourceModel
 
-PREDICT_BATCH = 256
+PREDICT_BATCH = 256  # at most; memory decides below that
 # Timings go to the export metrics only: source.json stays byte-identical when the export is,
 # so rerunning the export does not rebuild every variant.
 TIMINGS = {"export_s", "source_load_s", "source_predict_ms_per_sample"}
+CALIBRATION_SEED_OFFSET = 1  # generated calibration inputs never repeat the eval inputs
 
 
-def eval_set(name: str, params: Params, root: Path) -> DataSet:
+def user_eval_set(name: str, params: Params, root: Path) -> DataSet | None:
     config = params.model(name)
-    if config.eval_data:
-        data = load_user_data(model_dir(name, root) / config.eval_data, config.inputs, f"catalog.{name}.eval_data")
-        return data.head(params.export.max_eval_samples)
-    n = params.export.generated_samples
-    inputs = generate_inputs(config.inputs, n, params.export.seed)
-    return DataSet(inputs, origin=f"generated from the input spec ({n} samples, seed {params.export.seed})")
+    if not config.eval_data:
+        return None
+    data = load_user_data(model_dir(name, root) / config.eval_data, config.inputs, f"catalog.{name}.eval_data")
+    return data.head(params.export.max_eval_samples)
 
 
-def calibration_set(name: str, params: Params, root: Path, evaluation: DataSet) -> DataSet:
-    """Calibration inputs: the catalog's calib_data, else the eval inputs (recorded as such)."""
+def resolve_dims(name: str, config: ModelConfig, evaluation: DataSet | None) -> dict[str, int]:
+    """Values of the symbolic dimensions: the catalog's `dims`, else the eval data's sizes."""
+    found = dims_of(evaluation.inputs, config.inputs) if evaluation else {}
+    for dim, value in config.dims.items():
+        if dim in found and found[dim] != value:
+            raise ConfigError(
+                f"{PARAMS_FILE}: catalog.{name}.dims.{dim}: {value} declared, the eval data has {found[dim]} "
+                f"({config.eval_data}); drop the value to take the data's"
+            )
+    return found | dict(config.dims)
+
+
+def generated_set(config: ModelConfig, source: SourceModel, n: int, seed: int, role: str) -> DataSet:
+    inputs = generate_inputs(config.inputs, n, seed, source.dims, source.vocab_size, source.field)
+    return DataSet(inputs, origin=f"{role} inputs generated from the input spec ({n} samples, seed {seed})")
+
+
+def calibration_set(name: str, params: Params, root: Path, evaluation: DataSet, source: SourceModel) -> DataSet:
+    """Calibration inputs: the catalog's calib_data; generated ones (own seed) when the eval inputs
+    were generated too; else the eval inputs, recorded as such."""
     config = params.model(name)
     if config.calib_data:
         data = load_user_data(model_dir(name, root) / config.calib_data, config.inputs, f"catalog.{name}.calib_data")
         return DataSet(data.inputs, origin=data.origin)
+    if not config.eval_data:
+        seed = params.export.seed + CALIBRATION_SEED_OFFSET
+        return generated_set(config, source, params.export.generated_samples, seed, "calibration")
     return DataSet(evaluation.inputs, origin=f"eval inputs ({evaluation.origin}); no calib_data given")
 
 
-def predict_all(source: SourceModel, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return concat([source.predict(chunk) for chunk in batches(inputs, PREDICT_BATCH)])
-
-
-def check_onnx(path: Path, reference: DataSet, atol: float, rtol: float) -> dict[str, Any]:
-    """onnx.checker (full) plus numerical parity of ONNX Runtime against the source's outputs."""
+def check_onnx(
+    path: Path, reference: DataSet, atol: float, rtol: float, batch: int = PREDICT_BATCH, fixed: bool = False
+) -> dict[str, Any]:
+    """onnx.checker (full, by path: external weights included) plus numerical parity of ONNX Runtime
+    against the source's outputs."""
     import onnx
     import onnxruntime as ort
 
@@ -65,9 +89,11 @@ def check_onnx(path: Path, reference: DataSet, atol: float, rtol: float) -> dict
     model = onnx.load(str(path), load_external_data=False)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = list(reference.outputs)
-    outputs = concat(
-        [dict(zip(names, session.run(names, chunk), strict=True)) for chunk in batches(reference.inputs, PREDICT_BATCH)]
-    )
+
+    def run(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return dict(zip(names, session.run(names, chunk), strict=True))
+
+    outputs = run_batched(run, reference.inputs, batch, fixed)
     worst, passed = 0.0, True
     for name, expected in reference.outputs.items():
         got = outputs[name].astype(np.float64)
@@ -78,6 +104,7 @@ def check_onnx(path: Path, reference: DataSet, atol: float, rtol: float) -> dict
         "checker": "ok",
         "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0),
         "nodes": len(model.graph.node),
+        "external_data": onnx_files.uses_external_data(path),
         "parity_max_abs_diff": worst,
         "parity_atol": atol,
         "parity_rtol": rtol,
@@ -87,15 +114,38 @@ def check_onnx(path: Path, reference: DataSet, atol: float, rtol: float) -> dict
 
 def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Run the export stage for one model; returns the export report (also written to reports/)."""
+    try:
+        return _export(name, params, root)
+    except PipelineError as error:  # the model's own files or spec: this model fails, the others go on
+        reason = str(error)
+    except Exception as error:
+        traceback.print_exc()
+        reason = f"loading the source failed: {type(error).__name__}: {first_line(error)}"
+    report = {"status": "failed", "reason": reason, "source": params.model(name).source}
+    with atomic_dir(layout.source_dir(name, root)) as tmp:
+        write_json(tmp / layout.SOURCE_INFO, {"model": name, "status": "failed", "reason": reason, "export": report})
+    write_json(layout.export_report(name, root), report)
+    return report
+
+
+def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
     config = params.model(name)
     folder = model_dir(name, root)
-    evaluation = eval_set(name, params, root)
-    calibration = calibration_set(name, params, root, evaluation)
+    evaluation = user_eval_set(name, params, root)
+    dims = resolve_dims(name, config, evaluation)
     start = time.perf_counter()
-    source = load_source(name, config, root)
+    source = load_source(name, config, root, dims)
     load_s = time.perf_counter() - start
+    if evaluation is None:
+        evaluation = generated_set(config, source, params.export.generated_samples, params.export.seed, "eval")
+    calibration = calibration_set(name, params, root, evaluation, source)
+    fixed = config.fixed_batch
+    batching = batch_limit(
+        lambda n: source.predict(sample_batch(evaluation.inputs, n)), params.export.memory_budget_mb, fixed
+    )
+    batch = batch_size(PREDICT_BATCH, batching, fixed)
     start = time.perf_counter()
-    evaluation.outputs = predict_all(source, evaluation.inputs)
+    evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
     reference_s = time.perf_counter() - start
     source_metric = task_metric(config.metric, next(iter(evaluation.outputs.values())), evaluation.labels)
     report: dict[str, Any] = {
@@ -105,6 +155,9 @@ def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str,
         "source_metric": {"metric": config.metric, "value": source_metric},
         "eval_samples": len(evaluation),
         "calib_samples": len(calibration),
+        "dims": dims,
+        "fixed_batch": fixed,
+        "max_batch": batching["max_batch"],
         "source_load_s": load_s,
         "source_predict_ms_per_sample": 1000 * reference_s / len(evaluation),
     }
@@ -114,7 +167,10 @@ def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str,
         onnx_path = tmp / layout.EXPORTED_ONNX
         try:
             report |= source.export_onnx(onnx_path, params.export)
-            report |= check_onnx(onnx_path, evaluation, params.export.atol, params.export.rtol)
+            fixed = report.get("fixed_batch", fixed)  # an ONNX file whose batch was proven relaxable
+            report |= check_onnx(
+                onnx_path, evaluation, params.export.atol, params.export.rtol, batch, fixed is not None
+            )
             if report["parity"] != "ok":
                 report["status"] = "failed"
                 report["reason"] = (
@@ -127,14 +183,21 @@ def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str,
                 "status": "failed",
                 "reason": f"ONNX export failed: {type(error).__name__}: {first_line(error)}",
             }
-        if report["status"] != "ok" and onnx_path.exists():
-            onnx_path.unlink()
+        if report["status"] != "ok":
+            for leftover in tmp.glob(layout.EXPORTED_ONNX + "*"):
+                leftover.unlink()
         write_json(
             tmp / layout.SOURCE_INFO,
             {
                 "model": name,
+                "status": "ok",
                 "config": config.model_dump(mode="json"),
+                "inputs": _effective_inputs(config, fixed),
                 "output_names": source.output_names,
+                "dims": dims,
+                "fixed_batch": fixed,
+                "vocab_size": source.vocab_size,
+                "batching": batching,
                 "model_digest": tree_digest(folder),  # any change to the model's folder rebuilds its variants
                 "eval_origin": evaluation.origin,
                 "calib_origin": calibration.origin,
@@ -143,3 +206,12 @@ def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str,
         )
     write_json(layout.export_report(name, root), report)
     return report
+
+
+def _effective_inputs(config: ModelConfig, fixed: int | None) -> dict[str, Any]:
+    """The input spec the artifacts accept: the catalog's, with a batch axis made dynamic if it was."""
+    specs = {name: spec.model_dump(mode="json", exclude_none=True) for name, spec in config.inputs.items()}
+    if fixed is None and config.fixed_batch is not None:
+        for spec in specs.values():
+            spec["shape"] = ["batch", *spec["shape"][1:]]
+    return specs

@@ -40,12 +40,32 @@ def test_repository_params_are_valid():
         ),
         (lambda d: d["models"].append("nope"), "models.4: 'nope' has no entry under 'catalog'"),
         (
-            lambda d: d["catalog"]["spam_fnn"]["inputs"]["features"].update(shape=[200, "batch"]),
-            "catalog.spam_fnn.inputs.features.shape: the first dimension must be the symbolic batch name",
+            lambda d: d["catalog"]["resnet50"]["inputs"]["image"].update(shape=["batch", 3, "side", "side"]),
+            "catalog.resnet50.dims.side: symbolic dimension 'side' needs a value",
+        ),
+        (
+            lambda d: d["catalog"]["resnet50"].update(dims={"seq": 8}),
+            "catalog.resnet50.dims.seq: no input has a dimension named 'seq'",
+        ),
+        (
+            lambda d: d["catalog"]["resnet50"]["inputs"]["image"].update(kind="token_ids"),
+            "catalog.resnet50.inputs.image.kind: token_ids inputs are integers; dtype float32 does not fit",
+        ),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(skip=["onnx_int4"]),
+            "catalog.spam_fnn.skip.0: 'onnx_int4' is not a variant",
+        ),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(make_batch_dynamic=True),
+            "catalog.spam_fnn.make_batch_dynamic: applies to ONNX files whose inputs fix the batch axis",
+        ),
+        (
+            lambda d: d["catalog"]["resnet50"]["inputs"].update(extra={"shape": [2, 5]}),
+            "(all inputs share one batch axis)",
         ),
         (
             lambda d: d["catalog"]["digits_cnn"]["inputs"]["image"].update(shape=["batch", 1, -8, 8]),
-            "catalog.digits_cnn.inputs.image.shape: dimensions after the batch axis must be positive",
+            "catalog.digits_cnn.inputs.image.shape: dimensions must be positive integers or symbol names",
         ),
         (lambda d: d["catalog"]["spam_fnn"].pop("factory"), "catalog.spam_fnn.factory: torch models need 'factory"),
         (

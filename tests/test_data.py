@@ -42,7 +42,7 @@ def test_batches_and_concat_cover_every_row():
         ({"ids": np.zeros((2, 5), np.int64)}, "missing array 'x'"),
         (
             {"x": np.zeros((2, 3, 5), np.float32), "ids": np.zeros((2, 5), np.int64)},
-            "has shape (2, 3, 5), expected (N, 3, 4)",
+            "has shape (2, 3, 5), expected (batch, 3, 4) (axis 2 is fixed)",
         ),
         (
             {"x": np.zeros((2, 3, 4), np.complex64), "ids": np.zeros((2, 5), np.int64)},

@@ -16,24 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psutil
 
 from pipeline import layout
 from pipeline.bench.harness import LatencyResult, measure_latency, warm_up
-from pipeline.config import PARAMS_FILE, Params, load_params
-from pipeline.data import Arrays, DataSet, batches, concat
+from pipeline.config import PARAMS_FILE, ModelConfig, Params, load_params
+from pipeline.data import DataSet, generate_inputs, run_batched, sample_batch
 from pipeline.evaluate import accuracy_block
 from pipeline.files import read_json
+from pipeline.memory import batch_size
 from pipeline.runtimes import RUNTIMES
 from pipeline.runtimes.base import Session
-
-
-def sample_batch(inputs: Arrays, batch: int) -> Arrays:
-    """The first `batch` eval rows (repeated if the split is smaller): real data, fixed."""
-    n = len(next(iter(inputs.values())))
-    index = np.arange(batch) % n
-    return {k: np.ascontiguousarray(v[index]) for k, v in inputs.items()}
 
 
 def other_load(before: Any, after: Any, own_cpu_s: float, wall_s: float) -> dict[str, float]:
@@ -113,7 +106,9 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     config = loaded.params.model(model)
     load_ms, import_ms, rss_after_import = loaded.load_ms, loaded.import_ms, loaded.runtime_rss_mb
 
-    one = sample_batch(reference.inputs, 1)
+    source = read_json(layout.source_dir(model, Path(root)) / layout.SOURCE_INFO)
+    fixed, batching = source.get("fixed_batch"), source.get("batching", {})
+    one = sample_batch(reference.inputs, fixed or 1)  # "batch 1" is the fixed batch for fixed-batch models
     call = session.prepare(one)
     start = time.perf_counter()
     call()
@@ -123,9 +118,10 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     cpu_before, system_before, wall_before = process.cpu_times(), psutil.cpu_times(), time.perf_counter()
     warm_up(call, bench.warmup)
     segments = [measure_latency(call, bench.latency)]
+    sweep = [fixed] if fixed else [b for b in bench.throughput.batches if b <= batching.get("max_batch", b)]
     by_batch = {
         f"b{size}": session.throughput(sample_batch(reference.inputs, size), size, bench.throughput.seconds)
-        for size in bench.throughput.batches
+        for size in sweep or [1]
     }
     warm_up(call, bench.warmup)
     segments += [measure_latency(call, bench.latency) for _ in range(bench.latency.segments - 1)]
@@ -135,7 +131,9 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     cpu_pct = 100.0 * own / wall
     peak_key = max(by_batch, key=by_batch.__getitem__)
 
-    outputs = concat([session.run(chunk) for chunk in batches(reference.inputs, bench.eval_batch)])
+    by_dim = latency_by_dim(session, config, source, bench)
+    eval_batch = batch_size(bench.eval_batch, batching, fixed)
+    outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
     accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
 
     cached_load_ms = session.cached_load_ms()
@@ -156,6 +154,9 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
             },
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,  # KiB on Linux
             "cpu_util_pct": cpu_pct,
+            "dims": source.get("dims", {}),
+            "fixed_batch": fixed,
+            **({"latency_ms_by_dim": by_dim} if by_dim else {}),
             "accuracy": {k: accuracy[k] for k in ("metric", "value", "delta", "max_abs_diff", "top1_agreement")},
             **(
                 {"inference_precision": runtime_details["inference_precision"]}
@@ -178,5 +179,23 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
             },
             "accuracy": accuracy | {"eval_samples": len(reference), "eval_origin": reference.origin},
             "runtime": runtime_details,
+            "batching": batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sweep]},
         },
     }
+
+
+def latency_by_dim(session: Session, config: ModelConfig, source: dict[str, Any], bench: Any) -> dict[str, Any]:
+    """Batch-1 latency at each value of `dim_sweep`'s dimensions (one latency segment each), on
+    inputs generated at that size; the other dimensions keep their values. Keys are the values
+    (a dict: DVC drops lists)."""
+    result: dict[str, Any] = {}
+    for dim, values in config.dim_sweep.items():
+        result[dim] = {}
+        for value in values:
+            dims = source.get("dims", {}) | {dim: value}
+            inputs = generate_inputs(config.inputs, source.get("fixed_batch") or 1, 0, dims, source.get("vocab_size"))
+            call = session.prepare(inputs)
+            warm_up(call, bench.warmup)
+            stats = measure_latency(call, bench.latency).stats.to_dict()
+            result[dim][str(value)] = {k: stats[k] for k in ("p50", "p90", "p99", "n")}
+    return result

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline import layout
 from pipeline.config import ModelConfig
-from pipeline.data import DataSet
+from pipeline.data import Arrays, DataSet
 from pipeline.files import read_json
 
 
@@ -40,6 +40,23 @@ class BuildContext:
     @cached_property
     def source_info(self) -> dict[str, Any]:
         return read_json(self.source_dir / layout.SOURCE_INFO)
+
+    @property
+    def fixed_batch(self) -> int | None:
+        """The batch the exported model is fixed to (None: any); calibration runs in batches of it."""
+        return self.source_info.get("fixed_batch")
+
+    def max_batch(self, wanted: int) -> int:
+        """`wanted`, capped to what fits the model's memory budget (exactly a fixed batch)."""
+        from pipeline.memory import batch_size
+
+        return batch_size(wanted, self.source_info.get("batching", {}), self.fixed_batch)
+
+    def example(self, n: int = 2) -> Arrays:
+        """`n` real eval rows (the fixed batch, if any): for tracers that specialise size-1 axes, n >= 2."""
+        from pipeline.data import sample_batch
+
+        return sample_batch(self.reference().inputs, self.fixed_batch or n)
 
     def calibration(self) -> DataSet:
         return DataSet.load(self.source_dir / layout.CALIBRATION)

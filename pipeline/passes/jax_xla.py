@@ -44,7 +44,7 @@ def _write(ctx: BuildContext, kind: str, params_state: Any, **fields: Any) -> Bu
 
 
 def export_jax(ctx: BuildContext, apply: Callable[..., Any], params: Any, source: str) -> BuildResult:
-    """jax.export with one symbolic batch dimension per distinct batch name, params as a state dict."""
+    """jax.export with the spec's symbolic dimensions (shared by name across inputs), params as a state dict."""
     import jax
     from flax import serialization
 
@@ -55,9 +55,7 @@ def export_jax(ctx: BuildContext, apply: Callable[..., Any], params: Any, source
 
     scope = jax.export.SymbolicScope()
     args = [
-        jax.ShapeDtypeStruct(
-            jax.export.symbolic_shape(", ".join([spec.batch_dim, *map(str, spec.shape[1:])]), scope=scope), spec.dtype
-        )
+        jax.ShapeDtypeStruct(jax.export.symbolic_shape(", ".join(map(str, spec.shape)), scope=scope), spec.dtype)
         for spec in ctx.config.inputs.values()
     ]
     state_shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), state)

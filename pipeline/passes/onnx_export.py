@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
-from collections import Counter
-from pathlib import Path
-from typing import Any
-
+from pipeline import onnx_files
+from pipeline.onnx_files import graph_stats
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 MODEL_FILE = "model.onnx"
-
-
-def graph_stats(path: Path) -> dict[str, Any]:
-    """Node count and the three most common op types, for before/after comparisons."""
-    import onnx
-
-    model = onnx.load(str(path), load_external_data=False)
-    ops = Counter(node.op_type for node in model.graph.node)
-    return {"nodes": len(model.graph.node), "top_ops": ", ".join(f"{op}:{n}" for op, n in ops.most_common(3))}
+__all__ = ["MODEL_FILE", "AsExported", "graph_stats"]
 
 
 class AsExported(Pass):
     def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
-        shutil.copy2(ctx.exported_onnx, ctx.out_dir / MODEL_FILE)
+        onnx_files.copy(ctx.exported_onnx, ctx.out_dir / MODEL_FILE)  # with its external weights, if any
         return BuildResult(MODEL_FILE, {"nodes": graph_stats(ctx.out_dir / MODEL_FILE)["nodes"]})

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from pipeline.data import Arrays, DataSet, batches
+from pipeline.data import Arrays, DataSet, padded_batches
 from pipeline.errors import PipelineError
 from pipeline.evaluate import predictions
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
@@ -61,12 +61,13 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
         raise PipelineError(f"frontend 'source' converts PyTorch models; {ctx.model} is a {ctx.config.source} model")
     import torch
 
-    from pipeline.data import generate_inputs
     from pipeline.passes.pytorch import source_module
 
     module = source_module(ctx)
-    example = tuple(torch.from_numpy(v) for v in generate_inputs(ctx.config.inputs, 2, seed=0).values())
-    shapes = [ov.PartialShape([-1, *spec.shape[1:]]) for spec in ctx.config.inputs.values()]
+    example = tuple(torch.from_numpy(v) for v in ctx.example().values())
+    shapes = [
+        ov.PartialShape([d if isinstance(d, int) else -1 for d in spec.shape]) for spec in ctx.config.inputs.values()
+    ]
     model = ov.convert_model(module, example_input=example, input=shapes)
     for port, name in zip(model.inputs, ctx.config.inputs, strict=True):  # the spec's names, as in ONNX
         port.get_tensor().set_names({name})
@@ -110,10 +111,11 @@ class OpenVinoFp16(Pass):
 
 
 def calibration_dataset(ctx: BuildContext) -> Any:
-    """The calibration split one sample per item, as NNCF expects."""
+    """The calibration split one sample per item, as NNCF expects (a fixed batch's worth for
+    models that fix their batch axis)."""
     import nncf
 
-    return nncf.Dataset(list(batches(ctx.calibration().inputs, 1)))
+    return nncf.Dataset([chunk for chunk, _ in padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)])
 
 
 def quantize_kwargs(config: Int8Config) -> dict[str, Any]:
@@ -172,7 +174,14 @@ class Validation:
                 "and a single regression output"
             )
         self._metric_for_predictions = metric if metric != "none" else "accuracy"
-        self.items = list(zip(batches(reference.inputs, 1), targets.reshape(len(targets), -1)[:, 0], strict=True))
+        size = ctx.fixed_batch or 1
+        targets = targets.reshape(len(targets), -1)[:, 0]
+        self.items = [
+            (chunk, targets[start : start + real])
+            for start, (chunk, real) in zip(
+                range(0, len(targets), size), padded_batches(reference.inputs, size), strict=True
+            )
+        ]
 
     def __call__(self, compiled: Any, items: Any) -> tuple[float, list[float]]:
         output = compiled.outputs[0]
@@ -181,7 +190,7 @@ class Validation:
             predicted = predictions(
                 np.asarray(compiled(_by_port(compiled, inputs))[output]), self._metric_for_predictions
             )
-            values.append(float(predicted[0] == target))
+            values.append(float(np.mean(predicted[: len(target)] == target)))
         return float(np.mean(values)), values
 
 

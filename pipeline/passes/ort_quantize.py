@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pipeline.data import Arrays, batches
+from pipeline import onnx_files
+from pipeline.data import Arrays, padded_batches
 from pipeline.errors import first_line
 from pipeline.fingerprint import has_vnni
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
@@ -53,13 +54,15 @@ def _prepare(ctx: BuildContext, config: DynamicConfig) -> tuple[str, str]:
         return clean, "off"
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
+    external = {"save_as_external_data": True, "external_data_location": PREPROCESSED + ".data"}
+    external = external if is_external(ctx) else {}
     try:
-        quant_pre_process(clean, prepared)
+        quant_pre_process(clean, prepared, **external)
         return prepared, "full"
     except Exception as error:
         reason = f"{type(error).__name__}: {first_line(error)}"
     try:
-        quant_pre_process(clean, prepared, skip_symbolic_shape=True)
+        quant_pre_process(clean, prepared, skip_symbolic_shape=True, **external)
         return prepared, f"without symbolic shape inference (it failed: {reason})"
     except Exception as error:
         return clean, f"skipped (it failed: {type(error).__name__}: {first_line(error)})"
@@ -73,13 +76,19 @@ def _without_value_info(ctx: BuildContext) -> str:
 
     model = onnx.load(str(ctx.exported_onnx))
     del model.graph.value_info[:]
-    onnx.save(model, str(ctx.out_dir / CLEAN))
+    onnx_files.save(model, ctx.out_dir / CLEAN, external=is_external(ctx))
     return str(ctx.out_dir / CLEAN)
+
+
+def is_external(ctx: BuildContext) -> bool:
+    """Whether the export keeps its weights in a side file: then so do the quantizer's files."""
+    return onnx_files.uses_external_data(ctx.exported_onnx)
 
 
 def _finish(ctx: BuildContext, config: DynamicConfig, preprocess: str, details: dict[str, Any]) -> BuildResult:
     for scratch in (CLEAN, PREPROCESSED):
-        (ctx.out_dir / scratch).unlink(missing_ok=True)
+        for path in ctx.out_dir.glob(scratch + "*"):
+            path.unlink()
     stats = graph_stats(ctx.out_dir / MODEL_FILE)
     return BuildResult(
         MODEL_FILE,
@@ -120,6 +129,7 @@ class DynamicInt8(Pass):
             reduce_range=resolve_reduce_range(config.reduce_range),
             weight_type=_qtype(config.weight_type),
             extra_options=config.extra_options,
+            use_external_data_format=is_external(ctx),
         )
         return _finish(ctx, config, preprocess, {})
 
@@ -132,7 +142,7 @@ class CalibrationReader:
     """
 
     def __init__(self, inputs: Arrays, batch: int) -> None:
-        self._batches = list(batches(inputs, batch))
+        self._batches = [chunk for chunk, _ in padded_batches(inputs, batch)]  # every batch the same size
         self._next = iter(self._batches)
 
     def get_next(self) -> Arrays | None:
@@ -158,7 +168,7 @@ class StaticInt8(Pass):
         from onnxruntime.quantization import CalibrationMethod, QuantFormat, quantize_static
 
         calibration = ctx.calibration().head(config.calibration_samples)
-        reader = CalibrationReader(calibration.inputs, config.calibration_batch)
+        reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch))
         model, preprocess = _prepare(ctx, config)
         quantize_static(
             model,
@@ -177,6 +187,7 @@ class StaticInt8(Pass):
                 "distribution": CalibrationMethod.Distribution,
             }[config.calibration_method],
             extra_options=config.extra_options,
+            use_external_data_format=is_external(ctx),
         )
         return _finish(
             ctx,

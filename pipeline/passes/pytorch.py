@@ -17,7 +17,6 @@ import shutil
 from typing import Any
 
 from pipeline.config import model_dir
-from pipeline.data import generate_inputs
 from pipeline.files import write_json
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
@@ -63,13 +62,12 @@ class TorchCompile(Pass):
     def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
         import torch
 
+        from pipeline.sources.pytorch import dynamic_shapes
+
         module = source_module(ctx)
-        # Batch 2, not 1: torch.export specialises size-1 dimensions.
-        example = tuple(torch.from_numpy(v) for v in generate_inputs(ctx.config.inputs, 2, seed=0).values())
-        dims = {s.batch_dim: torch.export.Dim(s.batch_dim) for s in ctx.config.inputs.values()}
-        dynamic = tuple({0: dims[s.batch_dim]} for s in ctx.config.inputs.values())
+        example = tuple(torch.from_numpy(v) for v in ctx.example().values())
         with torch.no_grad():
-            program = torch.export.export(module, example, dynamic_shapes=dynamic)
+            program = torch.export.export(module, example, dynamic_shapes=dynamic_shapes(ctx.config.inputs))
             torch._inductor.aoti_compile_and_package(program, package_path=str(ctx.out_dir / PACKAGE))
         _write(ctx, package=PACKAGE)
         return BuildResult(ENTRY, {"compiler": f"AOTInductor (torch {torch.__version__})"})

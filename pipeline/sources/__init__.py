@@ -20,7 +20,10 @@ SOURCE_MODULES = {
 }
 
 
-def load_source(name: str, config: ModelConfig, root: Path = Path(".")) -> SourceModel:
-    """Load model `name` of the catalog with the module for its source kind."""
+def load_source(
+    name: str, config: ModelConfig, root: Path = Path("."), dims: dict[str, int] | None = None
+) -> SourceModel:
+    """Load model `name` of the catalog with the module for its source kind; `dims` gives the
+    symbolic dimensions their values (default: the catalog's `dims`)."""
     module = importlib.import_module(SOURCE_MODULES[config.source])
-    return module.load(name, config, root)
+    return module.load(name, config, root, dims)

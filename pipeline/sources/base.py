@@ -21,8 +21,9 @@ class SourceModel(ABC):
 
     kind: str
 
-    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
+    def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
         self.name, self.config, self.root = name, config, root
+        self.dims = dims if dims is not None else dict(config.dims)
 
     @property
     def field(self) -> str:
@@ -38,10 +39,23 @@ class SourceModel(ABC):
             raise ModelFileError(f"{self.path}: not found ({PARAMS_FILE}: {self.field}.file)")
         return self.path
 
+    @property
+    def vocab_size(self) -> int | None:
+        """The vocabulary size the model's own config declares, for generated token ids."""
+        return None
+
+    def example(self, n: int = 2) -> Arrays:
+        """`n` generated samples of the spec's shapes (the batch fixed by the model, if it fixes one).
+
+        Symbolic dimensions take at least 2: exporters (torch.export) specialise size-1 dimensions."""
+        dims = {k: max(v, 2) for k, v in self.dims.items()}
+        batch = self.config.fixed_batch or n
+        return generate_inputs(self.config.inputs, batch, 0, dims, self.vocab_size, self.field)
+
     def probe(self, call: Callable[[Arrays], T]) -> T:
-        """`call` on two generated inputs of the spec's shapes: a model that rejects its declared
-        inputs fails here, with one error naming the field, instead of deep inside an export."""
-        example = generate_inputs(self.config.inputs, 2, seed=0)
+        """`call` on generated inputs of the spec's shapes: a model that rejects its declared inputs
+        fails here, with one error naming the field, instead of deep inside an export."""
+        example = self.example()
         try:
             return call(example)
         except Exception as error:
@@ -60,7 +74,7 @@ class SourceModel(ABC):
 
     @abstractmethod
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
-        """Write the model as ONNX with a dynamic batch axis; return what was done (exporter, opset)."""
+        """Write the model as ONNX, every symbolic dimension of the spec dynamic; return what was done."""
 
 
 def import_object(reference: str, root: Path, field: str) -> Any:

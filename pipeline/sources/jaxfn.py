@@ -82,8 +82,8 @@ def build_apply(config: ModelConfig, root: Path, field: str, params_file: Path |
 class JaxSource(SourceModel):
     kind = "jax"
 
-    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
-        super().__init__(name, config, root)
+    def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
+        super().__init__(name, config, root, dims)
         self.apply, self.params = build_apply(config, root, self.field, self.require_file() if config.file else None)
         self._jitted = jax.jit(self.apply)
         outputs = self.probe(lambda example: as_list(self._jitted(self.params, *example.values())))
@@ -99,9 +99,10 @@ class JaxSource(SourceModel):
 
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
         import jax2onnx
-        import onnx
 
-        shapes = [(spec.batch_dim, *spec.shape[1:]) for spec in self.config.inputs.values()]
+        from pipeline import onnx_files
+
+        shapes = [tuple(spec.shape) for spec in self.config.inputs.values()]  # symbols stay symbolic
         apply, params = self.apply, self.params
         start = time.perf_counter()
         model = jax2onnx.to_onnx(
@@ -112,9 +113,9 @@ class JaxSource(SourceModel):
             input_names=list(self.config.inputs),
             output_names=self._names,
         )
-        onnx.save(model, str(path))
+        onnx_files.save(model, path)
         return {"exporter": "jax2onnx (jaxpr to ONNX)", "export_s": time.perf_counter() - start}
 
 
-def load(name: str, config: ModelConfig, root: Path) -> JaxSource:
-    return JaxSource(name, config, root)
+def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> JaxSource:
+    return JaxSource(name, config, root, dims)

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.config import PARAMS_FILE, ExportConfig, ModelConfig
-from pipeline.data import Arrays, generate_inputs
+from pipeline.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig
+from pipeline.data import Arrays
 from pipeline.errors import ConfigError, ModelFileError, first_line, one_line
 from pipeline.sources.base import SourceModel, import_object, output_names
 
@@ -49,63 +49,102 @@ def build_module(
     return module.eval()
 
 
+def flat_outputs(result: Any) -> tuple[list[str], list[torch.Tensor]]:
+    """The model's output tensors in torch.export's (pytree) order, with stable names.
+
+    A tensor is `output`; a tuple gives `output0`, `output1`; dict keys (and Hugging Face
+    ModelOutput fields) give their own names; nesting joins them with '_' (`output0_1`).
+    """
+    from torch.utils import _pytree
+
+    leaves = [
+        (path, leaf) for path, leaf in _pytree.tree_flatten_with_path(result)[0] if isinstance(leaf, torch.Tensor)
+    ]
+    names = []
+    for path, _ in leaves:
+        parts = [str(getattr(key, "key", getattr(key, "idx", getattr(key, "name", key)))) for key in path]
+        if not parts or parts[0].isdigit():
+            parts = ["output" + (parts[0] if parts else ""), *parts[1:]]
+        names.append("_".join(parts))
+    return names, [leaf for _, leaf in leaves]
+
+
 def as_tuple(result: Any) -> tuple[torch.Tensor, ...]:
-    if isinstance(result, torch.Tensor):
-        return (result,)
-    if isinstance(result, dict):
-        return tuple(result.values())
-    return tuple(result)
+    return tuple(flat_outputs(result)[1])
+
+
+def dynamic_shapes(specs: dict[str, InputSpec]) -> tuple[dict[int, Any], ...]:
+    """torch.export's dynamic_shapes: one Dim per symbol, shared by every input axis that names it."""
+    symbols = {d for spec in specs.values() for d in spec.shape if isinstance(d, str)}
+    dims = {name: torch.export.Dim(name) for name in sorted(symbols)}
+    return tuple({axis: dims[d] for axis, d in enumerate(spec.shape) if isinstance(d, str)} for spec in specs.values())
 
 
 class TorchSource(SourceModel):
     kind = "torch"
 
-    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
-        super().__init__(name, config, root)
+    def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
+        super().__init__(name, config, root, dims)
         weights = self.require_file() if config.file else None
         self.module = build_module(
             config.factory or "", config.factory_args, weights, root, self.field, config.init_seed
         )
-        outputs = self.probe(self._forward)
-        self._names = output_names(config, len(outputs), self.field)
+        found = self.probe(lambda example: flat_outputs(self._call(example))[0])
+        self._names = output_names(config, len(found), self.field, found)
 
-    def _forward(self, inputs: Arrays) -> tuple[torch.Tensor, ...]:
+    @property
+    def vocab_size(self) -> int | None:
+        """Hugging Face models (and any module with a `config.vocab_size`) declare their vocabulary."""
+        size = getattr(getattr(self.module, "config", None), "vocab_size", None)
+        return int(size) if isinstance(size, int) else None
+
+    def _call(self, inputs: Arrays) -> Any:
         with torch.inference_mode():
-            return as_tuple(self.module(*(torch.from_numpy(np.ascontiguousarray(v)) for v in inputs.values())))
+            return self.module(*(torch.from_numpy(np.ascontiguousarray(v)) for v in inputs.values()))
+
+    def _weight_bytes(self) -> int:
+        tensors = [*self.module.parameters(), *self.module.buffers()]
+        return sum(t.numel() * t.element_size() for t in tensors)
 
     @property
     def output_names(self) -> list[str]:
         return self._names
 
     def predict(self, inputs: Arrays) -> Arrays:
-        return {n: t.numpy() for n, t in zip(self._names, self._forward(inputs), strict=True)}
+        return {n: t.numpy() for n, t in zip(self._names, as_tuple(self._call(inputs)), strict=True)}
 
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
-        # Batch 2, not 1: torch.export specialises dimensions of size 1 and would fix the batch axis.
-        example = tuple(torch.from_numpy(v) for v in generate_inputs(self.config.inputs, 2, seed=0).values())
+        import onnx
+
+        from pipeline import onnx_files
+
+        example = tuple(torch.from_numpy(v) for v in self.example().values())
         dynamo = export.torch_exporter == "dynamo"
-        if dynamo:  # torch.export names the batch axis with a Dim shared by inputs that share its name
-            dims = {s.batch_dim: torch.export.Dim(s.batch_dim) for s in self.config.inputs.values()}
-            dynamic: dict[str, Any] = {
-                "dynamic_shapes": tuple({0: dims[s.batch_dim]} for s in self.config.inputs.values())
-            }
+        exported_names = [f"__output{i}" for i in range(len(self._names))]  # renamed below, collision-safe
+        if dynamo:
+            dynamic: dict[str, Any] = {"dynamic_shapes": dynamic_shapes(self.config.inputs)}
         else:
-            axes = {n: {0: s.batch_dim} for n, s in self.config.inputs.items()} | {n: {0: "batch"} for n in self._names}
-            dynamic = {"dynamic_axes": axes}
+            specs = self.config.inputs
+            axes = {n: {i: d for i, d in enumerate(s.shape) if isinstance(d, str)} for n, s in specs.items()}
+            if self.config.fixed_batch is None:
+                axes |= {n: {0: str(self.config.batch_dim)} for n in exported_names}
+            dynamic = {"dynamic_axes": axes, "output_names": exported_names}
         start = time.perf_counter()
         torch.onnx.export(
             self.module,
             example,
             str(path),
             input_names=list(self.config.inputs),
-            output_names=self._names,
             opset_version=export.opset,
             dynamo=dynamo,
-            external_data=False,
+            external_data=self._weight_bytes() > onnx_files.EXTERNAL_ABOVE,
             **dynamic,
         )
+        model = onnx.load(str(path))
+        onnx_files.name_outputs(model, self._names)  # after export: a chosen name may collide with a tensor's
+        onnx_files.save(model, path)
         return {"exporter": f"torch.onnx ({export.torch_exporter})", "export_s": time.perf_counter() - start}
 
 
-def load(name: str, config: ModelConfig, root: Path) -> TorchSource:
-    return TorchSource(name, config, root)
+def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> TorchSource:
+    return TorchSource(name, config, root, dims)

@@ -27,8 +27,11 @@ TfCall = Callable[..., list[tf.Tensor]]
 
 
 def input_signature(specs: dict[str, InputSpec]) -> list[tf.TensorSpec]:
+    """Symbolic dimensions (a batch axis named by a symbol included) stay open: None in TF."""
     return [
-        tf.TensorSpec((None, *spec.shape[1:]), tf.dtypes.as_dtype(spec.dtype), name=name)
+        tf.TensorSpec(
+            [d if isinstance(d, int) else None for d in spec.shape], tf.dtypes.as_dtype(spec.dtype), name=name
+        )
         for name, spec in specs.items()
     ]
 
@@ -78,8 +81,9 @@ class TfSource(SourceModel):
         return ServingModule(self.tracked, self.call, self.config.inputs, self._names, jit)
 
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
-        import onnx
         import tf2onnx
+
+        from pipeline import onnx_files
 
         opset = min(export.opset, TF2ONNX_MAX_OPSET)
         serve = tf.function(lambda *inputs: self.call(*inputs), input_signature=input_signature(self.config.inputs),
@@ -88,19 +92,9 @@ class TfSource(SourceModel):
         model, _ = tf2onnx.convert.from_function(
             serve, input_signature=input_signature(self.config.inputs), opset=opset
         )
-        rename_outputs(model, self._names)
-        onnx.save(model, str(path))
+        onnx_files.name_outputs(model, self._names)  # tf2onnx names them after TF tensors ('Identity:0')
+        onnx_files.save(model, path)
         return {"exporter": f"tf2onnx {tf2onnx.__version__} (from_function)", "export_s": time.perf_counter() - start}
-
-
-def rename_outputs(model: Any, names: list[str]) -> None:
-    """tf2onnx names outputs after TF tensors ('Identity:0'); give them the catalog's names."""
-    renames = {output.name: name for output, name in zip(model.graph.output, names, strict=True)}
-    for node in model.graph.node:
-        node.output[:] = [renames.get(n, n) for n in node.output]
-        node.input[:] = [renames.get(n, n) for n in node.input]
-    for output in model.graph.output:
-        output.name = renames[output.name]
 
 
 def as_list(result: Any) -> list[tf.Tensor]:
@@ -116,8 +110,8 @@ class KerasSource(TfSource):
 
     kind = "keras"
 
-    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
-        super().__init__(name, config, root)
+    def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
+        super().__init__(name, config, root, dims)
         self.tracked = self.model = load_keras_model(name, config, root, self)
         model = self.model
         self.call = lambda *inputs: as_list(model(list(inputs) if len(inputs) > 1 else inputs[0], training=False))
@@ -162,8 +156,8 @@ class SavedModelSource(TfSource):
 
     kind = "savedmodel"
 
-    def __init__(self, name: str, config: ModelConfig, root: Path) -> None:
-        super().__init__(name, config, root)
+    def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
+        super().__init__(name, config, root, dims)
         path = self.require_file()
         try:
             self.tracked = tf.saved_model.load(str(path))
@@ -190,5 +184,6 @@ class SavedModelSource(TfSource):
         return self._signature_outputs
 
 
-def load(name: str, config: ModelConfig, root: Path) -> TfSource:
-    return KerasSource(name, config, root) if config.source == "keras" else SavedModelSource(name, config, root)
+def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> TfSource:
+    source_class = KerasSource if config.source == "keras" else SavedModelSource
+    return source_class(name, config, root, dims)

@@ -1,0 +1,128 @@
+"""ONNX files as the pipeline writes, copies and names them.
+
+Models over 2 GB cannot live in one protobuf: their weights go to a side file (ONNX "external
+data"). Every file this pipeline writes keeps that layout when its source had it, naming the side
+file `<model file>.data`, so an artifact folder is always self-contained and copyable.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx
+
+PROTOBUF_LIMIT = 2**31 - 1
+EXTERNAL_ABOVE = 1 << 30  # a model this big keeps its weights in a side file (protobuf's limit is 2 GB)
+
+
+def external_files(path: Path) -> list[Path]:
+    """The side files `path`'s initializers point to (none when all weights are inside)."""
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    model = onnx.load(str(path), load_external_data=False)
+    tensors = [*model.graph.initializer]
+    tensors += [a.t for node in model.graph.node for a in node.attribute if a.HasField("t")]
+    locations = {ExternalDataInfo(t).location for t in tensors if uses_external_data(t)}
+    return [path.parent / location for location in sorted(locations)]
+
+
+def uses_external_data(path: Path) -> bool:
+    return bool(external_files(path))
+
+
+def save(model: onnx.ModelProto, path: Path, external: bool = False) -> None:
+    """Write `model` to `path`; weights go to `<name>.data` beside it when asked or when too big."""
+    import onnx
+
+    external = external or model.ByteSize() > EXTERNAL_ABOVE
+    data = path.with_name(path.name + ".data")
+    data.unlink(missing_ok=True)  # save_model appends to an existing data file
+    onnx.save_model(model, str(path), save_as_external_data=external, all_tensors_to_one_file=True, location=data.name)
+
+
+def copy(source: Path, destination: Path) -> None:
+    """Copy an ONNX file and the side files of its weights (same relative locations)."""
+    shutil.copy2(source, destination)
+    for side in external_files(source):
+        target = destination.parent / side.relative_to(source.parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(side, target)
+
+
+def graph_stats(path: Path) -> dict[str, object]:
+    """Node count and the three most common op types, for before/after comparisons."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    ops = Counter(node.op_type for node in model.graph.node)
+    return {"nodes": len(model.graph.node), "top_ops": ", ".join(f"{op}:{n}" for op, n in ops.most_common(3))}
+
+
+def name_outputs(model: onnx.ModelProto, names: list[str]) -> None:
+    """Give the graph's outputs `names`, whatever the exporter called them.
+
+    A wanted name that an internal tensor already has (torch's exporter names tensors after
+    modules, so an output called 'embedding' meets the tensor of the module `embedding`) is
+    first given to that tensor under another name; an output that is also a graph input, an
+    initializer or listed twice gets an Identity node, so every name stays assigned once (SSA).
+    """
+    import onnx
+
+    graph = model.graph
+    outputs = list(graph.output)
+    if len(names) != len(outputs):
+        raise ValueError(f"{len(names)} output names for {len(outputs)} outputs")
+    if [o.name for o in outputs] == names:
+        return
+    taken = _tensor_names(graph)
+    current = {o.name for o in outputs}
+    inputs = {i.name for i in graph.input}
+    for name in names:
+        if name in inputs:
+            raise ValueError(f"output name {name!r} is the name of a graph input")
+        if name in taken and name not in current:
+            _rename(graph, name, _unique(f"{name}_internal", taken))
+    sources = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    counts = Counter(o.name for o in outputs)
+    for output, name in zip(outputs, names, strict=True):
+        if output.name == name:
+            continue
+        if output.name in sources or counts[output.name] > 1 or name in current:
+            graph.node.append(onnx.helper.make_node("Identity", [output.name], [name], name=f"{name}_identity"))
+            output.name = name
+        else:
+            _rename(graph, output.name, name)
+
+
+def _tensor_names(graph: onnx.GraphProto) -> set[str]:
+    names = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {v.name for v in graph.value_info}
+    return names | {name for node in graph.node for name in node.output}
+
+
+def _unique(base: str, taken: set[str]) -> str:
+    candidate, i = base, 1
+    while candidate in taken:
+        candidate, i = f"{base}{i}", i + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _rename(graph: onnx.GraphProto, old: str, new: str) -> None:
+    """Rename tensor `old` everywhere in `graph` (subgraphs of If/Loop included)."""
+    for node in graph.node:
+        node.input[:] = [new if n == old else n for n in node.input]
+        node.output[:] = [new if n == old else n for n in node.output]
+        for attribute in node.attribute:
+            for sub in [attribute.g, *attribute.graphs] if attribute.HasField("g") else attribute.graphs:
+                _rename(sub, old, new)
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if value.name == old:
+            value.name = new
+    for initializer in graph.initializer:
+        if initializer.name == old:
+            initializer.name = new
