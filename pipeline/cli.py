@@ -52,8 +52,15 @@ def _env(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from pipeline.config import load_params
 
+    from pipeline.check import check_models
+
     params = load_params(args.params)
-    print(f"{args.params}: ok ({len(params.models)} models, {len(params.variants)} variants)")
+    problems = check_models(params, args.params.parent)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"{args.params}: ok ({len(params.models)} models, {len(params.variants)} variants; their files checked)")
     return 0
 
 
@@ -83,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary.add_argument("--md", action="store_true", help="Markdown tables instead of terminal tables")
     summary.set_defaults(run=_summary)
     commands.add_parser("env", help="print this machine's environment fingerprint").set_defaults(run=_env)
-    check = commands.add_parser("check", help="validate params.yaml without running anything")
+    check = commands.add_parser("check", help="validate params.yaml and the listed models' files, running nothing")
     check.add_argument("--params", type=Path, default=Path("params.yaml"))
     check.set_defaults(run=_check)
     predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")

@@ -73,6 +73,7 @@ def _package(model: str, variant: str, metrics: dict[str, Any], params: Params, 
     if factory:
         copy_module_code(factory.partition(":")[0], root, out / CODE)
     config = params.model(model)
+    source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
     runtime = RUNTIMES[build["runtime"]]
     return {
         "runtime": build["runtime"],
@@ -82,8 +83,10 @@ def _package(model: str, variant: str, metrics: dict[str, Any], params: Params, 
         "entry": build["entry"],
         "runtime_config": build["runtime_config"],
         "code": CODE if factory else None,
-        "inputs": {name: spec.model_dump(mode="json", exclude_none=True) for name, spec in config.inputs.items()},
-        "outputs": read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)["output_names"],
+        "inputs": source["inputs"],  # symbolic dimensions take any size; a fixed batch is padded to
+        "fixed_batch": source["fixed_batch"],
+        "dims": source["dims"],  # the values the metrics were measured at
+        "outputs": source["output_names"],
         "source": {"kind": config.source, "metric": config.metric},
         "metrics": metrics,
         "build": build["build"],

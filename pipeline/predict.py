@@ -17,7 +17,7 @@ import numpy as np
 
 from pipeline import layout
 from pipeline.config import InputSpec
-from pipeline.data import Arrays, batches, check_inputs, concat
+from pipeline.data import Arrays, check_inputs, run_batched
 from pipeline.errors import ModelFileError
 from pipeline.files import read_json, sha256
 from pipeline.fingerprint import cores
@@ -49,14 +49,18 @@ class Predictor:
         self.output_names: list[str] = self.manifest["outputs"]
 
     def __call__(self, inputs: Arrays | np.ndarray, batch: int = 256, source: str = "inputs") -> Arrays:
-        """Outputs by name; `source` names where the inputs came from in error messages."""
+        """Outputs by name; `source` names where the inputs came from in error messages.
+
+        Any size fits a symbolic dimension (a sequence length, say); a model that fixes its batch
+        is fed batches of exactly that size, the last one padded and the padding dropped."""
         if isinstance(inputs, np.ndarray):
             if len(self.inputs) != 1:
                 names = ", ".join(self.inputs)
                 raise ModelFileError(f"{source}: the model takes {len(self.inputs)} inputs ({names}); give an .npz")
             inputs = {next(iter(self.inputs)): inputs}
         checked = check_inputs(inputs, self.inputs, source)
-        outputs = concat([self.session.run(chunk) for chunk in batches(checked, batch)])
+        fixed = self.manifest.get("fixed_batch")
+        outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
         return {name: outputs[name] for name in self.output_names}
 
 

@@ -155,3 +155,44 @@ def copy_project(destination: Path) -> Path:
     )
     shutil.copytree(REPO, destination, ignore=ignore, dirs_exist_ok=True)
     return destination
+
+
+def fixed_batch_cnn():
+    """A small CNN whose forward bakes the batch of 1 into a Reshape, as exporters do."""
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.head = nn.Linear(8 * 4 * 4, 5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.nn.functional.adaptive_avg_pool2d(torch.relu(self.conv(x)), 4)
+            return self.head(y.reshape(1, -1))
+
+    torch.manual_seed(0)
+    return Net().eval()
+
+
+def write_fixed_batch_onnx(folder: Path) -> Path:
+    """An ONNX file as other exporters write them: batch fixed to 1, a Reshape to [1, 128] baked
+    in, weights in an external data file (model.onnx + model.onnx.data)."""
+    import onnx
+    import torch
+
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = folder / "scratch.onnx"
+    torch.onnx.export(fixed_batch_cnn(), (torch.randn(1, 3, 16, 16),), str(scratch), input_names=["image"],
+                      output_names=["scores"], opset_version=17, dynamo=False)  # fmt: skip
+    model = onnx.load(str(scratch))
+    scratch.unlink()
+    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, location="model.onnx.data",
+                    size_threshold=0)  # fmt: skip
+    return folder / "model.onnx"
+
+
+@pytest.fixture(scope="session")
+def fixed_batch_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_fixed_batch_onnx(tmp_path_factory.mktemp("fixed_batch"))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.conftest import REPO, copy_project
+from tests.conftest import REPO, copy_project, write_fixed_batch_onnx
 
 pytestmark = pytest.mark.slow
 
@@ -48,12 +48,20 @@ def stages_run(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
 
 
+# The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
+BERT_SKIP = [*COVERED, "openvino_fp16", "torch_compile", "torch_xla"]
+BERT_SKIP.remove("onnx_fp16")  # FP16 of a transformer graph must load: kept
+MODELS = ["spam_fnn", "byo_onnx", "digits_keras", "digits_jax", "byo_fixed", "bert_e2e", "broken"]
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, tiny_onnx):
-    """The repository's pipeline on spam_fnn (trained small) and a bring-your-own ONNX model."""
+    """The repository's pipeline on spam_fnn (trained small), a bring-your-own ONNX model, an ONNX
+    file from another exporter (batch fixed to 1, a baked Reshape, external weights), a tiny
+    transformer, and a model whose file is broken (it must not stop the others)."""
     root = copy_project(tmp_path_factory.mktemp("e2e") / "project")
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["models"] = ["spam_fnn", "byo_onnx", "digits_keras", "digits_jax"]
+    params["models"] = MODELS
     params["train"] = {
         "spam_fnn": params["train"]["spam_fnn"] | {"samples": 4000, "epochs": 2},
         "digits_keras": params["train"]["digits_keras"] | {"epochs": 3},
@@ -67,11 +75,30 @@ def project(tmp_path_factory, tiny_onnx):
         "inputs": {"x": {"shape": ["batch", 12]}},
         "metric": "accuracy",
     }
+    params["catalog"]["byo_fixed"] = {
+        "source": "onnx",
+        "file": "model.onnx",  # + model.onnx.data
+        "inputs": {"image": {"shape": [1, 3, 16, 16]}},
+        "metric": "none",
+    }
+    params["catalog"]["bert_e2e"] = params["catalog"]["bert_tiny"] | {
+        "factory_args": {"vocab_size": 200, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64},
+        "dims": {"seq": 16},
+        "dim_sweep": {"seq": [8, 32]},
+        "skip": BERT_SKIP,
+    }
+    params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
     params["bench"] = FAST_BENCH
     params["export"]["max_eval_samples"] = 500
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    (root / "models" / "byo_onnx").mkdir()
-    shutil.copy(tiny_onnx, root / "models" / "byo_onnx" / "model.onnx")
+    for name in ("byo_onnx", "broken"):
+        (root / "models" / name).mkdir()
+        shutil.copy(tiny_onnx, root / "models" / name / "model.onnx")
+    truncated = root / "models" / "broken" / "model.onnx"
+    truncated.write_bytes(truncated.read_bytes()[:200])
+    write_fixed_batch_onnx(root / "models" / "byo_fixed")
+    (root / "models" / "bert_e2e").mkdir()  # every model has a folder (DVC watches it); the code is bert_tiny's
+    (root / "models" / "bert_e2e" / "README.md").write_text("A smaller bert_tiny, built by its factory.\n")
     run(["git", "init", "-q"], root)
     run(["dvc", "init", "-q"], root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates
@@ -164,9 +191,7 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
 
 def test_select_deploys_an_explained_verified_choice(project):
     root, output = project
-    assert {f"select@{m}" for m in ("spam_fnn", "byo_onnx", "digits_keras", "digits_jax")} | {"report"} <= stages_run(
-        output
-    )
+    assert {f"select@{m}" for m in MODELS} | {"report"} <= stages_run(output)
     record = read(root / "reports" / "selection" / "spam_fnn.json")
     chosen = record["chosen"]
     assert record["status"] == "ok" and metrics(root, "spam_fnn", chosen)["status"] == "ok"
@@ -252,14 +277,65 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     params["variants"]["onnx_int8_static"]["per_channel"] = False
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ran = stages_run(run(["dvc", "repro"], root))
-    rebuilt = {
-        f"prepare/dvc.yaml:build@{m}-onnx_int8_static" for m in ("spam_fnn", "byo_onnx", "digits_keras", "digits_jax")
-    }
+    rebuilt = {f"prepare/dvc.yaml:build@{m}-onnx_int8_static" for m in MODELS}
     # Models that skip the variant rebuild an identical 'skipped' record, so DVC does not rerun their bench.
-    remeasured = {f"bench@{m}-onnx_int8_static" for m in ("spam_fnn", "byo_onnx")}
-    reselected = {"select@spam_fnn", "select@byo_onnx", "report"}  # their metrics changed
+    measured = ("spam_fnn", "byo_onnx", "byo_fixed")
+    remeasured = {f"bench@{m}-onnx_int8_static" for m in measured}
+    reselected = {f"select@{m}" for m in measured} | {"report"}  # their metrics changed
     planned = {"prepare/dvc.yaml:variant_plan"}  # rewrites every variant's file; only one changes
     assert ran == {ENV_STAGE} | planned | rebuilt | remeasured | reselected
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
     assert "reports/metrics/spam_fnn/onnx_int8_static.json" in diff
     assert "reports/metrics/spam_fnn/onnx_fp32.json" not in diff
+
+
+def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(project):
+    root, _ = project
+    export = read(root / "reports" / "export" / "byo_fixed.json")
+    assert export["status"] == "ok" and export["external_data"] and export["fixed_batch"] == 1
+    for variant in ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp32",
+                    "openvino_fp16", "openvino_int8", "openvino_int8_acc"]:  # fmt: skip
+        m = metrics(root, "byo_fixed", variant)
+        assert m["status"] == "ok", (variant, m["reason"])
+        assert m["fixed_batch"] == 1 and set(m["throughput_sps"]["by_batch"]) == {"b1"}
+        assert m["accuracy"]["max_abs_diff"] < 1.0
+    assert (root / "artifacts" / "byo_fixed" / "onnx_fp32" / "model.onnx.data").is_file()
+    details = read(root / "reports" / "details" / "byo_fixed" / "onnx_fp16.json")
+    assert details["build"]["load_check"].startswith("ok: loaded by onnxruntime")
+    manifest = read(root / "deploy" / "byo_fixed" / "manifest.json")
+    assert manifest["fixed_batch"] == 1
+
+
+def test_transformer_deploys_and_predicts_at_any_sequence_length(project, tmp_path):
+    root, _ = project
+    for variant in ("onnx_fp32", "onnx_fp16", "openvino_fp32", "torch_eager"):
+        m = metrics(root, "bert_e2e", variant)
+        assert m["status"] == "ok", (variant, m["reason"])
+        assert m["dims"] == {"seq": 16} and m["fixed_batch"] is None
+        assert set(m["latency_ms_by_dim"]["seq"]) == {"8", "32"}
+        assert m["latency_ms_by_dim"]["seq"]["8"]["p50"] > 0
+    from pipeline.config import InputSpec
+    from pipeline.data import generate_inputs
+
+    specs = {
+        k: InputSpec.model_validate(v)
+        for k, v in read(root / "deploy" / "bert_e2e" / "manifest.json")["inputs"].items()
+    }
+    for seq in (7, 29):
+        np.savez(tmp_path / f"x{seq}.npz", **generate_inputs(specs, 3, seq, {"seq": seq}, vocab_size=200))
+        out = run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "bert_e2e"), f"x{seq}.npz",
+                   "--output", f"y{seq}.npy"], tmp_path)  # fmt: skip
+        assert "bert_e2e:" in out and np.load(tmp_path / f"y{seq}.npy").shape == (3, 32)
+
+
+def test_a_broken_model_does_not_stop_the_others(project):
+    root, _ = project
+    export = read(root / "reports" / "export" / "broken.json")
+    assert (
+        export["status"] == "failed" and "not a valid ONNX model (params.yaml: catalog.broken.file)" in export["reason"]
+    )
+    m = metrics(root, "broken", "onnx_fp32")
+    assert m["status"] == "failed" and "the source model failed" in m["reason"]
+    assert read(root / "reports" / "selection" / "broken.json")["chosen"] == "none"
+    summary = run([sys.executable, "-m", "pipeline", "summary"], root)
+    assert "broken" in summary and "the source model failed" in summary

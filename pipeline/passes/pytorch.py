@@ -67,7 +67,8 @@ class TorchCompile(Pass):
         module = source_module(ctx)
         example = tuple(torch.from_numpy(v) for v in ctx.example().values())
         with torch.no_grad():
-            program = torch.export.export(module, example, dynamic_shapes=dynamic_shapes(ctx.config.inputs))
+            program = torch.export.export(module, example, dynamic_shapes=dynamic_shapes(ctx.config.inputs, False))
             torch._inductor.aoti_compile_and_package(program, package_path=str(ctx.out_dir / PACKAGE))
         _write(ctx, package=PACKAGE)
-        return BuildResult(ENTRY, {"compiler": f"AOTInductor (torch {torch.__version__})"})
+        ranges = {str(s): str(r) for s, r in program.range_constraints.items()}
+        return BuildResult(ENTRY, {"compiler": f"AOTInductor (torch {torch.__version__})", "dynamic_ranges": ranges})

@@ -73,10 +73,13 @@ def as_tuple(result: Any) -> tuple[torch.Tensor, ...]:
     return tuple(flat_outputs(result)[1])
 
 
-def dynamic_shapes(specs: dict[str, InputSpec]) -> tuple[dict[int, Any], ...]:
-    """torch.export's dynamic_shapes: one Dim per symbol, shared by every input axis that names it."""
+def dynamic_shapes(specs: dict[str, InputSpec], named: bool = True) -> tuple[dict[int, Any], ...]:
+    """torch.export's dynamic_shapes: one Dim per symbol, shared by every input axis that names it.
+
+    `named=False` gives Dim.DYNAMIC instead: torch.export then infers each axis' range (a BERT's
+    sequence axis stops at its 512 positions) rather than refusing a range it cannot prove."""
     symbols = {d for spec in specs.values() for d in spec.shape if isinstance(d, str)}
-    dims = {name: torch.export.Dim(name) for name in sorted(symbols)}
+    dims = {name: torch.export.Dim(name) if named else torch.export.Dim.DYNAMIC for name in sorted(symbols)}
     return tuple({axis: dims[d] for axis, d in enumerate(spec.shape) if isinstance(d, str)} for spec in specs.values())
 
 

@@ -1,0 +1,91 @@
+"""A model whose source cannot load fails alone; `check` finds bad files before anything runs;
+batch sizes follow measured memory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from pipeline import layout
+from pipeline.bench.stage import benchmark_variant
+from pipeline.build import build_variant
+from pipeline.check import check_models
+from pipeline.config import Params
+from pipeline.errors import PipelineError
+from pipeline.export import export_model
+from pipeline.memory import batch_limit, batch_size, peak_rss_growth_mb
+from tests.conftest import tiny_config
+
+
+def params_for(**catalogs) -> Params:
+    return Params.model_validate(
+        {
+            "models": list(catalogs),
+            "catalog": {name: config.model_dump() for name, config in catalogs.items()},
+            "variants": {"onnx_fp32": {}, "torch_eager": {}},
+        }
+    )
+
+
+def test_a_broken_source_fails_every_variant_with_its_reason_and_nothing_else(tiny_project):
+    params = params_for(tiny=tiny_config(file="missing.pt"))
+    report = export_model("tiny", params, tiny_project)
+    assert report["status"] == "failed" and "missing.pt: not found (params.yaml: catalog.tiny.file)" in report["reason"]
+    saved = json.loads(layout.export_report("tiny", tiny_project).read_text())
+    assert saved == report
+    for variant in ("onnx_fp32", "torch_eager"):
+        assert build_variant("tiny", variant, params, tiny_project)["status"] == "failed"
+        metrics = benchmark_variant("tiny", variant, params, tiny_project)
+        assert metrics["status"] == "failed" and "the source model failed: " in metrics["reason"]
+        assert "missing.pt" in metrics["reason"]
+
+
+def test_export_records_dims_batching_and_fixed_batch(tiny_project):
+    report = export_model("tiny", params_for(tiny=tiny_config()), tiny_project)
+    assert report["status"] == "ok" and report["fixed_batch"] is None and report["max_batch"] >= 1
+    source = json.loads((layout.source_dir("tiny", tiny_project) / layout.SOURCE_INFO).read_text())
+    assert source["batching"]["per_sample_mb"] > 0 and source["inputs"]["x"]["shape"] == ["batch", 12]
+
+
+def test_check_opens_every_listed_models_files(tiny_project, tiny_onnx):
+    folder = tiny_project / "models" / "onnx"
+    folder.mkdir()
+    shutil.copy(tiny_onnx, folder / "model.onnx")
+    onnx_model = tiny_config(source="onnx", factory=None, file="model.onnx", eval_data=None)
+    assert check_models(params_for(tiny=tiny_config(), onnx=onnx_model), tiny_project) == []
+    wrong = onnx_model.model_copy(update={"inputs": tiny_config(inputs={"x": {"shape": ["batch", 10]}}).inputs})
+    [problem] = check_models(params_for(onnx=wrong), tiny_project)
+    assert "params.yaml: catalog.onnx.inputs.x.shape: " in problem and "fixes dimension 1 to 12" in problem
+    path = folder / "model.onnx"
+    path.write_bytes(path.read_bytes()[:64])
+    [problem] = check_models(params_for(onnx=onnx_model), tiny_project)
+    assert "model.onnx: not a valid ONNX model (params.yaml: catalog.onnx.file)" in problem
+    path.unlink()
+    [problem] = check_models(params_for(onnx=onnx_model), tiny_project)
+    assert problem == f"{path}: not found (params.yaml: catalog.onnx.file)"
+    np.savez(tiny_project / "models" / "tiny" / "eval.npz", x=np.zeros((4, 11), np.float32))
+    [problem] = check_models(params_for(tiny=tiny_config()), tiny_project)
+    assert "eval.npz (params.yaml: catalog.tiny.eval_data): array 'x' has shape (4, 11)" in problem
+
+
+def test_peak_memory_growth_is_measured_within_ten_percent():
+    def allocate():
+        block = np.ones(200 * 1_000_000 // 8)  # 200 MB, touched
+        return block.sum()
+
+    assert 180 <= peak_rss_growth_mb(allocate) <= 220
+
+
+def test_batch_limit_follows_the_measured_activation_memory():
+    def run(n):
+        return np.ones(n * 20 * 1_000_000 // 8).sum()  # 20 MB per sample
+
+    limit = batch_limit(run, budget_mb=200, fixed_batch=None)
+    assert 7 <= limit["max_batch"] <= 11 and 17 <= limit["per_sample_mb"] <= 23
+    assert batch_size(256, limit, None) == limit["max_batch"] and batch_size(4, limit, None) == 4
+    assert batch_size(256, limit, fixed_batch=1) == 1
+    with pytest.raises(PipelineError, match=r"one batch of 1 needs about .* MB of activations"):
+        batch_limit(run, budget_mb=10, fixed_batch=None)

@@ -1,0 +1,162 @@
+"""Models written elsewhere: colliding output names, nested outputs, token inputs with a dynamic
+sequence axis, ONNX files with a fixed batch, baked-in shapes and external weights."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from pipeline import onnx_files
+from pipeline.config import ExportConfig, ModelConfig
+from pipeline.errors import ConfigError, ModelFileError
+from pipeline.sources import load_source
+from tests.conftest import models_from, write_fixed_batch_onnx
+
+NETS = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Tagger(nn.Module):
+        '''Token ids -> an embedding and nested per-token scores; owns a module named `embedding`.'''
+
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(50, 8)
+            self.score = nn.Linear(8, 3)
+
+        def forward(self, ids, mask):
+            hidden = self.embedding(ids) * mask.unsqueeze(-1)
+            return hidden.mean(1), (self.score(hidden), {"norm": hidden.norm(dim=-1)})
+
+
+    def tagger():
+        return Tagger()
+
+
+    def bert():
+        from models.bert_tiny.net import build
+
+        return build(vocab_size=100, hidden=32, layers=1, heads=2, intermediate=64)
+    """
+)
+TOKENS = {
+    "ids": {"shape": ["batch", "seq"], "dtype": "int64", "kind": "token_ids", "high": 50},
+    "mask": {"shape": ["batch", "seq"], "dtype": "int64", "kind": "attention_mask"},
+}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "models" / "nets").mkdir(parents=True)
+    (tmp_path / "models" / "__init__.py").touch()
+    (tmp_path / "models" / "nets" / "__init__.py").write_text(NETS)
+    shutil.copytree(Path(__file__).parents[1] / "models" / "bert_tiny", tmp_path / "models" / "bert_tiny")
+    monkeypatch.chdir(tmp_path)
+    with models_from(tmp_path):
+        yield tmp_path
+
+
+def export(project: Path, name: str, config: ModelConfig) -> tuple[object, ort.InferenceSession]:
+    source = load_source(name, config, project)
+    path = project / f"{name}.onnx"
+    source.export_onnx(path, ExportConfig())
+    return source, ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def test_output_names_never_collide_and_nested_outputs_are_flattened(project):
+    config = ModelConfig(source="torch", factory="models.nets:tagger", inputs=TOKENS, dims={"seq": 6})
+    source, session = export(project, "tagger", config)
+    assert source.output_names == ["output0", "output1_0", "output1_1_norm"]  # stable names from the nesting
+    named = ModelConfig(**config.model_dump() | {"outputs": ["embedding", "scores", "norms"]})
+    source, session = export(project, "tagger", named)  # 'embedding' is also the name of an internal tensor
+    assert [o.name for o in session.get_outputs()] == ["embedding", "scores", "norms"]
+    x = {"ids": np.array([[3, 4, 0]], np.int64), "mask": np.array([[1, 1, 0]], np.int64)}
+    for got, (name, want) in zip(session.run(None, x), source.predict(x).items(), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-5, err_msg=name)
+
+
+def test_transformer_keeps_its_sequence_axis_dynamic(project):
+    config = ModelConfig(
+        source="torch",
+        factory="models.nets:bert",
+        inputs={"input_ids": TOKENS["ids"] | {"high": None}, "attention_mask": TOKENS["mask"]},
+        outputs=["embedding"],
+        dims={"seq": 12},
+    )
+    source, session = export(project, "bert", config)
+    assert source.vocab_size == 100  # read from the model's config
+    assert [d.dim_param for d in onnx.load(str(project / "bert.onnx")).graph.input[0].type.tensor_type.shape.dim] == [
+        "batch",
+        "seq",
+    ]
+    from pipeline.data import generate_inputs
+
+    for seq in (5, 37):
+        x = generate_inputs(config.inputs, 3, 1, {"seq": seq}, source.vocab_size)
+        np.testing.assert_allclose(session.run(None, x)[0], source.predict(x)["embedding"], atol=1e-5)
+
+
+def fixed_config(**extra) -> ModelConfig:
+    return ModelConfig(source="onnx", file="model.onnx", inputs={"image": {"shape": [1, 3, 16, 16]}}, **extra)
+
+
+def test_fixed_batch_onnx_with_external_weights_is_taken_as_it_is(project):
+    write_fixed_batch_onnx(project / "models" / "fixed")
+    with pytest.raises(ConfigError, match=r"inputs.image.shape: .* fixes the batch axis to 1; declare it as 1"):
+        load_source("fixed", fixed_config().model_copy(update={"inputs": ModelConfig(
+            source="onnx", file="m", inputs={"image": {"shape": ["batch", 3, 16, 16]}}).inputs}), project)  # fmt: skip
+    source = load_source("fixed", fixed_config(), project)
+    out = project / "copy" / "model.onnx"
+    out.parent.mkdir()
+    report = source.export_onnx(out, ExportConfig())
+    assert "make_batch_dynamic" not in report and (out.parent / "model.onnx.data").is_file()
+    assert onnx_files.external_files(out) == [out.parent / "model.onnx.data"]
+    onnx.checker.check_model(str(out), full_check=True)
+
+
+def test_make_batch_dynamic_keeps_the_fixed_model_when_a_reshape_bakes_the_batch(project):
+    write_fixed_batch_onnx(project / "models" / "fixed")
+    source = load_source("fixed", fixed_config(make_batch_dynamic=True), project)
+    report = source.export_onnx(project / "out.onnx", ExportConfig())
+    assert report["make_batch_dynamic"].startswith("kept fixed") and "fixed_batch" not in report
+    dims = onnx.load(str(project / "out.onnx"), load_external_data=False).graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_value == 1
+
+
+def test_make_batch_dynamic_relaxes_a_model_that_proves_it(project):
+    folder = project / "models" / "flat"
+    folder.mkdir(parents=True)
+    x = onnx.helper.make_tensor_value_info("image", onnx.TensorProto.FLOAT, [1, 3, 16, 16])
+    y = onnx.helper.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 3])
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("ReduceMean", ["image", "axes"], ["scores"], keepdims=0)],
+        "flat",
+        [x],
+        [y],
+        [onnx.numpy_helper.from_array(np.array([2, 3], np.int64), "axes")],
+    )
+    onnx.save(
+        onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18)], ir_version=9),
+        folder / "model.onnx",
+    )
+    source = load_source("flat", fixed_config(make_batch_dynamic=True), project)
+    report = source.export_onnx(project / "out.onnx", ExportConfig())
+    assert report["fixed_batch"] is None and report["make_batch_dynamic"].startswith("relaxed")
+    session = ort.InferenceSession(str(project / "out.onnx"), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"image": np.ones((5, 3, 16, 16), np.float32)})[0].shape == (5, 3)
+
+
+def test_truncated_onnx_file_names_the_file_and_field(project):
+    write_fixed_batch_onnx(project / "models" / "fixed")
+    path = project / "models" / "fixed" / "model.onnx"
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ModelFileError, match=r"model.onnx: not a valid ONNX model \(params.yaml: catalog.fixed.file\)"):
+        load_source("fixed", fixed_config(), project)
