@@ -16,9 +16,8 @@ import numpy as np
 
 from pipeline import layout
 from pipeline.bench.harness import measure_latency, warm_up
-from pipeline.data import sample_batch
 from pipeline.config import load_params
-from pipeline.data import DataSet
+from pipeline.data import DataSet, sample_batch
 from pipeline.files import read_json, write_json
 from pipeline.fingerprint import fingerprint
 from pipeline.runtimes import load

@@ -50,9 +50,8 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from pipeline.config import load_params
-
     from pipeline.check import check_models
+    from pipeline.config import load_params
 
     params = load_params(args.params)
     problems = check_models(params, args.params.parent)
