@@ -104,6 +104,9 @@ class ModelConfig(Strict):
     eval_data: str | None = None
     calib_data: str | None = None
     metric: MetricName = "none"
+    task: Literal["auto", "classification", "other"] = Field(
+        default="auto", description="classification: the first output holds class scores (top-1 agreement)"
+    )
     dims: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="values of symbolic dimensions (e.g. seq: 128) for generated inputs"
     )
@@ -160,6 +163,13 @@ class ModelConfig(Strict):
         for name in self.dim_sweep:
             if name not in symbols:
                 raise _FieldError(f"dim_sweep.{name}", f"not a symbolic dimension after the batch axis ({symbols})")
+
+    @property
+    def class_scores(self) -> str | None:
+        """How to read classes off the first output (the metric), or None when it holds no class scores."""
+        if self.metric != "none":
+            return self.metric
+        return "accuracy" if self.task == "classification" else None
 
     @property
     def batch_dim(self) -> int | str:
@@ -239,7 +249,8 @@ class BenchConfig(Strict):
 class Constraints(Strict):
     """What a deployable variant must satisfy; None means no limit."""
 
-    max_accuracy_drop: float | None = Field(default=0.01, ge=0)  # absolute, on accuracy.delta
+    max_accuracy_drop: float | None = Field(default=0.01, ge=0)  # absolute, on the task metric's delta
+    min_cosine: float | None = Field(default=0.99, gt=0, le=1)  # every output's fidelity cosine_mean, without labels
     max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
     max_size_mb: float | None = Field(default=None, gt=0)
     max_memory_mb: float | None = Field(default=None, gt=0)  # peak RSS of the benchmark process

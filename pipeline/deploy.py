@@ -21,7 +21,7 @@ from pipeline.config import Params
 from pipeline.files import atomic_dir, iter_files, read_json, sha256, write_json
 from pipeline.results import load_env, load_metrics
 from pipeline.runtimes import RUNTIMES
-from pipeline.selection import Candidate, Selection, select
+from pipeline.selection import Candidate, Selection, decided_by, select
 
 CODE = "code"
 
@@ -49,6 +49,7 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
         "value": winner.value(config.objective) if winner else None,
         "latency_ms": winner.latency_ms if winner else None,
         "accuracy_delta": chosen["accuracy"]["delta"] if chosen else None,
+        "cosine": winner.cosine if winner else None,
         "size_mb": winner.size_mb if winner else None,
         "feasible": len(selection.feasible),
         "candidates": sum(m.get("status") == "ok" for m in metrics.values()),
@@ -129,13 +130,22 @@ def _version(distribution: str) -> str:
 def _explanation(selection: Selection, metrics: dict[str, Any], params: Params, model: str) -> dict[str, Any]:
     config = params.select
     front = {
-        c.variant: {"latency_ms": c.latency_ms, "accuracy_drop": c.accuracy_drop, "size_mb": c.size_mb}
+        c.variant: {
+            "latency_ms": c.latency_ms,
+            "accuracy_drop": c.accuracy_drop,
+            "cosine": c.cosine,
+            "size_mb": c.size_mb,
+        }
         for c in (Candidate.from_metrics(v, metrics[v], config.percentile) for v in selection.pareto)
     }
+    constraints = config.constraints_for(model)
+    chosen = metrics.get(selection.chosen or "")
+    winner = Candidate.from_metrics(selection.chosen, chosen, config.percentile) if chosen else None
     return {
         "objective": config.objective,
         "percentile": config.percentile,
-        "constraints": config.constraints_for(model).model_dump(),
+        "constraints": constraints.model_dump(),
+        "quality_decided_by": decided_by(winner, constraints),
         "why": selection.why,
         "feasible": selection.feasible,
         "pareto_front": front,

@@ -1,9 +1,12 @@
-"""Accuracy and fidelity of a variant against its FP32 source.
+"""Accuracy and fidelity of a variant against its FP32 source, answered separately.
 
-Two questions, answered separately: does the variant still do the task (the task metric on the
-eval labels, and its delta against the source's own score), and does it compute the same function
-(max abs diff of outputs, agreement of top-1 predictions). Without labels the task metric becomes
-`fidelity`: the top-1 agreement with the source, so a delta still means "how much worse".
+- `accuracy`: does the variant still do the task? The task metric on the eval labels and its
+  delta against the source's own score; `metric: none` (and no labels) leaves it empty.
+- `fidelity`: does it compute the same function? For every output, against the FP32 source on
+  the same rows: cosine similarity per sample (outputs flattened per sample; mean and worst),
+  relative L2 error, max abs diff, and top-1 agreement for outputs that are class scores only.
+  A destroyed INT8 embedding (cosine 0.3) and a good one (0.999) differ here on any output; the
+  argmax of a flattened hidden state, which this used to compare, could not tell them apart.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.data import Arrays
+
+FIDELITY_KEYS = ("cosine_mean", "cosine_min", "rel_l2", "max_abs_diff", "top1_agreement")
 
 
 def predictions(output: np.ndarray, metric: str) -> np.ndarray | None:
@@ -35,33 +40,67 @@ def task_metric(metric: str, output: np.ndarray, labels: np.ndarray | None) -> f
     return float(np.mean(predicted == labels.reshape(len(labels), -1)[:, 0].astype(np.int64)))
 
 
-def compare(reference: Arrays, outputs: Arrays, metric: str) -> dict[str, float | None]:
-    """Numerical fidelity of `outputs` against the FP32 source's `reference` outputs."""
-    max_abs, mean_abs = 0.0, []
-    for name, ref in reference.items():
+def cosine_per_sample(reference: np.ndarray, output: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each sample's flattened output with the reference's (1 when both are 0)."""
+    r = reference.reshape(len(reference), -1).astype(np.float64)
+    o = output.reshape(len(output), -1).astype(np.float64)
+    norms = np.linalg.norm(r, axis=1) * np.linalg.norm(o, axis=1)
+    dots = np.einsum("ij,ij->i", r, o)
+    both_zero = (np.linalg.norm(r, axis=1) == 0) & (np.linalg.norm(o, axis=1) == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosine = np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
+    return np.where(both_zero, 1.0, np.clip(cosine, -1.0, 1.0))
+
+
+def output_fidelity(reference: np.ndarray, output: np.ndarray, class_scores: str | None) -> dict[str, float | None]:
+    """One output's fidelity block; `class_scores` is the metric whose predictions top-1 compares
+    (None: not class scores, no top-1)."""
+    ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
+    cosine = cosine_per_sample(ref, got) if len(ref) else np.ones(1)
+    scale = float(np.linalg.norm(ref))
+    error = float(np.linalg.norm(got - ref))
+    agreement = None
+    if class_scores is not None:
+        ref_pred, got_pred = predictions(ref, class_scores), predictions(got, class_scores)
+        agreement = None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
+    return {
+        "cosine_mean": float(cosine.mean()),
+        "cosine_min": float(cosine.min()),
+        "rel_l2": error / scale if scale > 0 else (0.0 if error == 0 else float("inf")),
+        "max_abs_diff": float(np.abs(got - ref).max(initial=0.0)),
+        "top1_agreement": agreement,
+    }
+
+
+def fidelity_block(reference: Arrays, outputs: Arrays, class_scores: str | None) -> dict[str, dict[str, Any]]:
+    """Fidelity of every output (by name); top-1 agreement only on the first, the class scores."""
+    block = {}
+    for i, (name, ref) in enumerate(reference.items()):
         if name not in outputs:
             raise ValueError(f"output {name!r} missing (got {', '.join(outputs)})")
         got = np.asarray(outputs[name])
         if got.shape != ref.shape:
             raise ValueError(f"output {name!r} has shape {got.shape}, the source gave {ref.shape}")
-        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-        max_abs = max(max_abs, float(diff.max(initial=0.0)))
-        mean_abs.append(float(diff.mean()) if diff.size else 0.0)
-    primary = next(iter(reference))
-    ref_pred, got_pred = predictions(reference[primary], metric), predictions(outputs[primary], metric)
-    agreement = None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
-    return {"max_abs_diff": max_abs, "mean_abs_diff": float(np.mean(mean_abs)), "top1_agreement": agreement}
+        block[name] = output_fidelity(ref, got, class_scores if i == 0 else None)
+    return block
 
 
 def accuracy_block(metric: str, labels: np.ndarray | None, reference: Arrays, outputs: Arrays) -> dict[str, Any]:
-    """The `accuracy` block of a metrics file (schema in README): metric, value, delta, fidelity."""
-    fidelity = compare(reference, outputs, metric)
+    """The `accuracy` block of a metrics file: the task metric of the first output, its value for
+    the source and the delta; all None when there are no labels or no task metric."""
     primary = next(iter(reference))
     value = task_metric(metric, outputs[primary], labels)
     source_value = task_metric(metric, reference[primary], labels)
-    if value is None or source_value is None:
-        name, value, source_value = "fidelity", fidelity["top1_agreement"], 1.0
-    else:
-        name = metric
-    delta = None if value is None else value - source_value
-    return {"metric": name, "value": value, "source_value": source_value, "delta": delta, **fidelity}
+    scored = value is not None and source_value is not None
+    return {
+        "metric": metric if scored else "none",
+        "value": value if scored else None,
+        "source_value": source_value if scored else None,
+        "delta": value - source_value if scored else None,
+    }
+
+
+def worst_cosine(fidelity: dict[str, dict[str, Any]] | None) -> float | None:
+    """The lowest cosine_mean over a variant's outputs: the figure `min_cosine` is checked on."""
+    values = [f["cosine_mean"] for f in (fidelity or {}).values() if f.get("cosine_mean") is not None]
+    return min(values) if values else None

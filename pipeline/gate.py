@@ -20,7 +20,7 @@ from pipeline.config import Params
 from pipeline.errors import PipelineError
 from pipeline.files import read_json
 from pipeline.results import load_env, load_metrics
-from pipeline.selection import select
+from pipeline.selection import Candidate, quality_violations, select
 
 Metrics = dict[str, dict[str, Any]]
 
@@ -117,9 +117,9 @@ def judge(
         return verdict
     now = after[chosen_after]
     verdict.after_ms, verdict.after_delta = now["latency_ms"][percentile], _accuracy(now).get("delta")
-    drop = -verdict.after_delta if verdict.after_delta is not None else None
-    if limit is not None and drop is not None and drop > limit:
-        verdict.failures.append(f"accuracy drop {drop:.4g} vs the FP32 source exceeds max_accuracy_drop {limit}")
+    constraints = params.select.constraints_for(model)
+    for broken in quality_violations(Candidate.from_metrics(chosen_after, now, percentile), constraints):
+        verdict.failures.append(f"{broken.message} vs the FP32 source ({broken.constraint})")
     if chosen_before is None:
         verdict.notes.append(
             "nothing met the constraints at the base revision" if before else "not in the base revision (new model)"

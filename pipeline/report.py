@@ -13,9 +13,10 @@ from typing import Any
 
 from pipeline import layout
 from pipeline.config import Params
+from pipeline.evaluate import worst_cosine
 from pipeline.files import atomic_dir, write_json
 from pipeline.results import load_env, load_metrics
-from pipeline.selection import Selection, select
+from pipeline.selection import Candidate, Selection, select
 from pipeline.summary import how_measured, markdown_table, rows
 from pipeline.variants import BASELINES, VARIANTS
 
@@ -103,6 +104,20 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
     return found
 
 
+def _loss(variant: str, metrics: dict[str, Any], percentile: str) -> float | None:
+    loss = Candidate.from_metrics(variant, metrics, percentile).loss
+    return None if loss == float("inf") else loss
+
+
+def _quality(metrics: dict[str, Any]) -> str:
+    """The chosen artifact's quality figure: the task metric's delta, else the worst output cosine."""
+    delta = (metrics.get("accuracy") or {}).get("delta")
+    if delta is not None:
+        return f"{delta:+.4f}"
+    cosine = worst_cosine(metrics.get("fidelity"))
+    return f"cos {cosine:.4f}" if cosine is not None else ""
+
+
 def plot_data(metrics: Metrics, selection: Selection, percentile: str) -> dict[str, list[dict[str, Any]]]:
     """The records behind each plot, for DVC (reports/plots/<kind>/<model>.json) and matplotlib."""
     ok = {v: m for v, m in metrics.items() if m.get("status") == "ok"}
@@ -112,7 +127,7 @@ def plot_data(metrics: Metrics, selection: Selection, percentile: str) -> dict[s
             {
                 "variant": v,
                 "latency_ms": ok[v]["latency_ms"][percentile],
-                "accuracy_delta": ok[v]["accuracy"]["delta"],
+                "quality_loss": _loss(v, ok[v], percentile),
                 "size_mb": ok[v]["size_mb"],
                 "feasible": v in selection.feasible,
                 "pareto": v in selection.pareto,
@@ -171,32 +186,30 @@ def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, fol
 
 
 def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) -> None:
-    """Latency vs accuracy delta: every variant, the Pareto front of the feasible ones, the choice."""
+    """Latency vs quality loss: every variant, the Pareto front of the feasible ones, the choice."""
     for feasible, style in ((False, {"marker": "x", "color": "#999999"}), (True, {"marker": "o", "color": "#4c72b0"})):
-        points = [r for r in records if r["feasible"] == feasible and r["accuracy_delta"] is not None]
+        points = [r for r in records if r["feasible"] == feasible and r["quality_loss"] is not None]
         if points:
             axes.scatter(
                 [r["latency_ms"] for r in points],
-                [r["accuracy_delta"] for r in points],
+                [r["quality_loss"] for r in points],
                 label="meets constraints" if feasible else "rejected",
                 **style,
             )
-    front = sorted(
-        (r for r in records if r["pareto"] and r["accuracy_delta"] is not None), key=lambda r: r["latency_ms"]
-    )
+    front = sorted((r for r in records if r["pareto"] and r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
     if front:
         axes.step(
             [r["latency_ms"] for r in front],
-            [r["accuracy_delta"] for r in front],
+            [r["quality_loss"] for r in front],
             where="post",
             color="#dd8452",
             label="Pareto front",
         )
-    labelled = sorted((r for r in records if r["accuracy_delta"] is not None), key=lambda r: r["latency_ms"])
-    for rank, r in enumerate(labelled):  # staggered heights: variants often share an accuracy delta
+    labelled = sorted((r for r in records if r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
+    for rank, r in enumerate(labelled):  # staggered heights: variants often share a loss
         axes.annotate(
             r["variant"],
-            (r["latency_ms"], r["accuracy_delta"]),
+            (r["latency_ms"], r["quality_loss"]),
             fontsize=6,
             alpha=0.85,
             xytext=(3, 4 + 8 * (rank % 4)),
@@ -206,7 +219,7 @@ def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) ->
         if r["chosen"]:
             axes.scatter(
                 [r["latency_ms"]],
-                [r["accuracy_delta"]],
+                [r["quality_loss"]],
                 marker="*",
                 s=220,
                 color="#c44e52",
@@ -214,7 +227,11 @@ def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) ->
                 label=f"chosen: {r['variant']}",
             )
     axes.margins(y=0.25)  # room for the labels above the top points
-    axes.set(xscale="log", xlabel=f"latency {percentile} (ms, batch 1)", ylabel="accuracy delta vs FP32 source")
+    axes.set(
+        xscale="log",
+        xlabel=f"latency {percentile} (ms, batch 1)",
+        ylabel="loss vs FP32 source (accuracy drop; 1 - cosine without labels)",
+    )
     axes.legend(fontsize=7)
 
 
@@ -260,11 +277,11 @@ def model_report(
         lines += [""]
     if selection.pareto:
         lines += [
-            f"Pareto front over ({config.percentile} latency, accuracy drop, size): {', '.join(selection.pareto)}.",
+            f"Pareto front over ({config.percentile} latency, quality loss, size): {', '.join(selection.pareto)}.",
             "",
         ]
     titles = {
-        "latency_accuracy": "Latency vs accuracy delta",
+        "latency_accuracy": "Latency vs quality loss",
         "size": "Size per variant",
         "throughput": "Throughput vs batch size",
         "memory": "Peak memory per variant",
@@ -286,7 +303,7 @@ def model_report(
         "p50_ms": f"{chosen_metrics['latency_ms']['p50']:.4g}" if chosen_metrics else "",
         "speedup": speedup,
         "baseline": baseline,
-        "delta": f"{chosen_metrics['accuracy']['delta']:+.4f}" if chosen_metrics else "",
+        "delta": _quality(chosen_metrics) if chosen_metrics else "",
         "size": f"{chosen_metrics['size_mb']:.3g}" if chosen_metrics else "",
         "warnings": len(warnings),
         "data": data,
@@ -305,7 +322,7 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
         lines = [
             "# Deployment report",
             "",
-            "| model | source | deploy | p50 ms | speed-up | vs | accuracy Δ | size MB | warnings |",
+            "| model | source | deploy | p50 ms | speed-up | vs | accuracy Δ / cosine | size MB | warnings |",
             "|---|---|---|---:|---:|---|---:|---:|---:|",
         ]
         lines += [

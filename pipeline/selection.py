@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import Constraints, SelectConfig
+from pipeline.evaluate import worst_cosine
 
 Metrics = dict[str, Any]
 
@@ -25,6 +26,7 @@ class Candidate:
     size_mb: float
     memory_mb: float
     accuracy_drop: float | None  # source metric minus variant metric (negative: the variant scores higher)
+    cosine: float | None  # the lowest cosine_mean over the outputs (fidelity to the FP32 source)
     noise_pct: float
 
     @classmethod
@@ -39,8 +41,17 @@ class Candidate:
             size_mb=metrics["size_mb"],
             memory_mb=metrics["peak_rss_mb"],
             accuracy_drop=None if delta is None else -delta,
+            cosine=worst_cosine(metrics.get("fidelity")),
             noise_pct=metrics.get("noise_pct", 0.0),
         )
+
+    @property
+    def loss(self) -> float:
+        """What the variant lost against the FP32 source, lower is better: the task metric's drop
+        when there are labels, else 1 - the worst output cosine (unknown: infinitely bad)."""
+        if self.accuracy_drop is not None:
+            return self.accuracy_drop
+        return 1.0 - self.cosine if self.cosine is not None else float("inf")
 
     def value(self, objective: str) -> float:
         """What `objective` measures: latency (at the percentile), peak throughput or size."""
@@ -49,8 +60,7 @@ class Candidate:
     @property
     def coordinates(self) -> tuple[float, float, float]:
         """What the Pareto front is taken over: lower is better in each."""
-        drop = self.accuracy_drop if self.accuracy_drop is not None else float("inf")
-        return (self.latency_ms, drop, self.size_mb)
+        return (self.latency_ms, self.loss, self.size_mb)
 
 
 @dataclass(frozen=True)
@@ -72,11 +82,7 @@ def violations(candidate: Candidate, constraints: Constraints, percentile: str) 
         found.append(Violation("runtimes", f"runtime {candidate.runtime} not allowed ({allowed})", never))
     if constraints.devices is not None and candidate.device not in constraints.devices:
         found.append(Violation("devices", f"device {candidate.device} not allowed", never))
-    drop, limit = candidate.accuracy_drop, constraints.max_accuracy_drop
-    if limit is not None and drop is None:
-        found.append(Violation("max_accuracy_drop", "accuracy unknown (no labels, no classification output)", never))
-    elif limit is not None and drop is not None and drop > limit:
-        found.append(Violation("max_accuracy_drop", f"accuracy drop {drop:.4g} > {limit:g}", _excess(drop, limit)))
+    found += quality_violations(candidate, constraints)
     for name, value, limit, unit in (
         ("max_latency_ms", candidate.latency_ms, constraints.max_latency_ms, f"ms ({percentile})"),
         ("max_size_mb", candidate.size_mb, constraints.max_size_mb, "MB"),
@@ -85,6 +91,30 @@ def violations(candidate: Candidate, constraints: Constraints, percentile: str) 
         if limit is not None and value > limit:
             found.append(Violation(name, f"{value:.4g} > {limit:g} {unit}", _excess(value, limit)))
     return found
+
+
+def quality_violations(candidate: Candidate, constraints: Constraints) -> list[Violation]:
+    """The task metric's drop when the variant has one (labels), else every output's cosine."""
+    drop, limit = candidate.accuracy_drop, constraints.max_accuracy_drop
+    if drop is not None:
+        if limit is not None and drop > limit:
+            return [Violation("max_accuracy_drop", f"accuracy drop {drop:.4g} > {limit:g}", _excess(drop, limit))]
+        return []
+    cosine, floor = candidate.cosine, constraints.min_cosine
+    if floor is None:
+        return []
+    if cosine is None:
+        return [Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
+    if cosine < floor:
+        return [Violation("min_cosine", f"output cosine {cosine:.4f} < {floor:g}", (floor - cosine) / floor)]
+    return []
+
+
+def decided_by(candidate: Candidate | None, constraints: Constraints) -> str:
+    """Which fidelity figure the quality constraint was checked on, for the manifest."""
+    if candidate is not None and candidate.accuracy_drop is not None:
+        return f"accuracy drop vs the FP32 source (max_accuracy_drop {constraints.max_accuracy_drop})"
+    return f"cosine_mean of every output vs the FP32 source (min_cosine {constraints.min_cosine}): no task metric"
 
 
 def _excess(value: float, limit: float) -> float:
@@ -178,7 +208,7 @@ def select(metrics: dict[str, Metrics], config: SelectConfig, constraints: Const
         if dominator is not None:
             rejected[c.variant] = (
                 f"dominated by {dominator.variant}: {percentile} {dominator.latency_ms:.4g} vs {c.latency_ms:.4g} ms, "
-                f"accuracy drop {_fmt(dominator.accuracy_drop)} vs {_fmt(c.accuracy_drop)}, "
+                f"{_loss(dominator)} vs {_loss(c)}, "
                 f"size {dominator.size_mb:.3g} vs {c.size_mb:.3g} MB"
             )
         else:
@@ -189,5 +219,7 @@ def select(metrics: dict[str, Metrics], config: SelectConfig, constraints: Const
     return Selection(winner.variant, why, [c.variant for c in front], rejected, [c.variant for c in feasible])
 
 
-def _fmt(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:.4g}"
+def _loss(c: Candidate) -> str:
+    if c.accuracy_drop is not None:
+        return f"accuracy drop {c.accuracy_drop:.4g}"
+    return "cosine unknown" if c.cosine is None else f"cosine {c.cosine:.4f}"

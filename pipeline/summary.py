@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pipeline import layout
 from pipeline.config import PARAMS_FILE, load_params
+from pipeline.evaluate import worst_cosine
 from pipeline.files import read_json
 from pipeline.results import load_env, load_metrics
 from pipeline.variants import BASELINES
@@ -28,7 +29,7 @@ def _speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
 
 COLUMNS = (
     "variant", "runtime", "prec", "size MB", "p50 ms", "p99 ms", "p50 speed-up",
-    "peak samples/s (batch)", "RSS MB", "acc Δ", "top-1 agree", "status",
+    "peak samples/s (batch)", "RSS MB", "acc Δ", "cosine", "top-1 agree", "status",
 )  # fmt: skip
 LEFT = {"variant", "runtime", "prec", "status"}
 
@@ -63,7 +64,8 @@ def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: st
             f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
             _num(m.get("peak_rss_mb"), ".0f"),
             _num(accuracy.get("delta"), "+.4f"),
-            _num(accuracy.get("top1_agreement"), ".4f"),
+            _num(worst_cosine(m.get("fidelity")), ".4f"),
+            _num(next(iter((m.get("fidelity") or {}).values()), {}).get("top1_agreement"), ".4f"),
             _status(m),
         ])  # fmt: skip
     return out

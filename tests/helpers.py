@@ -40,6 +40,7 @@ def sleep(seconds: float) -> None:
 def metric(
     p50: float, delta: float | None = 0.0, size: float = 1.0, runtime: str = "onnxruntime", peak: float | None = None,
     rss: float = 100.0, noise: float = 1.0, status: str = "ok", value: float = 0.9, precision: str = "fp32",
+    cosine: float | None = None,
 ) -> dict:  # fmt: skip
     """One variant's metrics file, shaped like the bench stage's (reports/metrics/<model>/<variant>.json)."""
     peak = peak if peak is not None else 1000.0 / p50
@@ -50,5 +51,8 @@ def metric(
         "noise_pct": noise, "stable": noise < 10,
         "throughput_sps": {"peak": peak, "peak_batch": 8, "by_batch": {"b1": 1000.0 / p50, "b8": peak}},
         "peak_rss_mb": rss, "cpu_util_pct": 100.0,
-        "accuracy": {"metric": "accuracy", "value": value, "delta": delta},
+        "accuracy": {"metric": "accuracy", "value": value, "delta": delta} if delta is not None
+        else {"metric": "none", "value": None, "delta": None},
+        **({"fidelity": {"y": {"cosine_mean": cosine, "cosine_min": cosine, "rel_l2": 1 - cosine, "max_abs_diff": 0.1,
+                               "top1_agreement": None}}} if cosine is not None else {}),
     }  # fmt: skip

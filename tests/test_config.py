@@ -38,7 +38,7 @@ def test_repository_params_are_valid():
             lambda d: d["variants"]["onnx_int8_dynamic"].update(per_chanel=True),
             "variants.onnx_int8_dynamic.per_chanel: unknown key",
         ),
-        (lambda d: d["models"].append("nope"), "models.4: 'nope' has no entry under 'catalog'"),
+        (lambda d: d["models"].append("nope"), "models.5: 'nope' has no entry under 'catalog'"),
         (
             lambda d: d["catalog"]["resnet50"]["inputs"]["image"].update(shape=["batch", 3, "side", "side"]),
             "catalog.resnet50.dims.side: symbolic dimension 'side' needs a value",

@@ -131,18 +131,20 @@ def test_every_variant_writes_schema_metrics(project):
         assert m["accuracy"]["metric"] == "binary_accuracy" and 0.5 < m["accuracy"]["value"] <= 1
         assert isinstance(m["stable"], bool)
         assert not any(isinstance(v, list) for v in m.values())
-    fp32 = metrics(root, "spam_fnn", "onnx_fp32")["accuracy"]
-    assert abs(fp32["delta"]) < 1e-9 and fp32["max_abs_diff"] < 1e-4 and fp32["top1_agreement"] == 1.0
+    fp32 = metrics(root, "spam_fnn", "onnx_fp32")
+    fidelity = fp32["fidelity"]["probability"]
+    assert abs(fp32["accuracy"]["delta"]) < 1e-9 and fidelity["max_abs_diff"] < 1e-4 and fidelity["top1_agreement"] == 1
+    assert fidelity["cosine_min"] > 0.9999 and fidelity["rel_l2"] < 1e-4
 
 
 def test_openvino_variants_record_precision_streams_and_cached_load(project):
     root, _ = project
     fp32 = metrics(root, "spam_fnn", "openvino_fp32")
-    assert fp32["inference_precision"] == "f32" and fp32["accuracy"]["max_abs_diff"] < 1e-4
+    assert fp32["inference_precision"] == "f32" and fp32["fidelity"]["probability"]["max_abs_diff"] < 1e-4
     assert fp32["load_cached_ms"] > 0 and fp32["load_ms"] > 0
     int8 = metrics(root, "spam_fnn", "openvino_int8")
     assert int8["throughput_sps"]["streams"] >= 1 and int8["throughput_sps"]["requests"] >= 1
-    assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["accuracy"]["top1_agreement"] > 0.9
+    assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["top1_agreement"] > 0.9
     details = json.loads((root / "reports" / "details" / "spam_fnn" / "openvino_int8_acc.json").read_text())
     assert details["build"]["reverted_operations"] >= 0 and details["build"]["max_drop"] == 0.01
 
@@ -157,7 +159,7 @@ def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
     for variant in ["onnx_fp32", "openvino_fp32", *native]:
         m = metrics(root, model, variant)
         assert m["status"] == "ok", (variant, m["reason"])
-        assert abs(m["accuracy"]["delta"]) <= 0.01 and m["accuracy"]["top1_agreement"] > 0.98
+        assert abs(m["accuracy"]["delta"]) <= 0.01 and m["fidelity"]["logits"]["top1_agreement"] > 0.98
         assert m["latency_ms"]["p50"] > 0 and m["load_ms"] > 0
     assert metrics(root, model, "torch_eager")["status"] == "skipped"
     assert "catalog." in metrics(root, model, "onnx_int8_static")["reason"]  # skipped by the model's `skip`
@@ -173,7 +175,8 @@ def test_bring_your_own_onnx_without_data(project):
     root, _ = project
     fp32 = metrics(root, "byo_onnx", "onnx_fp32")
     assert fp32["status"] == "ok"
-    assert fp32["accuracy"]["metric"] == "fidelity" and fp32["accuracy"]["value"] == 1.0
+    assert fp32["accuracy"] == {"metric": "none", "value": None, "delta": None}  # no labels: no task metric
+    assert fp32["fidelity"]["output"]["top1_agreement"] == 1.0 and fp32["fidelity"]["output"]["cosine_min"] > 0.9999
     eager = metrics(root, "byo_onnx", "torch_eager")
     assert eager["status"] == "skipped" and "needs a torch source" in eager["reason"]
     export = json.loads((root / "reports" / "export" / "byo_onnx.json").read_text())
@@ -298,7 +301,7 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
         m = metrics(root, "byo_fixed", variant)
         assert m["status"] == "ok", (variant, m["reason"])
         assert m["fixed_batch"] == 1 and set(m["throughput_sps"]["by_batch"]) == {"b1"}
-        assert m["accuracy"]["max_abs_diff"] < 1.0
+        assert m["fidelity"]["scores"]["cosine_mean"] > 0.9 and m["fidelity"]["scores"]["top1_agreement"] is None
     assert (root / "artifacts" / "byo_fixed" / "onnx_fp32" / "model.onnx.data").is_file()
     details = read(root / "reports" / "details" / "byo_fixed" / "onnx_fp16.json")
     assert details["build"]["load_check"].startswith("ok: loaded by onnxruntime")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.evaluate import accuracy_block, compare, predictions, task_metric
+from pipeline.evaluate import accuracy_block, fidelity_block, predictions, task_metric, worst_cosine
 
 
 def test_predictions_by_metric_and_shape():
@@ -21,19 +21,40 @@ def test_task_metric():
     assert task_metric("none", logits, np.array([1, 0, 0, 1])) is None
 
 
-def test_compare_reports_worst_difference_and_agreement():
-    reference = {"y": np.array([[0.0, 1.0], [1.0, 0.0]])}
-    outputs = {"y": np.array([[0.1, 0.8], [0.2, 0.9]])}
-    result = compare(reference, outputs, "accuracy")
-    assert result["max_abs_diff"] == pytest.approx(0.9)
-    assert result["top1_agreement"] == pytest.approx(0.5)
+def test_fidelity_separates_a_destroyed_variant_from_a_good_one_on_every_output():
+    rng = np.random.default_rng(0)
+    embedding = rng.standard_normal((64, 384)).astype(np.float32)
+    hidden = rng.standard_normal((64, 16, 384)).astype(np.float32)
+    reference = {"embedding": embedding, "hidden": hidden}
+    good = {k: v + 0.02 * rng.standard_normal(v.shape).astype(np.float32) for k, v in reference.items()}
+    broken = {k: 0.3 * v + rng.standard_normal(v.shape).astype(np.float32) for k, v in reference.items()}
+    good_block = fidelity_block(reference, good, None)
+    broken_block = fidelity_block(reference, broken, None)
+    for name in reference:
+        assert good_block[name]["cosine_mean"] > 0.999 and good_block[name]["rel_l2"] < 0.05
+        assert broken_block[name]["cosine_mean"] < 0.4 and broken_block[name]["rel_l2"] > 0.9
+        assert broken_block[name]["cosine_min"] <= broken_block[name]["cosine_mean"]
+        assert good_block[name]["top1_agreement"] is None  # an embedding holds no class scores
+    assert worst_cosine(good_block) > 0.999 and worst_cosine(broken_block) < 0.4
+    # The old figure, argmax of the flattened output, calls the destroyed variant half right:
+    flat = lambda a: a.reshape(len(a), -1).argmax(1)  # noqa: E731
+    assert (flat(broken["hidden"]) == flat(hidden)).mean() < 0.5
 
 
-def test_compare_rejects_missing_or_reshaped_outputs():
+def test_top1_agreement_only_for_class_scores_and_cosine_edge_cases():
+    reference = {"y": np.array([[0.0, 1.0], [1.0, 0.0]]), "z": np.zeros((2, 3))}
+    outputs = {"y": np.array([[0.1, 0.8], [0.2, 0.9]]), "z": np.zeros((2, 3))}
+    block = fidelity_block(reference, outputs, "accuracy")
+    assert block["y"]["max_abs_diff"] == pytest.approx(0.9) and block["y"]["top1_agreement"] == pytest.approx(0.5)
+    assert block["z"]["top1_agreement"] is None  # only the first output holds the class scores
+    assert block["z"]["cosine_mean"] == 1.0 and block["z"]["rel_l2"] == 0.0  # both zero: identical
+
+
+def test_fidelity_rejects_missing_or_reshaped_outputs():
     with pytest.raises(ValueError, match="missing"):
-        compare({"y": np.zeros((2, 2))}, {"z": np.zeros((2, 2))}, "accuracy")
+        fidelity_block({"y": np.zeros((2, 2))}, {"z": np.zeros((2, 2))}, "accuracy")
     with pytest.raises(ValueError, match="shape"):
-        compare({"y": np.zeros((2, 2))}, {"y": np.zeros((2, 3))}, "accuracy")
+        fidelity_block({"y": np.zeros((2, 2))}, {"y": np.zeros((2, 3))}, "accuracy")
 
 
 def test_accuracy_block_delta_against_source():
@@ -43,11 +64,9 @@ def test_accuracy_block_delta_against_source():
     block = accuracy_block("accuracy", labels, reference, variant)
     assert block["metric"] == "accuracy"
     assert block["value"] == pytest.approx(0.5) and block["delta"] == pytest.approx(-0.25)
-    assert block["top1_agreement"] == pytest.approx(0.75)
 
 
-def test_without_labels_the_metric_is_fidelity():
+def test_without_labels_there_is_no_task_metric():
     reference = {"y": np.array([[0, 1], [1, 0]], dtype=np.float32)}
     block = accuracy_block("accuracy", None, reference, {"y": np.array([[0, 1], [0, 1]], dtype=np.float32)})
-    assert block["metric"] == "fidelity"
-    assert block["value"] == pytest.approx(0.5) and block["delta"] == pytest.approx(-0.5)
+    assert block == {"metric": "none", "value": None, "source_value": None, "delta": None}

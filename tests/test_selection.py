@@ -70,10 +70,19 @@ def test_nothing_feasible_names_the_closest_and_chooses_nothing():
     assert choice.why.startswith("no variant meets the constraints; closest: near (accuracy drop 0.02 > 0.01;")
 
 
-def test_unknown_accuracy_cannot_pass_an_accuracy_constraint():
-    choice = select({"reg": m(1.0, delta=None)}, LATENCY, Constraints(max_accuracy_drop=0.01))
-    assert choice.chosen is None and "accuracy unknown" in choice.rejected["reg"]
-    assert select({"reg": m(1.0, delta=None)}, LATENCY, Constraints(max_accuracy_drop=None)).chosen == "reg"
+def test_without_a_task_metric_every_outputs_cosine_decides():
+    metrics = {"good": m(1.0, delta=None, cosine=0.995), "broken": m(0.5, delta=None, cosine=0.3)}
+    choice = select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99))
+    assert choice.chosen == "good"  # max_accuracy_drop cannot apply: no variant is rejected for lacking a delta
+    assert choice.rejected["broken"] == "breaks min_cosine: output cosine 0.3000 < 0.99"
+    assert select(metrics, LATENCY, Constraints(min_cosine=None)).chosen == "broken"
+    unknown = select({"reg": m(1.0, delta=None)}, LATENCY, Constraints())
+    assert unknown.chosen is None and "fidelity unknown" in unknown.rejected["reg"]
+
+
+def test_with_labels_the_task_metric_decides_not_the_cosine():
+    metrics = {"int8": m(0.5, delta=-0.005, cosine=0.9), "fp32": m(1.0, cosine=1.0)}
+    assert select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99)).chosen == "int8"
 
 
 def test_dominated_variants_name_their_dominator():
@@ -86,9 +95,9 @@ def test_dominated_variants_name_their_dominator():
 
 
 def test_pareto_front_and_domination():
-    a = Candidate("a", "ort", "cpu", 1.0, 1.0, 1.0, 1.0, 0.0, 0.0)
-    b = Candidate("b", "ort", "cpu", 2.0, 1.0, 1.0, 1.0, 0.0, 0.0)
-    c = Candidate("c", "ort", "cpu", 2.0, 1.0, 0.5, 1.0, 0.0, 0.0)
+    a = Candidate("a", "ort", "cpu", 1.0, 1.0, 1.0, 1.0, 0.0, None, 0.0)
+    b = Candidate("b", "ort", "cpu", 2.0, 1.0, 1.0, 1.0, 0.0, None, 0.0)
+    c = Candidate("c", "ort", "cpu", 2.0, 1.0, 0.5, 1.0, 0.0, None, 0.0)
     assert dominates(a, b) and not dominates(b, a) and not dominates(a, a)
     assert [x.variant for x in pareto_front([a, b, c])] == ["a", "c"]
 

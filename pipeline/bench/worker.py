@@ -22,7 +22,7 @@ from pipeline import layout
 from pipeline.bench.harness import LatencyResult, measure_latency, warm_up
 from pipeline.config import PARAMS_FILE, ModelConfig, Params, load_params
 from pipeline.data import DataSet, generate_inputs, run_batched, sample_batch
-from pipeline.evaluate import accuracy_block
+from pipeline.evaluate import accuracy_block, fidelity_block
 from pipeline.files import read_json
 from pipeline.memory import batch_size
 from pipeline.runtimes import RUNTIMES
@@ -135,6 +135,7 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     eval_batch = batch_size(bench.eval_batch, batching, fixed)
     outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
     accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
+    fidelity = fidelity_block(reference.outputs, outputs, config.class_scores)
 
     cached_load_ms = session.cached_load_ms()
     runtime_details = session.details()
@@ -157,7 +158,8 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
             "dims": source.get("dims", {}),
             "fixed_batch": fixed,
             **({"latency_ms_by_dim": by_dim} if by_dim else {}),
-            "accuracy": {k: accuracy[k] for k in ("metric", "value", "delta", "max_abs_diff", "top1_agreement")},
+            "accuracy": {k: accuracy[k] for k in ("metric", "value", "delta")},
+            "fidelity": fidelity,
             **(
                 {"inference_precision": runtime_details["inference_precision"]}
                 if "inference_precision" in runtime_details
