@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from pipeline import layout, onnx_files
-from pipeline.config import PARAMS_FILE, ModelConfig, Params, model_dir
+from pipeline.config import PARAMS_FILE, ExportConfig, ModelConfig, Params, model_dir
 from pipeline.data import DataSet, dims_of, generate_inputs, load_user_data, run_batched, sample_batch
 from pipeline.errors import ConfigError, PipelineError, first_line
 from pipeline.evaluate import task_metric
 from pipeline.files import atomic_dir, tree_digest, write_json
+from pipeline.isolate import IsolatedFailure, call
 from pipeline.memory import batch_limit, batch_size
 from pipeline.sources import load_source
 from pipeline.sources.base import SourceModel
@@ -35,7 +36,7 @@ from pipeline.sources.base import SourceModel
 PREDICT_BATCH = 256  # at most; memory decides below that
 # Timings go to the export metrics only: source.json stays byte-identical when the export is,
 # so rerunning the export does not rebuild every variant.
-TIMINGS = {"export_s", "source_load_s", "source_predict_ms_per_sample"}
+TIMINGS = {"export_s", "export_process_s", "source_load_s", "source_predict_ms_per_sample"}
 CALIBRATION_SEED_OFFSET = 1  # generated calibration inputs never repeat the eval inputs
 
 
@@ -128,46 +129,78 @@ def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str,
     return report
 
 
+def export_onnx_file(
+    model: str, config: dict[str, Any], export: dict[str, Any], out: str, dims: dict[str, int], root: str = "."
+) -> dict[str, Any]:
+    """Child-process side of the export: load the source and write its ONNX file to `out`.
+
+    Converters can take many times a model's size (tf2onnx on VGG19 goes past 20 GB), so the
+    conversion runs alone in its own process, memory-watched (pipeline.isolate), before this
+    stage loads the source for its reference outputs; its memory is returned when it ends."""
+    source = load_source(model, ModelConfig.model_validate(config), Path(root), dims)
+    return source.export_onnx(Path(out), ExportConfig.model_validate(export))
+
+
 def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
     config = params.model(name)
     folder = model_dir(name, root)
     evaluation = user_eval_set(name, params, root)
     dims = resolve_dims(name, config, evaluation)
-    start = time.perf_counter()
-    source = load_source(name, config, root, dims)
-    load_s = time.perf_counter() - start
-    if evaluation is None:
-        evaluation = generated_set(config, source, params.export.generated_samples, params.export.seed, "eval")
-    calibration = calibration_set(name, params, root, evaluation, source)
-    fixed = config.fixed_batch
-    batching = batch_limit(
-        lambda n: source.predict(sample_batch(evaluation.inputs, n)), params.export.memory_budget_mb, fixed
-    )
-    batch = batch_size(PREDICT_BATCH, batching, fixed)
-    start = time.perf_counter()
-    evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
-    reference_s = time.perf_counter() - start
-    source_metric = task_metric(config.metric, next(iter(evaluation.outputs.values())), evaluation.labels)
-    report: dict[str, Any] = {
-        "status": "ok",
-        "reason": "",
-        "source": config.source,
-        "source_metric": {"metric": config.metric, "value": source_metric},
-        "eval_samples": len(evaluation),
-        "calib_samples": len(calibration),
-        "dims": dims,
-        "fixed_batch": fixed,
-        "max_batch": batching["max_batch"],
-        "source_load_s": load_s,
-        "source_predict_ms_per_sample": 1000 * reference_s / len(evaluation),
-    }
     with atomic_dir(layout.source_dir(name, root)) as tmp:
+        onnx_path = tmp / layout.EXPORTED_ONNX
+        start = time.perf_counter()
+        try:
+            exported = call(
+                "pipeline.export:export_onnx_file",
+                {
+                    "model": name,
+                    "config": config.model_dump(mode="json"),
+                    "export": params.export.model_dump(mode="json"),
+                    "out": str(onnx_path),
+                    "dims": dims,
+                    "root": str(root),
+                },
+                timeout=params.build.timeout_s,
+            )
+            export_failure = ""
+        except IsolatedFailure as failure:
+            exported, export_failure = {}, f"ONNX export failed: {failure}"
+        exported["export_process_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        source = load_source(name, config, root, dims)  # a model that cannot load fails here, alone
+        load_s = time.perf_counter() - start
+        if evaluation is None:
+            evaluation = generated_set(config, source, params.export.generated_samples, params.export.seed, "eval")
+        calibration = calibration_set(name, params, root, evaluation, source)
+        fixed = config.fixed_batch
+        batching = batch_limit(
+            lambda n: source.predict(sample_batch(evaluation.inputs, n)), params.export.memory_budget_mb, fixed
+        )
+        batch = batch_size(PREDICT_BATCH, batching, fixed)
+        start = time.perf_counter()
+        evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
+        reference_s = time.perf_counter() - start
+        source_metric = task_metric(config.metric, next(iter(evaluation.outputs.values())), evaluation.labels)
+        report: dict[str, Any] = {
+            "status": "ok",
+            "reason": "",
+            "source": config.source,
+            "source_metric": {"metric": config.metric, "value": source_metric},
+            "eval_samples": len(evaluation),
+            "calib_samples": len(calibration),
+            "dims": dims,
+            "fixed_batch": fixed,
+            "max_batch": batching["max_batch"],
+            "source_load_s": load_s,
+            "source_predict_ms_per_sample": 1000 * reference_s / len(evaluation),
+            **exported,
+        }
         evaluation.save(tmp / layout.REFERENCE)
         calibration.save(tmp / layout.CALIBRATION)
-        onnx_path = tmp / layout.EXPORTED_ONNX
+        fixed = report.get("fixed_batch", fixed)  # an ONNX file whose batch was proven relaxable
         try:
-            report |= source.export_onnx(onnx_path, params.export)
-            fixed = report.get("fixed_batch", fixed)  # an ONNX file whose batch was proven relaxable
+            if export_failure:
+                raise PipelineError(export_failure)
             report |= check_onnx(
                 onnx_path, evaluation, params.export.atol, params.export.rtol, batch, fixed is not None
             )
@@ -178,11 +211,10 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
                     f"exceeds atol {params.export.atol:g} + rtol {params.export.rtol:g} (export.atol/rtol)"
                 )
         except Exception as error:  # a converter failure is a result to record, not a crash
-            traceback.print_exc()
-            report |= {
-                "status": "failed",
-                "reason": f"ONNX export failed: {type(error).__name__}: {first_line(error)}",
-            }
+            if not isinstance(error, PipelineError):
+                traceback.print_exc()
+            report |= {"status": "failed", "reason": str(error) if isinstance(error, PipelineError) else
+                       f"ONNX check failed: {type(error).__name__}: {first_line(error)}"}  # fmt: skip
         if report["status"] != "ok":
             for leftover in tmp.glob(layout.EXPORTED_ONNX + "*"):
                 leftover.unlink()

@@ -9,6 +9,7 @@ Parent: `call("module:function", kwargs, timeout)`; child: `python -m pipeline.i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,6 +21,8 @@ import traceback
 from collections import deque
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from pipeline.errors import NotApplicable, PipelineError, one_line
 
@@ -50,8 +53,48 @@ def _pump(stream: Any, tail: deque[str]) -> None:
             tail.append(line.rstrip())
 
 
-def call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str] | None = None) -> Any:
-    """Return `target(**kwargs)` computed in a child process, or raise IsolatedFailure."""
+def _tree_rss_mb(pid: int) -> float:
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            total += process.memory_info().rss
+    return total / 1e6
+
+
+def _watch_memory(process: subprocess.Popen, limit_mb: float, verdict: dict[str, float], stop: threading.Event) -> None:
+    """Kill the child's process group before the kernel's OOM killer takes the whole stage."""
+    while not stop.wait(0.1):
+        used = _tree_rss_mb(process.pid)
+        verdict["peak_mb"] = max(verdict.get("peak_mb", 0.0), used)
+        if used > limit_mb:
+            verdict["killed_at_mb"] = used
+            os.killpg(process.pid, signal.SIGKILL)
+            return
+
+
+def memory_limit_mb() -> float:
+    """What a child may take: 90% of the memory available when it starts."""
+    return 0.9 * psutil.virtual_memory().available / 1e6
+
+
+def call(
+    target: str,
+    kwargs: dict[str, Any],
+    timeout: float,
+    env: dict[str, str] | None = None,
+    limit_mb: float | None = None,
+) -> Any:
+    """Return `target(**kwargs)` computed in a child process, or raise IsolatedFailure.
+
+    A child whose processes together grow past `limit_mb` resident (default: 90% of the memory
+    available at its start) is killed and the failure says so: one model too big for this
+    machine must not bring the kernel's OOM killer down on the whole `dvc repro`."""
+    limit = limit_mb if limit_mb is not None else memory_limit_mb()
     with tempfile.TemporaryDirectory(prefix="isolate-") as tmp:
         request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
         request.write_text(json.dumps({"target": target, "kwargs": kwargs}))
@@ -66,6 +109,10 @@ def call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str
         tail: deque[str] = deque(maxlen=20)
         pump = threading.Thread(target=_pump, args=(process.stderr, tail), daemon=True)
         pump.start()
+        memory: dict[str, float] = {}
+        stop = threading.Event()
+        watch = threading.Thread(target=_watch_memory, args=(process, limit, memory, stop), daemon=True)
+        watch.start()
         try:
             code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -73,7 +120,13 @@ def call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str
             process.wait()
             raise IsolatedFailure(f"timed out after {timeout:g} s") from None
         finally:
+            stop.set()
             pump.join(timeout=5)
+        if "killed_at_mb" in memory:
+            raise IsolatedFailure(
+                f"stopped at {memory['killed_at_mb']:,.0f} MB resident: more than the {limit:,.0f} MB this machine "
+                "could give it (90% of the memory available at its start)"
+            )
         if result.exists():
             outcome = json.loads(result.read_text())
             if outcome["ok"]:

@@ -53,7 +53,7 @@ def batch_limit(
     """The largest batch whose activations fit `budget_mb`, measured on the model.
 
     `run_batch(n)` runs the model on n samples. After one warm call (batch 1: weights, arenas),
-    batches double until the process has grown by an eighth of the budget (or reach `largest`):
+    batches double until the process has grown by half the budget (or reach `largest`):
     allocators reuse freed memory, so a small probe batch shows too little growth to scale from.
     """
     baseline = psutil.Process().memory_info().rss / 1e6
@@ -62,7 +62,7 @@ def batch_limit(
     probe = fixed_batch or 2
     while True:
         growth = max(0.0, peak_rss_mb(lambda n=probe: run_batch(n)) - warm)
-        if fixed_batch or growth >= budget_mb / 8 or probe >= largest:
+        if fixed_batch or growth >= budget_mb / 2 or probe >= largest:
             break
         probe *= 2
     per_sample = max(growth / probe, 0.01)
