@@ -92,9 +92,35 @@ class TfSource(SourceModel):
         model, _ = tf2onnx.convert.from_function(
             serve, input_signature=input_signature(self.config.inputs), opset=opset
         )
+        inlined = inline_captured_constants(model, serve, set(self.config.inputs))
         onnx_files.name_outputs(model, self._names)  # tf2onnx names them after TF tensors ('Identity:0')
         onnx_files.save(model, path)
-        return {"exporter": f"tf2onnx {tf2onnx.__version__} (from_function)", "export_s": time.perf_counter() - start}
+        return {
+            "exporter": f"tf2onnx {tf2onnx.__version__} (from_function)",
+            "export_s": time.perf_counter() - start,
+            **({"inlined_constants": inlined} if inlined else {}),
+        }
+
+
+def inline_captured_constants(model: Any, serve: Any, keep: set[str]) -> int:
+    """Turn graph inputs that are constants the function captured back into initializers.
+
+    tf2onnx freezes captured variables but leaves captured plain tensors (Keras 3's Normalization
+    layer keeps its mean and variance as such; EfficientNet starts with one) as extra graph
+    inputs, which no caller can feed. Their values are known: the function's captures."""
+    import onnx
+
+    function = serve.get_concrete_function()
+    captured = {
+        internal.name: external.numpy()
+        for external, internal in zip(function.captured_inputs, function.graph.internal_captures, strict=True)
+        if external.dtype != tf.resource
+    }
+    extra = [i for i in model.graph.input if i.name not in keep and i.name in captured]
+    for value in extra:
+        model.graph.input.remove(value)
+        model.graph.initializer.append(onnx.numpy_helper.from_array(captured[value.name], value.name))
+    return len(extra)
 
 
 def as_list(result: Any) -> list[tf.Tensor]:
