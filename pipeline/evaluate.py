@@ -41,15 +41,22 @@ def task_metric(metric: str, output: np.ndarray, labels: np.ndarray | None) -> f
 
 
 def cosine_per_sample(reference: np.ndarray, output: np.ndarray) -> np.ndarray:
-    """Cosine similarity of each sample's flattened output with the reference's (1 when both are 0)."""
+    """Cosine similarity of each sample's flattened output with the reference's.
+
+    A sample whose reference and output are both negligible (norms under 1e-6 of the largest
+    reference norm: an all-zero ReLU embedding, a sigmoid underflowing to 0 in one runtime and
+    1e-40 in another) counts as identical: its direction is noise. An output with one value per
+    sample has no direction to compare per sample, so its cosine is taken over the whole column."""
     r = reference.reshape(len(reference), -1).astype(np.float64)
     o = output.reshape(len(output), -1).astype(np.float64)
-    norms = np.linalg.norm(r, axis=1) * np.linalg.norm(o, axis=1)
-    dots = np.einsum("ij,ij->i", r, o)
-    both_zero = (np.linalg.norm(r, axis=1) == 0) & (np.linalg.norm(o, axis=1) == 0)
+    if r.shape[1] == 1:
+        r, o = r.T, o.T
+    r_norm, o_norm = np.linalg.norm(r, axis=1), np.linalg.norm(o, axis=1)
+    negligible = 1e-6 * max(float(r_norm.max(initial=0.0)), np.finfo(np.float64).tiny)
+    denominator = r_norm * o_norm
     with np.errstate(invalid="ignore", divide="ignore"):
-        cosine = np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
-    return np.where(both_zero, 1.0, np.clip(cosine, -1.0, 1.0))
+        cosine = np.where(denominator > 0, np.einsum("ij,ij->i", r, o) / np.where(denominator > 0, denominator, 1), 0.0)
+    return np.where((r_norm <= negligible) & (o_norm <= negligible), 1.0, np.clip(cosine, -1.0, 1.0))
 
 
 def output_fidelity(reference: np.ndarray, output: np.ndarray, class_scores: str | None) -> dict[str, float | None]:

@@ -70,3 +70,16 @@ def test_without_labels_there_is_no_task_metric():
     reference = {"y": np.array([[0, 1], [1, 0]], dtype=np.float32)}
     block = accuracy_block("accuracy", None, reference, {"y": np.array([[0, 1], [0, 1]], dtype=np.float32)})
     assert block == {"metric": "none", "value": None, "source_value": None, "delta": None}
+
+
+def test_scalar_and_negligible_outputs_do_not_fake_a_low_cosine():
+    reference = np.array([[0.9], [0.0], [0.2], [1e-30]])  # a sigmoid that underflowed to 0 in one runtime
+    output = np.array([[0.9], [1e-38], [0.2], [0.0]])
+    block = fidelity_block({"p": reference}, {"p": output}, "binary_accuracy")["p"]
+    assert block["cosine_mean"] == pytest.approx(1.0) and block["cosine_min"] == pytest.approx(1.0)
+    assert block["top1_agreement"] == 1.0
+    flipped = fidelity_block({"p": reference}, {"p": 1 - reference}, "binary_accuracy")["p"]
+    assert flipped["cosine_mean"] < 0.5  # one value per sample: the column's cosine still sees a broken output
+    relu = np.zeros((3, 8))
+    relu[0] = 1.0
+    assert fidelity_block({"e": relu}, {"e": relu + 1e-9 * (relu == 0)}, None)["e"]["cosine_min"] == pytest.approx(1.0)

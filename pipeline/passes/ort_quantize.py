@@ -6,6 +6,8 @@ can saturate (ORT's guidance); with VNNI the full 8 bits are used. The resolved 
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from typing import Any, Literal
 
 from pydantic import Field
@@ -49,23 +51,26 @@ def _prepare(ctx: BuildContext, config: DynamicConfig) -> tuple[str, str]:
     ORT's symbolic shape inference cannot type every graph (jax2onnx exports, for one); the
     pre-processing is an optimisation, so it falls back step by step and says which step it took.
     """
-    clean, prepared = _without_value_info(ctx), str(ctx.out_dir / PREPROCESSED)
+    clean, prepared = _without_value_info(ctx), str((ctx.out_dir / PREPROCESSED).resolve())
     if not config.preprocess:
         return clean, "off"
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     external = {"save_as_external_data": True, "external_data_location": PREPROCESSED + ".data"}
     external = external if is_external(ctx) else {}
-    try:
-        quant_pre_process(clean, prepared, **external)
-        return prepared, "full"
-    except Exception as error:
-        reason = f"{type(error).__name__}: {first_line(error)}"
-    try:
-        quant_pre_process(clean, prepared, skip_symbolic_shape=True, **external)
-        return prepared, f"without symbolic shape inference (it failed: {reason})"
-    except Exception as error:
-        return clean, f"skipped (it failed: {type(error).__name__}: {first_line(error)})"
+    # When symbolic shape inference gives up, ORT saves its partial model into the working directory
+    # (sym_shape_infer_temp.onnx and a uuid-named .data file): let it write them in a scratch folder.
+    with tempfile.TemporaryDirectory(prefix="quant-pre-") as scratch, contextlib.chdir(scratch):
+        try:
+            quant_pre_process(clean, prepared, **external)
+            return prepared, "full"
+        except Exception as error:
+            reason = f"{type(error).__name__}: {first_line(error)}"
+        try:
+            quant_pre_process(clean, prepared, skip_symbolic_shape=True, **external)
+            return prepared, f"without symbolic shape inference (it failed: {reason})"
+        except Exception as error:
+            return clean, f"skipped (it failed: {type(error).__name__}: {first_line(error)})"
 
 
 def _without_value_info(ctx: BuildContext) -> str:
@@ -77,7 +82,7 @@ def _without_value_info(ctx: BuildContext) -> str:
     model = onnx.load(str(ctx.exported_onnx))
     del model.graph.value_info[:]
     onnx_files.save(model, ctx.out_dir / CLEAN, external=is_external(ctx))
-    return str(ctx.out_dir / CLEAN)
+    return str((ctx.out_dir / CLEAN).resolve())
 
 
 def is_external(ctx: BuildContext) -> bool:
