@@ -127,15 +127,18 @@ def context(tmp_path: Path, tiny_onnx: Path):
 
 
 def torch_build_context(project: Path, output_names: tuple[str, ...] = ("output",)):
-    """A build context for the tiny torch model in `project`: its source folder records only the
-    output names (enough for passes that start from the PyTorch module, not from the export)."""
+    """A build context for the tiny torch model in `project`: its source folder records the output
+    names and holds eval inputs (enough for passes that start from the PyTorch module and take
+    their example inputs from the eval rows, not from the export)."""
     from pipeline import layout
+    from pipeline.data import DataSet, generate_inputs
     from pipeline.files import write_json
     from pipeline.passes.base import BuildContext
 
     source = layout.source_dir("tiny", project)
     source.mkdir(parents=True)
     write_json(source / layout.SOURCE_INFO, {"output_names": list(output_names)})
+    DataSet(generate_inputs(tiny_config().inputs, 8, seed=0)).save(source / layout.REFERENCE)
     out = project / "out"
     out.mkdir()
     return BuildContext("tiny", tiny_config(), project, out)
