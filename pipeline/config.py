@@ -114,6 +114,14 @@ class ModelConfig(Strict):
         default_factory=dict, description="batch-1 latency at each value of a symbolic dimension"
     )
     make_batch_dynamic: bool = False  # ONNX files with a fixed batch: try to relax it, keep it only if proven
+    model_type: Literal["auto", "transformer", "cnn", "other"] = Field(
+        default="auto", description="picks the quantization recipes; auto: attention patterns in the ONNX graph"
+    )
+    num_heads: int | None = Field(default=None, ge=1, description="attention heads (transformers; else from the model)")
+    hidden_size: int | None = Field(default=None, ge=1, description="hidden size (transformers; else from the model)")
+    torch_exporter: Literal["dynamo", "torchscript"] | None = Field(
+        default=None, description="this model's torch.onnx exporter, over export.torch_exporter"
+    )
     skip: list[str] = Field(default_factory=list)
     overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="per-variant knobs for this model, over the variants.<name> sections"
@@ -135,6 +143,8 @@ class ModelConfig(Strict):
         if self.source == "keras" and not (self.file or self.factory):
             raise _FieldError("file", "keras models need 'file:' (a .keras file) or 'factory:'")
         self._check_dims()
+        if self.torch_exporter and self.source != "torch":
+            raise _FieldError("torch_exporter", f"applies to torch models; this is a {self.source} model")
         if self.make_batch_dynamic and (self.source != "onnx" or self.fixed_batch is None):
             raise _FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
         return self
@@ -185,6 +195,15 @@ class ModelConfig(Strict):
         return list(dict.fromkeys(s for spec in self.inputs.values() for s in spec.symbols))
 
 
+class HoldOut(Strict):
+    """Eval data without calib_data is split, seeded, into calibration rows, validation rows (what
+    accuracy control tunes on) and scoring rows (the rest): no variant is scored on rows it was
+    fitted to. Fractions of the eval rows."""
+
+    calibration: float = Field(default=0.25, gt=0, lt=0.5)
+    validation: float = Field(default=0.25, gt=0, lt=0.5)
+
+
 class ExportConfig(Strict):
     opset: int = Field(default=20, ge=13, le=23)
     torch_exporter: Literal["dynamo", "torchscript"] = "dynamo"
@@ -196,6 +215,7 @@ class ExportConfig(Strict):
     # Memory one batch of the source model's activations may take: reference prediction, parity
     # check, calibration, evaluation and the throughput sweep use batches that fit it (measured).
     memory_budget_mb: float = Field(default=3072, gt=0)
+    split: HoldOut = Field(default_factory=lambda: HoldOut())
 
 
 class WarmupConfig(Strict):

@@ -41,6 +41,33 @@ class DataSet:
             origin=self.origin,
         )
 
+    def take(self, rows: np.ndarray, origin: str) -> DataSet:
+        return DataSet(
+            inputs={k: v[rows] for k, v in self.inputs.items()},
+            outputs={k: v[rows] for k, v in self.outputs.items()},
+            labels=None if self.labels is None else self.labels[rows],
+            origin=origin,
+        )
+
+    def split(self, fractions: dict[str, float], seed: int) -> dict[str, DataSet]:
+        """Disjoint subsets of the rows, a seeded permutation cut at the fractions; the rows left
+        over form `rest`. Every part keeps at least one row."""
+        order = np.random.default_rng(seed).permutation(len(self))
+        if len(self) < len(fractions) + 1:
+            raise ConfigError(f"{self.origin}: {len(self)} rows cannot be split into {[*fractions, 'rest']}")
+        parts, start = {}, 0
+        for role, fraction in fractions.items():
+            end = start + max(1, round(fraction * len(self)))
+            parts[role] = order[start:end]
+            start = end
+        parts["rest"] = order[start:]
+        return {
+            role: self.take(
+                np.sort(rows), f"{self.origin}: {len(rows)} of {len(self)} rows ({role}, split seed {seed})"
+            )
+            for role, rows in parts.items()
+        }
+
     def save(self, path: Path) -> None:
         """Save as .npz; names are stored beside the arrays because they may not be valid keys."""
         arrays: dict[str, np.ndarray] = {
@@ -62,6 +89,17 @@ class DataSet:
             outputs = {str(n): z[f"output_{i}"] for i, n in enumerate(z["output_names"])}
             labels = z[LABELS] if LABELS in z.files else None
             return cls(inputs, outputs, labels, str(z["origin"]))
+
+
+def rows_in(rows: Arrays, pool: Arrays) -> int:
+    """How many of `rows` also occur (every input equal) in `pool`: held-out sets must have none."""
+
+    def keys(arrays: Arrays) -> list[bytes]:
+        flat = [np.ascontiguousarray(v).reshape(len(v), -1).view(np.uint8) for v in arrays.values()]
+        return [b"".join(part[i].tobytes() for part in flat) for i in range(len(flat[0]))]
+
+    seen = set(keys(pool))
+    return sum(key in seen for key in keys(rows))
 
 
 def batches(arrays: Arrays, size: int) -> Iterator[Arrays]:

@@ -3,8 +3,9 @@
 Writes artifacts/<model>/source/ atomically:
   model.onnx      the ONNX export (or the user's ONNX file), checked and parity-tested
                   (+ model.onnx.data when the weights live in a side file)
-  reference.npz   eval inputs, the FP32 source's outputs on them, and labels when known
-  calib.npz       calibration inputs for static quantization
+  reference.npz   scoring rows: inputs, the FP32 source's outputs on them, labels when known
+  calib.npz       calibration rows for static quantization
+  validation.npz  rows accuracy control tunes on (with the source's outputs); never scoring rows
   source.json     spec, dims, batching, digests and the export check, read by build and bench
 and reports/export/<model>.json, the export check as a DVC metric.
 
@@ -24,9 +25,10 @@ import numpy as np
 
 from pipeline import layout, onnx_files
 from pipeline.config import PARAMS_FILE, ExportConfig, ModelConfig, Params, model_dir
-from pipeline.data import DataSet, dims_of, generate_inputs, load_user_data, run_batched, sample_batch
+from pipeline.data import DataSet, dims_of, generate_inputs, load_user_data, rows_in, run_batched, sample_batch
 from pipeline.errors import ConfigError, PipelineError, first_line
 from pipeline.evaluate import task_metric
+from pipeline.family import model_family
 from pipeline.files import atomic_dir, tree_digest, write_json
 from pipeline.isolate import IsolatedFailure, call
 from pipeline.memory import batch_limit, batch_size
@@ -37,7 +39,6 @@ PREDICT_BATCH = 256  # at most; memory decides below that
 # Timings go to the export metrics only: source.json stays byte-identical when the export is,
 # so rerunning the export does not rebuild every variant.
 TIMINGS = {"export_s", "export_process_s", "source_load_s", "source_predict_ms_per_sample"}
-CALIBRATION_SEED_OFFSET = 1  # generated calibration inputs never repeat the eval inputs
 
 
 def user_eval_set(name: str, params: Params, root: Path) -> DataSet | None:
@@ -65,17 +66,39 @@ def generated_set(config: ModelConfig, source: SourceModel, n: int, seed: int, r
     return DataSet(inputs, origin=f"{role} inputs generated from the input spec ({n} samples, seed {seed})")
 
 
-def calibration_set(name: str, params: Params, root: Path, evaluation: DataSet, source: SourceModel) -> DataSet:
-    """Calibration inputs: the catalog's calib_data; generated ones (own seed) when the eval inputs
-    were generated too; else the eval inputs, recorded as such."""
+def held_out_sets(
+    name: str, params: Params, root: Path, evaluation: DataSet | None, source: SourceModel
+) -> dict[str, DataSet]:
+    """The three disjoint roles of input rows: `calibration` (static INT8), `validation` (what
+    accuracy control tunes on) and `scoring` (what every variant is measured on).
+
+    With calib_data, it serves calibration and validation and every eval row scores. With eval data
+    alone, the eval rows are split (export.split, seeded). Without either, each role is generated
+    from the spec with its own seed."""
     config = params.model(name)
+    if evaluation is None:
+        n, seed = params.export.generated_samples, params.export.seed
+        return {
+            role: generated_set(config, source, n, seed + offset, role)
+            for offset, role in enumerate(("scoring", "calibration", "validation"))
+        }
     if config.calib_data:
         data = load_user_data(model_dir(name, root) / config.calib_data, config.inputs, f"catalog.{name}.calib_data")
-        return DataSet(data.inputs, origin=data.origin)
-    if not config.eval_data:
-        seed = params.export.seed + CALIBRATION_SEED_OFFSET
-        return generated_set(config, source, params.export.generated_samples, seed, "calibration")
-    return DataSet(evaluation.inputs, origin=f"eval inputs ({evaluation.origin}); no calib_data given")
+        return {"scoring": evaluation, "calibration": data, "validation": data}
+    split = params.export.split
+    parts = evaluation.split({"calibration": split.calibration, "validation": split.validation}, params.export.seed)
+    return {"scoring": parts.pop("rest"), **parts}
+
+
+def held_out_record(sets: dict[str, DataSet]) -> dict[str, Any]:
+    """Counts and origins of each role, and how many scoring rows the others share (0 unless the
+    user's calib_data repeats eval rows: then the report marks the figures in-sample)."""
+    scoring = sets["scoring"]
+    return {
+        role: {"rows": len(data), "origin": data.origin}
+        | ({} if role == "scoring" else {"rows_in_scoring": rows_in(scoring.inputs, data.inputs)})
+        for role, data in sets.items()
+    }
 
 
 def check_onnx(
@@ -169,9 +192,8 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         start = time.perf_counter()
         source = load_source(name, config, root, dims)  # a model that cannot load fails here, alone
         load_s = time.perf_counter() - start
-        if evaluation is None:
-            evaluation = generated_set(config, source, params.export.generated_samples, params.export.seed, "eval")
-        calibration = calibration_set(name, params, root, evaluation, source)
+        sets = held_out_sets(name, params, root, evaluation, source)
+        evaluation, calibration, validation = sets["scoring"], sets["calibration"], sets["validation"]
         fixed = config.fixed_batch
         batching = batch_limit(
             lambda n: source.predict(sample_batch(evaluation.inputs, n)), params.export.memory_budget_mb, fixed
@@ -180,6 +202,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         start = time.perf_counter()
         evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
         reference_s = time.perf_counter() - start
+        validation.outputs = run_batched(source.predict, validation.inputs, batch, fixed is not None)
         source_metric = task_metric(config.metric, next(iter(evaluation.outputs.values())), evaluation.labels)
         report: dict[str, Any] = {
             "status": "ok",
@@ -188,6 +211,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
             "source_metric": {"metric": config.metric, "value": source_metric},
             "eval_samples": len(evaluation),
             "calib_samples": len(calibration),
+            "held_out": held_out_record(sets),
             "dims": dims,
             "fixed_batch": fixed,
             "max_batch": batching["max_batch"],
@@ -197,6 +221,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         }
         evaluation.save(tmp / layout.REFERENCE)
         calibration.save(tmp / layout.CALIBRATION)
+        validation.save(tmp / layout.VALIDATION)
         fixed = report.get("fixed_batch", fixed)  # an ONNX file whose batch was proven relaxable
         try:
             if export_failure:
@@ -218,6 +243,8 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         if report["status"] != "ok":
             for leftover in tmp.glob(layout.EXPORTED_ONNX + "*"):
                 leftover.unlink()
+        declared = {k: v for k in ("num_heads", "hidden_size") if (v := getattr(config, k)) is not None}
+        report["family"] = model_family(onnx_path, config.model_type, source.attention | declared)
         write_json(
             tmp / layout.SOURCE_INFO,
             {
@@ -233,6 +260,8 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
                 "model_digest": tree_digest(folder),  # any change to the model's folder rebuilds its variants
                 "eval_origin": evaluation.origin,
                 "calib_origin": calibration.origin,
+                "held_out": report["held_out"],
+                "family": report["family"],
                 "export": {k: v for k, v in report.items() if k not in TIMINGS},
             },
         )

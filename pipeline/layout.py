@@ -12,6 +12,7 @@ MANIFEST = "manifest.json"
 EXPORTED_ONNX = "model.onnx"
 REFERENCE = "reference.npz"
 CALIBRATION = "calib.npz"
+VALIDATION = "validation.npz"
 SOURCE_INFO = "source.json"
 BUILD_INFO = "build.json"
 

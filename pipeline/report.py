@@ -89,6 +89,12 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
             "and rerun with nothing else on the machine."
         )
     for variant, m in sorted(metrics.items()):
+        if m.get("in_sample"):
+            found.append(
+                f"`{variant}`'s accuracy and fidelity are in-sample: {m['in_sample']} (the catalog's calib_data "
+                "repeats eval rows); give calibration rows the eval data does not hold."
+            )
+    for variant, m in sorted(metrics.items()):
         if m.get("status") == "failed":
             found.append(f"`{variant}` failed: {m.get('reason')}")
     not_applicable = [

@@ -36,9 +36,9 @@ LEFT = {"variant", "runtime", "prec", "status"}
 
 def _status(m: dict[str, Any]) -> str:
     status = m.get("status", "?")
-    if status == "ok" and not m.get("stable", True):
-        return f"ok (noisy ±{m.get('noise_pct', 0):.0f}%)"
-    return status
+    marks = [f"noisy ±{m.get('noise_pct', 0):.0f}%"] if not m.get("stable", True) else []
+    marks += ["in-sample"] if m.get("in_sample") else []
+    return f"{status} ({', '.join(marks)})" if status == "ok" and marks else status
 
 
 def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: str) -> list[list[str]]:

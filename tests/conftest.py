@@ -120,6 +120,12 @@ def context(tmp_path: Path, tiny_onnx: Path):
     labels[:6] = (labels[:6] + 1) % 3
     DataSet(inputs, {"output": outputs}, labels).save(source / layout.REFERENCE)
     DataSet(generate_inputs(config.inputs, 40, seed=1), origin="test").save(source / layout.CALIBRATION)
+    held_out = generate_inputs(config.inputs, 48, seed=2)  # validation rows: neither scoring nor calibration
+    session = ort.InferenceSession(str(tiny_onnx), providers=["CPUExecutionProvider"])
+    held_out_outputs = session.run(None, held_out)[0]
+    DataSet(held_out, {"output": held_out_outputs}, held_out_outputs.argmax(1), "validation").save(
+        source / layout.VALIDATION
+    )
     write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok"}})
     out = tmp_path / "out"
     out.mkdir()

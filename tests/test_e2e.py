@@ -81,7 +81,7 @@ def project(tmp_path_factory, tiny_onnx):
         "inputs": {"image": {"shape": [1, 3, 16, 16]}},
         "metric": "none",
     }
-    params["catalog"]["bert_e2e"] = params["catalog"]["bert_tiny"] | {
+    params["catalog"]["bert_e2e"] = params["catalog"]["minilm_l6"] | {
         "factory_args": {"vocab_size": 200, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64},
         "dims": {"seq": 16},
         "dim_sweep": {"seq": [8, 32]},
@@ -97,8 +97,8 @@ def project(tmp_path_factory, tiny_onnx):
     truncated = root / "models" / "broken" / "model.onnx"
     truncated.write_bytes(truncated.read_bytes()[:200])
     write_fixed_batch_onnx(root / "models" / "byo_fixed")
-    (root / "models" / "bert_e2e").mkdir()  # every model has a folder (DVC watches it); the code is bert_tiny's
-    (root / "models" / "bert_e2e" / "README.md").write_text("A smaller bert_tiny, built by its factory.\n")
+    (root / "models" / "bert_e2e").mkdir()  # every model has a folder (DVC watches it); the code is minilm_l6's
+    (root / "models" / "bert_e2e" / "README.md").write_text("A smaller minilm_l6, built by its factory.\n")
     run(["git", "init", "-q"], root)
     run(["dvc", "init", "-q"], root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates

@@ -42,7 +42,7 @@ NETS = textwrap.dedent(
 
 
     def bert():
-        from models.bert_tiny.net import build
+        from models.minilm_l6.net import build
 
         return build(vocab_size=100, hidden=32, layers=1, heads=2, intermediate=64)
     """
@@ -58,7 +58,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "models" / "nets").mkdir(parents=True)
     (tmp_path / "models" / "__init__.py").touch()
     (tmp_path / "models" / "nets" / "__init__.py").write_text(NETS)
-    shutil.copytree(Path(__file__).parents[1] / "models" / "bert_tiny", tmp_path / "models" / "bert_tiny")
+    shutil.copytree(Path(__file__).parents[1] / "models" / "minilm_l6", tmp_path / "models" / "minilm_l6")
     monkeypatch.chdir(tmp_path)
     with models_from(tmp_path):
         yield tmp_path

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline import layout, runtimes
 from pipeline.data import DataSet
-from pipeline.errors import ConfigError, PipelineError
+from pipeline.errors import ConfigError
 from pipeline.passes.openvino import Validation
 from pipeline.variants import validate_variant_params
 from tests.conftest import build, tiny_config
@@ -57,28 +57,44 @@ def test_nncf_int8_inserts_fake_quantize(context):
     assert any(op.get_type_name() == "FakeQuantize" for op in model.get_ops())
 
 
-def test_accuracy_control_records_what_it_reverted(context):
+def test_accuracy_control_tunes_on_validation_rows_and_records_what_it_reached(context):
     result = build(context, "openvino_int8_acc", max_drop=0.05, subset_size=16)
     details = result.details
-    assert details["validation_metric"] == "accuracy" and details["validation_samples"] == 64
-    assert details["reverted_operations"] >= 0 and details["reached_max_drop"] in (True, False)
-    assert details["validation_fp32"] - details["validation_int8"] <= 0.05 or not details["reached_max_drop"]
+    assert details["validation_metric"] == "accuracy" and details["validation_samples"] == 48
+    assert details["validation_origin"] == "validation"  # never the scoring rows (reference.npz)
+    drop = details["validation_fp32"] - details["validation_int8"]
+    assert details["validation_drop"] == pytest.approx(drop)
+    assert details["reached_max_drop"] == (drop <= 0.05)
+    assert details["stopped_by"] == "nncf" and details["search_s"] < details["max_seconds"]
+    assert details["model_type"] == "default"  # the tiny MLP has no attention
 
 
-def test_validation_needs_a_classification_output(context):
-    validation = Validation(context)
-    assert validation.metric == "accuracy" and len(validation.items) == 64
-    regression = type(context)("tiny", tiny_config(metric="none"), context.root, context.out_dir)
-    assert Validation(regression).metric == "fidelity"  # three outputs: argmax agreement still works
+def test_accuracy_control_stops_at_its_time_budget(context):
+    result = build(context, "openvino_int8_acc", max_drop=0.5, subset_size=16, max_seconds=1e-6)
+    details = result.details
+    assert details["stopped_by"] == "max_seconds"
+    assert details["validation_drop"] <= 0.5  # measured after the search, on the model it kept
 
 
-def test_validation_refuses_a_lone_regression_output(context, monkeypatch):
-    one_output = DataSet.load(context.source_dir / layout.REFERENCE)
-    one_output.outputs = {"output": one_output.outputs["output"][:, :1]}
-    one_output.save(context.source_dir / layout.REFERENCE)
+def test_validation_budget_answers_the_fp32_figures_once_spent(context):
+    validation = Validation(context, max_seconds=1e-6)
+    first = (0.9, [0.9] * 3)
+    validation.first = first
+    assert validation(compiled=None, items=validation.items) == first and validation.out_of_time
+
+
+def test_validation_without_a_task_metric_scores_every_output_by_cosine(context):
     ctx = type(context)("tiny", tiny_config(metric="none"), context.root, context.out_dir)
-    with pytest.raises(PipelineError, match="accuracy control needs a classification output"):
-        Validation(ctx)
+    validation = Validation(ctx)
+    assert validation.metric == "cosine"
+    _, target = validation.items[0]
+    assert validation.score([t.copy() for t in target], target) == pytest.approx(1.0)
+    assert validation.score([-t for t in target], target) == pytest.approx(-1.0)  # destroyed: caught
+
+
+def test_ignored_scope_names_must_exist(context):
+    with pytest.raises(ConfigError, match=r"ignored_scope\.names .*no_such_op not operations"):
+        build(context, "openvino_int8", subset_size=16, ignored_scope={"names": ["no_such_op"]})
 
 
 def test_openvino_params_are_validated():

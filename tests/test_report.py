@@ -75,10 +75,10 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
 
 
 def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp_path: Path):
-    params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["bert_tiny"]}
+    params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["minilm_l6"]}
     params["select"]["constraints"] |= {"max_accuracy_drop": None, "min_cosine": None}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = tmp_path / "reports" / "metrics" / "bert_tiny"
+    folder = tmp_path / "reports" / "metrics" / "minilm_l6"
     folder.mkdir(parents=True)
     variants = {
         "onnx_fp32": metric(1.0, delta=None, cosine=1.0),
@@ -89,5 +89,5 @@ def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp
     assert write_reports(load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
     index = (tmp_path / "reports" / "report" / "index.md").read_text()
     assert "| onnx_int8_dynamic |" in index and "cos 0.3000" in index  # no constraint: the fastest wins
-    points = json.loads((tmp_path / "reports" / "plots" / "latency_accuracy" / "bert_tiny.json").read_text())
+    points = json.loads((tmp_path / "reports" / "plots" / "latency_accuracy" / "minilm_l6.json").read_text())
     assert {p["variant"]: round(p["quality_loss"], 4) for p in points} == {"onnx_fp32": 0.0, "onnx_int8_dynamic": 0.7}

@@ -67,8 +67,36 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
             )
             metrics |= result["metrics"]
             details |= result["details"]
+            metrics |= honest_precision(build["precision"], metrics.get("inference_precision"))
+            metrics |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
         except IsolatedFailure as failure:
             metrics |= {"status": "failed", "reason": f"benchmark failed: {failure}"}
     write_json(layout.details_file(model, variant, root), details)
     write_json(layout.metrics_file(model, variant, root), metrics)
     return metrics
+
+
+OV_PRECISIONS = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
+
+
+def honest_precision(declared: str, executed: str | None) -> dict[str, str]:
+    """`precision` as executed: OpenVINO's CPU plugin runs float parts in bf16 on CPUs with
+    AVX512-BF16/AMX unless pinned, so an `fp16` IR runs as bf16 and an INT8 model as int8 + bf16.
+    The catalogue's precision stays as `precision_declared`."""
+    if executed is None:
+        return {}
+    name = OV_PRECISIONS.get(executed, executed)
+    actual = f"int8+{name}" if declared == "int8" else name
+    return {"precision": actual, "precision_declared": declared}
+
+
+def in_sample(build: dict[str, Any], source: dict[str, Any]) -> dict[str, str]:
+    """`in_sample`: why this variant's figures are not held out (the user's calib_data repeats
+    scoring rows), or nothing. Calibrated variants record calibration_origin, tuned ones validation_origin."""
+    held_out = source.get("held_out", {})
+    shared = [
+        f"{held_out[role]['rows_in_scoring']} of the scoring rows are {role} rows"
+        for role, used in (("calibration", "calibration_origin"), ("validation", "validation_origin"))
+        if used in build and held_out.get(role, {}).get("rows_in_scoring")
+    ]
+    return {"in_sample": "; ".join(shared)} if shared else {}

@@ -46,6 +46,15 @@ class BuildContext:
         """The batch the exported model is fixed to (None: any); calibration runs in batches of it."""
         return self.source_info.get("fixed_batch")
 
+    @property
+    def family(self) -> dict[str, Any]:
+        """model_type (transformer | cnn | other) and, for transformers, num_heads / hidden_size."""
+        return self.source_info.get("family", {"model_type": "other"})
+
+    @property
+    def transformer(self) -> bool:
+        return self.family["model_type"] == "transformer"
+
     def max_batch(self, wanted: int) -> int:
         """`wanted`, capped to what fits the model's memory budget (exactly a fixed batch)."""
         from pipeline.memory import batch_size
@@ -60,6 +69,10 @@ class BuildContext:
 
     def calibration(self) -> DataSet:
         return DataSet.load(self.source_dir / layout.CALIBRATION)
+
+    def validation(self) -> DataSet:
+        """Rows accuracy control may tune on, with the source's outputs: never the scoring rows."""
+        return DataSet.load(self.source_dir / layout.VALIDATION)
 
     def reference(self) -> DataSet:
         return DataSet.load(self.source_dir / layout.REFERENCE)

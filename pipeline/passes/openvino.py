@@ -12,15 +12,17 @@ the plugin actually used.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import Field
 
+from pipeline.config import PARAMS_FILE
 from pipeline.data import Arrays, DataSet, padded_batches
-from pipeline.errors import PipelineError
-from pipeline.evaluate import predictions
+from pipeline.errors import ConfigError, PipelineError
+from pipeline.evaluate import cosine_per_sample, predictions
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 if TYPE_CHECKING:
@@ -39,16 +41,26 @@ class Fp32Config(OpenVinoConfig):
     inference_precision: Precision = "f32"
 
 
+class IgnoredScope(NoConfig):
+    """Operations NNCF leaves in float (nncf.IgnoredScope): OpenVINO operation names, types, regexes."""
+
+    names: list[str] = Field(default_factory=list)
+    types: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+
+
 class Int8Config(OpenVinoConfig):
     preset: Literal["performance", "mixed"] = "performance"
     subset_size: int = Field(default=300, ge=1)
     fast_bias_correction: bool = True
+    ignored_scope: IgnoredScope = Field(default_factory=IgnoredScope)
 
 
 class Int8AccuracyConfig(Int8Config):
     max_drop: float = Field(default=0.01, gt=0)
     drop_type: Literal["absolute", "relative"] = "absolute"
     max_num_iterations: int = Field(default=500, ge=1)
+    max_seconds: float | None = Field(default=600, gt=0)  # the search's budget; null: no bound but the build timeout
 
 
 def convert(ctx: BuildContext, frontend: str) -> ov.Model:
@@ -118,15 +130,29 @@ def calibration_dataset(ctx: BuildContext) -> Any:
     return nncf.Dataset([chunk for chunk, _ in padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)])
 
 
-def quantize_kwargs(config: Int8Config) -> dict[str, Any]:
+def quantize_kwargs(ctx: BuildContext, config: Int8Config, model: ov.Model) -> dict[str, Any]:
+    """nncf.quantize's arguments: preset, subset, the transformer model type for transformer graphs
+    (pipeline.family: NNCF then keeps attention-sensitive operations in float), the ignored scope."""
     import nncf
 
+    scope = config.ignored_scope
+    known = {op.get_friendly_name() for op in model.get_ops()}
+    missing = [name for name in scope.names if name not in known]
+    if missing:
+        raise ConfigError(
+            f"{PARAMS_FILE}: ignored_scope.names (variants section or catalog.{ctx.model}.overrides): "
+            f"{', '.join(missing)} not operations of the OpenVINO model of {ctx.model}"
+        )
     return {
         "preset": nncf.QuantizationPreset.PERFORMANCE
         if config.preset == "performance"
         else nncf.QuantizationPreset.MIXED,
         "subset_size": config.subset_size,
         "fast_bias_correction": config.fast_bias_correction,
+        "model_type": nncf.ModelType.TRANSFORMER if ctx.transformer else None,
+        "ignored_scope": nncf.IgnoredScope(names=scope.names, types=scope.types, patterns=scope.patterns)
+        if scope != IgnoredScope()
+        else None,
     }
 
 
@@ -139,7 +165,8 @@ class NncfInt8(Pass):
         import nncf
 
         dataset = calibration_dataset(ctx)
-        quantized = nncf.quantize(convert(ctx, config.frontend), dataset, **quantize_kwargs(config))
+        model = convert(ctx, config.frontend)
+        quantized = nncf.quantize(model, dataset, **quantize_kwargs(ctx, config, model))
         return save(ctx, quantized, compress_to_fp16=False, config=config, **_int8_details(ctx, config))
 
 
@@ -147,55 +174,68 @@ def _int8_details(ctx: BuildContext, config: Int8Config) -> dict[str, Any]:
     calibration = ctx.calibration()
     return {
         "preset": config.preset,
+        "model_type": "transformer" if ctx.transformer else "default",
         "subset_size": min(config.subset_size, len(calibration)),
         "fast_bias_correction": config.fast_bias_correction,
         "calibration_origin": calibration.origin,
+        **({"ignored_scope": config.ignored_scope.model_dump()} if config.ignored_scope != IgnoredScope() else {}),
     }
 
 
 class Validation:
-    """NNCF's validation function over the eval split: the task metric, one value per sample.
+    """NNCF's validation function over the validation rows (never the scoring rows), one value per item.
 
-    Targets are the labels when the model has a classification metric and labels, else the FP32
-    source's own predictions (fidelity), as in the benchmark's accuracy block.
+    The task metric when the model has one and the rows have labels; otherwise fidelity: each
+    sample's cosine similarity to the FP32 source, the worst over every output, so
+    `max_drop: 0.01` asks for the cosine the selection's `min_cosine: 0.99` checks.
+
+    `max_seconds` bounds the search: once spent, every call answers the FP32 model's own figures,
+    which ends NNCF's loop with the model it holds; the pass then measures that model for real.
     """
 
-    def __init__(self, ctx: BuildContext) -> None:
-        reference: DataSet = ctx.reference()
-        metric = ctx.config.metric
-        primary = next(iter(reference.outputs.values()))
-        targets = reference.labels if metric != "none" and reference.labels is not None else None
-        self.metric = metric if targets is not None else "fidelity"
-        if targets is None:
-            targets = predictions(primary, metric)
-        if targets is None:
-            raise PipelineError(
-                f"accuracy control needs a classification output or labels; {ctx.model} has metric 'none' "
-                "and a single regression output"
-            )
-        self._metric_for_predictions = metric if metric != "none" else "accuracy"
+    def __init__(self, ctx: BuildContext, max_seconds: float | None = None) -> None:
+        rows: DataSet = ctx.validation()
+        self.class_scores = ctx.config.metric if ctx.config.metric != "none" and rows.labels is not None else None
+        self.metric = self.class_scores or "cosine"
         size = ctx.fixed_batch or 1
-        targets = targets.reshape(len(targets), -1)[:, 0]
+        chunks = padded_batches(rows.inputs, size)
+        starts = range(0, len(rows), size)
         self.items = [
-            (chunk, targets[start : start + real])
-            for start, (chunk, real) in zip(
-                range(0, len(targets), size), padded_batches(reference.inputs, size), strict=True
-            )
+            (chunk, self._targets(rows, start, real)) for start, (chunk, real) in zip(starts, chunks, strict=True)
         ]
+        self.samples = len(rows)
+        self.origin = rows.origin
+        self.max_seconds = max_seconds
+        self.started = time.monotonic()
+        self.first: tuple[float, list[float]] | None = None  # the FP32 model's figures: NNCF validates it first
+        self.out_of_time = False
+
+    def _targets(self, rows: DataSet, start: int, real: int) -> Any:
+        if self.class_scores:
+            return rows.labels[start : start + real].reshape(real, -1)[:, 0].astype(np.int64)
+        return [v[start : start + real] for v in rows.outputs.values()]
+
+    def score(self, outputs: list[np.ndarray], target: Any) -> float:
+        """One item's value: task metric (mean over its rows), or the worst output's mean cosine."""
+        real = len(target) if self.class_scores else len(target[0])
+        if self.class_scores:
+            return float(np.mean(predictions(outputs[0][:real], self.class_scores) == target))
+        return min(float(cosine_per_sample(ref, out[:real]).mean()) for ref, out in zip(target, outputs, strict=True))
 
     def __call__(self, compiled: Any, items: Any) -> tuple[float, list[float]]:
-        output = compiled.outputs[0]
-        values = []
-        for inputs, target in items:
-            predicted = predictions(
-                np.asarray(compiled(_by_port(compiled, inputs))[output]), self._metric_for_predictions
-            )
-            values.append(float(np.mean(predicted[: len(target)] == target)))
-        return float(np.mean(values)), values
+        if self.first is not None and self.max_seconds and time.monotonic() - self.started > self.max_seconds:
+            self.out_of_time = True
+            return self.first
+        values = [self.score(self.run(compiled, inputs), target) for inputs, target in items]
+        result = float(np.mean(values)), values
+        if self.first is None:
+            self.first = result
+        return result
 
-
-def _by_port(compiled: Any, inputs: Arrays) -> dict[int, np.ndarray]:
-    return dict(enumerate(inputs.values()))
+    @staticmethod
+    def run(compiled: Any, inputs: Arrays) -> list[np.ndarray]:
+        result = compiled(dict(enumerate(inputs.values())))
+        return [np.asarray(result[port]) for port in compiled.outputs]
 
 
 @contextmanager
@@ -229,7 +269,7 @@ class NncfInt8AccuracyControl(Pass):
         from nncf.parameters import DropType
         from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
-        validation = Validation(ctx)
+        validation = Validation(ctx, config.max_seconds)
         model = convert(ctx, config.frontend)
         with _capturing_restorer_report() as captured:
             quantized = nncf.quantize_with_accuracy_control(
@@ -242,25 +282,39 @@ class NncfInt8AccuracyControl(Pass):
                 advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
                     max_num_iterations=config.max_num_iterations
                 ),
-                **quantize_kwargs(config),
+                **quantize_kwargs(ctx, config, model),
             )
+        search_s = time.monotonic() - validation.started
         report = captured.get("report")
+        validation.max_seconds = None  # the figures below are measured, whatever the budget
         core = ov.Core()
         fp32_value, _ = validation(
             core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), validation.items
         )
         int8_value, _ = validation(core.compile_model(quantized, "CPU"), validation.items)
+        drop = fp32_value - int8_value if config.drop_type == "absolute" else (fp32_value - int8_value) / fp32_value
         details = {
             **_int8_details(ctx, config),
             "max_drop": config.max_drop,
             "drop_type": config.drop_type,
             "validation_metric": validation.metric,
-            "validation_samples": len(validation.items),
+            "validation_samples": validation.samples,
+            "validation_origin": validation.origin,
             "validation_fp32": fp32_value,
             "validation_int8": int8_value,
+            "validation_drop": drop,
             # No report means the first quantization already met max_drop: nothing was reverted.
             "reverted_operations": len(report.reverted_operations) if report else 0,
             "quantized_operations": report.num_quantized_operations if report else None,
-            "reached_max_drop": bool(report.reached_required_drop) if report else True,
+            "reached_max_drop": bool(drop <= config.max_drop),
+            "search_s": search_s,
+            "max_seconds": config.max_seconds,
+            "stopped_by": "max_seconds" if validation.out_of_time else "nncf",
         }
+        if validation.out_of_time and drop > config.max_drop:
+            raise PipelineError(
+                f"accuracy control ran out of its budget (max_seconds {config.max_seconds:g}) at a "
+                f"{validation.metric} drop of {drop:.4g} > max_drop {config.max_drop:g} on the validation rows; "
+                f"raise variants.openvino_int8_acc.max_seconds or max_drop"
+            )
         return save(ctx, quantized, compress_to_fp16=False, config=config, **details)

@@ -44,6 +44,11 @@ class SourceModel(ABC):
         """The vocabulary size the model's own config declares, for generated token ids."""
         return None
 
+    @property
+    def attention(self) -> dict[str, int]:
+        """Attention heads and hidden size as the model's own config declares them (transformers)."""
+        return {}
+
     def example(self, n: int = 2) -> Arrays:
         """`n` generated samples of the spec's shapes (the batch fixed by the model, if it fixes one).
 

@@ -101,6 +101,14 @@ class TorchSource(SourceModel):
         size = getattr(getattr(self.module, "config", None), "vocab_size", None)
         return int(size) if isinstance(size, int) else None
 
+    @property
+    def attention(self) -> dict[str, int]:
+        """A Hugging Face config's num_attention_heads and hidden_size, when the module has one."""
+        config = getattr(self.module, "config", None)
+        found = {"num_heads": "num_attention_heads", "hidden_size": "hidden_size"}
+        values = {key: getattr(config, attribute, None) for key, attribute in found.items()}
+        return {key: value for key, value in values.items() if isinstance(value, int)}
+
     def _call(self, inputs: Arrays) -> Any:
         with torch.inference_mode():
             return self.module(*(torch.from_numpy(np.ascontiguousarray(v)) for v in inputs.values()))
@@ -122,7 +130,8 @@ class TorchSource(SourceModel):
         from pipeline import onnx_files
 
         example = tuple(torch.from_numpy(v) for v in self.example().values())
-        dynamo = export.torch_exporter == "dynamo"
+        exporter = self.config.torch_exporter or export.torch_exporter
+        dynamo = exporter == "dynamo"
         exported_names = [f"__output{i}" for i in range(len(self._names))]  # renamed below, collision-safe
         if dynamo:
             dynamic: dict[str, Any] = {"dynamic_shapes": dynamic_shapes(self.config.inputs)}
@@ -146,7 +155,7 @@ class TorchSource(SourceModel):
         model = onnx.load(str(path))
         onnx_files.name_outputs(model, self._names)  # after export: a chosen name may collide with a tensor's
         onnx_files.save(model, path)
-        return {"exporter": f"torch.onnx ({export.torch_exporter})", "export_s": time.perf_counter() - start}
+        return {"exporter": f"torch.onnx ({exporter})", "export_s": time.perf_counter() - start}
 
 
 def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> TorchSource:

@@ -1,8 +1,9 @@
 """A BERT-style sentence encoder built with Hugging Face `transformers` from a config: the shape of
 the models users bring (int64 `input_ids` and `attention_mask`, `[batch, seq]` with a dynamic
-sequence axis), with nothing downloaded. The defaults are BERT-tiny's architecture
-(google/bert_uncased_L-2_H-128_A-2: 2 layers, hidden 128, 2 heads, BERT's 30,522-token
-vocabulary); weights are the seeded initialisation, so accuracy is fidelity to the FP32 model.
+sequence axis), with nothing downloaded. The defaults are the architecture of
+sentence-transformers/all-MiniLM-L6-v2 (6 layers, hidden 384, 12 heads, intermediate 1536, BERT's
+30,522-token vocabulary: 22.7 M parameters); weights are the seeded initialisation, so accuracy is
+fidelity to the FP32 model.
 
 The output is the attention-masked mean of the last hidden states: a sentence embedding, as
 sentence-transformers computes it.
@@ -28,7 +29,7 @@ class SentenceEncoder(nn.Module):
 
 
 def build(
-    vocab_size: int = 30522, hidden: int = 128, layers: int = 2, heads: int = 2, intermediate: int = 512
+    vocab_size: int = 30522, hidden: int = 384, layers: int = 6, heads: int = 12, intermediate: int = 1536
 ) -> SentenceEncoder:
     config = BertConfig(
         vocab_size=vocab_size,
