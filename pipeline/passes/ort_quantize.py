@@ -5,9 +5,10 @@ can saturate (ORT's guidance); with VNNI the full 8 bits are used. The resolved 
 
 Transformers (pipeline.family) get the recipes ORT documents for them, wherever a knob is `auto`:
 - dynamic: the graph fused by ORT's transformer optimizer, MatMul and Attention weights per channel;
-- static QDQ: only MatMuls with constant weights (per channel), so Softmax, LayerNormalization,
-  Gelu, the residual Adds and the attention-score MatMuls stay float: the activations with
-  outliers that naive INT8 destroys.
+- static QDQ: only the inputs of MatMuls with constant weights (per channel), their outputs left
+  float, so Softmax, LayerNormalization, Gelu, the bias and residual Adds and the attention-score
+  MatMuls compute in float: the activations with outliers that naive INT8 destroys. (A layer
+  norm's output that feeds a MatMul is quantized for every consumer, QDQ's semantics.)
 """
 
 from __future__ import annotations
@@ -64,9 +65,15 @@ class Recipe:
     per_channel: bool
     op_types: list[str] | None
     extra_options: dict[str, Any]
+    nodes_to_exclude: list[str]
 
     def details(self) -> dict[str, Any]:
-        return {"recipe": self.name, "per_channel": self.per_channel, "op_types": self.op_types}
+        return {
+            "recipe": self.name,
+            "per_channel": self.per_channel,
+            "op_types": self.op_types,
+            **({"nodes_to_exclude": self.nodes_to_exclude} if self.nodes_to_exclude else {}),
+        }
 
 
 def recipe(ctx: BuildContext, config: DynamicConfig, static: bool) -> Recipe:
@@ -74,14 +81,29 @@ def recipe(ctx: BuildContext, config: DynamicConfig, static: bool) -> Recipe:
     check_nodes(ctx, config.nodes_to_exclude)
     extra = dict(config.extra_options)
     per_channel = config.per_channel if isinstance(config.per_channel, bool) else (static or ctx.transformer)
+    excluded = list(config.nodes_to_exclude)
     if not ctx.transformer:
-        return Recipe("default", per_channel, config.op_types, extra)
+        return Recipe("default", per_channel, config.op_types, extra, excluded)
     if static:
-        extra.setdefault("MatMulConstBOnly", True)
-        return Recipe("transformer: QDQ on weight MatMuls only", per_channel, config.op_types or ["MatMul"], extra)
+        # ORT's QDQ quantizer has no MatMulConstBOnly: the attention-score MatMuls are excluded by name.
+        excluded += [name for name in activation_matmuls(ctx.exported_onnx) if name not in excluded]
+        extra.setdefault("OpTypesToExcludeOutputQuantization", ["MatMul"])  # the Adds after them read float
+        return Recipe("transformer: QDQ on weight MatMuls only", per_channel, config.op_types or ["MatMul"], extra,
+                      excluded)  # fmt: skip
+    extra.setdefault("MatMulConstBOnly", True)
     extra.setdefault("DefaultTensorType", 1)  # onnx.TensorProto.FLOAT: ORT cannot type contrib-op outputs
     ops = config.op_types or ["MatMul", "Attention"]
-    return Recipe("transformer: fused graph, dynamic MatMul/Attention", per_channel, ops, extra)
+    return Recipe("transformer: fused graph, dynamic MatMul/Attention", per_channel, ops, extra, excluded)
+
+
+def activation_matmuls(path: Path) -> list[str]:
+    """MatMuls with no weight among their inputs: attention scores (Q.K^T, P.V), kept float."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    constants = {i.name for i in graph.initializer}
+    constants |= {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    return [n.name for n in graph.node if n.op_type == "MatMul" and not constants & set(n.input)]
 
 
 def check_nodes(ctx: BuildContext, names: list[str]) -> None:
@@ -162,7 +184,6 @@ def _finish(
             if config.reduce_range == "auto"
             else "set in params.yaml",
             "preprocess": preprocess,
-            **({"nodes_to_exclude": config.nodes_to_exclude} if config.nodes_to_exclude else {}),
             **({"extra_options": used.extra_options} if used.extra_options else {}),
             **details,
         },
@@ -192,7 +213,7 @@ class DynamicInt8(Pass):
             model,
             str(ctx.out_dir / MODEL_FILE),
             op_types_to_quantize=used.op_types,
-            nodes_to_exclude=config.nodes_to_exclude,
+            nodes_to_exclude=used.nodes_to_exclude,
             per_channel=used.per_channel,
             reduce_range=resolve_reduce_range(config.reduce_range),
             weight_type=_qtype(config.weight_type),
@@ -245,7 +266,7 @@ class StaticInt8(Pass):
             calibration_data_reader=reader,
             quant_format=QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
             op_types_to_quantize=used.op_types,
-            nodes_to_exclude=config.nodes_to_exclude,
+            nodes_to_exclude=used.nodes_to_exclude,
             per_channel=used.per_channel,
             reduce_range=resolve_reduce_range(config.reduce_range),
             activation_type=_qtype(config.activation_type),

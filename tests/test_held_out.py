@@ -1,0 +1,82 @@
+"""No variant is scored on rows it was calibrated or tuned on: the export's three roles are
+disjoint, and a user's calib_data that repeats eval rows marks the figures in-sample."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+
+from pipeline import layout
+from pipeline.bench.stage import in_sample
+from pipeline.config import Params
+from pipeline.data import DataSet, rows_in
+from pipeline.export import export_model
+from pipeline.report import traps
+from pipeline.selection import Selection
+from pipeline.summary import rows
+from tests.conftest import tiny_config
+
+
+def exported(project, **overrides) -> tuple[dict, dict[str, DataSet]]:
+    params = Params.model_validate(
+        {"models": ["tiny"], "catalog": {"tiny": tiny_config(**overrides).model_dump()}, "variants": {"onnx_fp32": {}}}
+    )
+    assert export_model("tiny", params, project)["status"] == "ok"
+    folder = layout.source_dir("tiny", project)
+    sets = {
+        role: DataSet.load(folder / name)
+        for role, name in (
+            ("scoring", layout.REFERENCE),
+            ("calibration", layout.CALIBRATION),
+            ("validation", layout.VALIDATION),
+        )
+    }
+    return json.loads((folder / layout.SOURCE_INFO).read_text())["held_out"], sets
+
+
+def assert_disjoint(sets: dict[str, DataSet]) -> None:
+    scoring, calibration, validation = sets["scoring"], sets["calibration"], sets["validation"]
+    assert rows_in(scoring.inputs, calibration.inputs) == 0
+    assert rows_in(scoring.inputs, validation.inputs) == 0
+    assert rows_in(calibration.inputs, validation.inputs) == 0
+
+
+def test_eval_data_alone_is_split_into_disjoint_seeded_roles(tiny_project):
+    held_out, sets = exported(tiny_project)
+    assert {role: len(data) for role, data in sets.items()} == {"scoring": 32, "calibration": 16, "validation": 16}
+    assert_disjoint(sets)
+    assert held_out["calibration"]["rows_in_scoring"] == held_out["validation"]["rows_in_scoring"] == 0
+    assert "split seed 0" in held_out["scoring"]["origin"]
+    every_row = np.concatenate([data.inputs["x"] for data in sets.values()])
+    original = np.load(tiny_project / "models" / "tiny" / "eval.npz")["x"]
+    assert sorted(map(bytes, every_row)) == sorted(map(bytes, original))  # a partition: nothing lost
+    assert sets["validation"].labels is not None and sets["validation"].outputs  # accuracy control needs both
+    _, again = exported(tiny_project)
+    assert np.array_equal(again["scoring"].inputs["x"], sets["scoring"].inputs["x"])  # deterministic
+
+
+def test_generated_inputs_take_one_seed_per_role(tiny_project):
+    held_out, sets = exported(tiny_project, eval_data=None)
+    assert {len(data) for data in sets.values()} == {256}
+    assert_disjoint(sets)
+    roles = ("scoring", "calibration", "validation")
+    assert all(f"seed {i})" in held_out[role]["origin"] for i, role in enumerate(roles))
+
+
+def test_calib_data_that_repeats_eval_rows_marks_calibrated_figures_in_sample(tiny_project):
+    folder = tiny_project / "models" / "tiny"
+    shutil.copy(folder / "eval.npz", folder / "calib.npz")
+    held_out, sets = exported(tiny_project, calib_data="calib.npz")
+    assert len(sets["scoring"]) == 64  # with calib_data every eval row scores
+    assert held_out["calibration"]["rows_in_scoring"] == 64
+    source = {"held_out": held_out}
+    assert in_sample({"calibration_origin": "calib.npz"}, source) == {
+        "in_sample": "64 of the scoring rows are calibration rows"
+    }
+    assert in_sample({}, source) == {}  # an uncalibrated variant is still held out
+    metrics = {"onnx_int8_static": {"status": "ok", "in_sample": "64 of the scoring rows are calibration rows"}}
+    [warning] = [w for w in traps(metrics, {}, Selection(None, "", [], {}, [])) if "in-sample" in w]
+    assert "`onnx_int8_static`" in warning and "64 of the scoring rows" in warning
+    assert rows(metrics, ["onnx_int8_static"], "onnx_fp32")[0][-1] == "ok (in-sample)"

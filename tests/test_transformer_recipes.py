@@ -1,0 +1,122 @@
+"""Transformers get the recipes the maintained tools document for them: ORT's transformer
+optimizer (fused attention), dynamic INT8 of the fused MatMul/Attention per channel, static QDQ on
+weight MatMuls only, NNCF's transformer model type. Checked on a small BERT through the real export."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from pipeline import layout
+from pipeline.config import Params
+from pipeline.data import DataSet
+from pipeline.errors import ConfigError
+from pipeline.evaluate import fidelity_block
+from pipeline.export import export_model
+from pipeline.family import detect
+from pipeline.passes.base import BuildContext
+from tests.conftest import build, models_from
+
+REPO = Path(__file__).parents[1]
+BERT = {
+    "source": "torch",
+    "factory": "models.minilm_l6.net:build",
+    "factory_args": {"vocab_size": 200, "hidden": 64, "layers": 2, "heads": 4, "intermediate": 128},
+    "torch_exporter": "torchscript",
+    "inputs": {
+        "input_ids": {"shape": ["batch", "seq"], "dtype": "int64", "kind": "token_ids"},
+        "attention_mask": {"shape": ["batch", "seq"], "dtype": "int64", "kind": "attention_mask"},
+    },
+    "outputs": ["embedding"],
+    "dims": {"seq": 16},
+}
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory) -> BuildContext:
+    root = tmp_path_factory.mktemp("bert")
+    shutil.copytree(REPO / "models" / "minilm_l6", root / "models" / "minilm_l6")
+    (root / "models" / "__init__.py").touch()
+    (root / "models" / "bert").mkdir()
+    catalog = {"models": ["bert"], "catalog": {"bert": BERT}, "variants": {"onnx_fp32": {}}}
+    params = Params.model_validate(catalog | {"export": {"generated_samples": 64}})
+    with models_from(root):
+        assert export_model("bert", params, root)["status"] == "ok"
+    return BuildContext("bert", params.model("bert"), root, root / "out")
+
+
+def built(ctx: BuildContext, variant: str, folder: str = "", **params) -> tuple[dict, dict]:
+    """Build `variant` into a fresh folder; its details and its fidelity on the scoring rows."""
+    out = ctx.out_dir.parent / (folder or variant)
+    out.mkdir()
+    ctx = BuildContext(ctx.model, ctx.config, ctx.root, out)
+    result = build(ctx, variant, **params)
+    reference = DataSet.load(ctx.source_dir / layout.REFERENCE)
+    if variant.startswith("openvino"):
+        return result.details, {}
+    session = ort.InferenceSession(str(out / result.entry), providers=["CPUExecutionProvider"])
+    outputs = dict(zip(["embedding"], session.run(None, reference.inputs), strict=True))
+    return result.details, fidelity_block(reference.outputs, outputs, None)["embedding"]
+
+
+def test_family_is_detected_with_heads_and_hidden_size_from_the_model(bert):
+    assert bert.family["model_type"] == "transformer" and bert.transformer
+    assert bert.family["num_heads"] == 4 and bert.family["hidden_size"] == 64
+    assert detect(Counter({"Softmax": 2, "MatMul": 16, "LayerNormalization": 5}))[0] == "transformer"  # dynamo's
+    assert detect(Counter({"Conv": 3, "Relu": 3, "MatMul": 1}))[0] == "cnn"
+    assert detect(Counter({"Gemm": 2, "Relu": 1}))[0] == "other"
+
+
+def test_onnx_opt_fuses_attention_and_keeps_the_function(bert):
+    details, fidelity = built(bert, "onnx_opt")
+    assert details["fused_ops"]["Attention"] == 2 and details["fused_ops"]["SkipLayerNormalization"] >= 2
+    assert details["transformer_optimizer"] == {"model_type": "bert", "num_heads": 4, "hidden_size": 64}
+    assert fidelity["cosine_min"] > 0.9999
+
+
+def test_dynamic_int8_quantizes_the_fused_graph_per_channel(bert):
+    details, fidelity = built(bert, "onnx_int8_dynamic")
+    assert details["recipe"].startswith("transformer") and details["per_channel"] is True
+    assert details["fused_ops"]["Attention"] == 2
+    graph = onnx.load(str(bert.out_dir.parent / "onnx_int8_dynamic" / "model.onnx")).graph
+    ops = Counter(n.op_type for n in graph.node)
+    assert ops["QAttention"] == 2 and ops["DynamicQuantizeMatMul"] + ops["MatMulInteger"] >= 4
+    assert fidelity["cosine_mean"] > 0.99
+
+
+def test_static_int8_leaves_softmax_layernorm_and_attention_scores_in_float(bert):
+    details, fidelity = built(bert, "onnx_int8_static", calibration_samples=32)
+    assert details["recipe"].startswith("transformer") and details["op_types"] == ["MatMul"]
+    graph = onnx.load(str(bert.out_dir.parent / "onnx_int8_static" / "model.onnx")).graph
+    dequantized = {n.output[0] for n in graph.node if n.op_type == "DequantizeLinear"}
+    fed = Counter(n.op_type for n in graph.node for i in n.input if i in dequantized)
+    assert not fed.keys() & {"Softmax", "LayerNormalization", "Gelu", "Mul", "Transpose"}
+    quantized_matmuls = {n.name for n in graph.node if n.op_type == "MatMul" and set(n.input) & dequantized}
+    assert len(quantized_matmuls) == 12 and len(details["nodes_to_exclude"]) == 4  # 6 weight + 2 score MatMuls a layer
+    assert not quantized_matmuls & set(details["nodes_to_exclude"])
+    quantized_from = {n.input[0] for n in graph.node if n.op_type == "QuantizeLinear"}
+    producers = Counter(n.op_type for n in graph.node if set(n.output) & quantized_from)
+    assert "MatMul" not in producers  # no MatMul output (attention scores, projections) is quantized
+    assert fidelity["cosine_mean"] > 0.99
+
+
+def test_nncf_uses_the_transformer_model_type(bert):
+    details, _ = built(bert, "openvino_int8", subset_size=32)
+    assert details["model_type"] == "transformer" and details["fake_quantize_ops"] > 0
+
+
+def test_nodes_to_exclude_must_name_nodes_of_the_export(bert):
+    with pytest.raises(ConfigError, match=r"nodes_to_exclude .*no_such_node not in the graph"):
+        built(bert, "onnx_int8_static", "misspelt", nodes_to_exclude=["no_such_node"])
+
+
+def test_every_int8_recipe_separates_from_a_destroyed_output(bert):
+    reference = DataSet.load(bert.source_dir / layout.REFERENCE).outputs["embedding"]
+    destroyed = np.random.default_rng(0).standard_normal(reference.shape).astype(np.float32)
+    assert fidelity_block({"e": reference}, {"e": destroyed}, None)["e"]["cosine_mean"] < 0.5
