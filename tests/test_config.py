@@ -88,6 +88,27 @@ def test_repository_params_are_valid():
             lambda d: d["catalog"]["spam_fnn"].update(overrides={"onnx_int8_static": {"per_chanel": False}}),
             "catalog.spam_fnn.overrides.onnx_int8_static.per_chanel: unknown key",
         ),
+        (
+            lambda d: d["select"]["constraints"].update(min_cosine=1.5),
+            "select.constraints.min_cosine: Input should be less than or equal to 1",
+        ),
+        (
+            lambda d: d["select"]["constraints"].update(min_cosine=0),
+            "select.constraints.min_cosine: Input should be greater than 0",
+        ),
+        (
+            lambda d: d["catalog"]["minilm_l6"].update(model_type="transformr"),
+            "catalog.minilm_l6.model_type: Input should be 'auto', 'transformer', 'cnn' or 'other'",
+        ),
+        (
+            lambda d: d["catalog"]["digits_keras"].update(torch_exporter="torchscript"),
+            "catalog.digits_keras.torch_exporter: applies to torch models",
+        ),
+        (
+            lambda d: d["variants"]["openvino_int8"].update(ignored_scope={"name": ["x"]}),
+            "variants.openvino_int8.ignored_scope.name: unknown key",
+        ),
+        (lambda d: d["export"].update(split={"calibration": 0.6}), "export.split.calibration: Input should be less"),
     ],
 )
 def test_mistakes_name_file_and_field(tmp_path, edit, expected):
