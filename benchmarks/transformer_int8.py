@@ -109,7 +109,8 @@ def main() -> None:
         rows = measure_model(model, args.rounds)
         verdict = goals(rows, min_cosine)
         report["models"][model] = {"variants": rows, **verdict}
-        print(f"\n{model} (batch 1, {cpu['cores']} threads, median of {args.rounds} alternating rounds, {cpu['model']})")
+        rounds = f"median of {args.rounds} alternating rounds"
+        print(f"\n{model} (batch 1, {cpu['cores']} threads, {rounds}, {cpu['model']})")
         print(f"{'variant':20} {'recipe / precision':48} {'cosine_mean':>11} {'p50 ms':>8} {'vs fp32':>8}")
         for variant, row in rows.items():
             if row["status"] != "ok":

@@ -79,7 +79,8 @@ def _package(model: str, variant: str, metrics: dict[str, Any], params: Params, 
     return {
         "runtime": build["runtime"],
         "runtime_version": _version(runtime.distribution),
-        "precision": build["precision"],
+        "precision": metrics.get("precision", build["precision"]),  # as executed (bench stage)
+        "precision_declared": build["precision"],
         "device": runtime.device,
         "entry": build["entry"],
         "runtime_config": build["runtime_config"],

@@ -317,6 +317,11 @@ def test_transformer_deploys_and_predicts_at_any_sequence_length(project, tmp_pa
         assert m["dims"] == {"seq": 16} and m["fixed_batch"] is None
         assert set(m["latency_ms_by_dim"]["seq"]) == {"8", "32"}
         assert m["latency_ms_by_dim"]["seq"]["8"]["p50"] > 0
+    export = read(root / "reports" / "export" / "bert_e2e.json")
+    assert export["family"]["model_type"] == "transformer" and export["exporter"] == "torch.onnx (torchscript)"
+    assert {role: r["rows"] for role, r in export["held_out"].items()} == {
+        r: 256 for r in ("scoring", "calibration", "validation")
+    }
     from pipeline.config import InputSpec
     from pipeline.data import generate_inputs
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from pipeline import onnx_files
+from pipeline.onnx_files import graph_stats
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.passes.onnx_export import MODEL_FILE, graph_stats
+from pipeline.passes.onnx_export import MODEL_FILE
 
 
 class Float16Config(NoConfig):

@@ -7,7 +7,6 @@ from pipeline.onnx_files import graph_stats
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 MODEL_FILE = "model.onnx"
-__all__ = ["MODEL_FILE", "AsExported", "graph_stats"]
 
 
 class AsExported(Pass):

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline import onnx_files
+from pipeline.onnx_files import graph_stats
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.passes.onnx_export import MODEL_FILE, graph_stats
+from pipeline.passes.onnx_export import MODEL_FILE
 
 
 class OrtOptimizeConfig(NoConfig):

@@ -26,8 +26,9 @@ from pipeline.config import PARAMS_FILE
 from pipeline.data import Arrays, padded_batches
 from pipeline.errors import ConfigError, first_line
 from pipeline.fingerprint import has_vnni
+from pipeline.onnx_files import graph_stats
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.passes.onnx_export import MODEL_FILE, graph_stats
+from pipeline.passes.onnx_export import MODEL_FILE
 from pipeline.passes.ort_optimize import FUSED, fuse_transformer, remove_scratch
 
 QuantType = Literal["qint8", "quint8"]
