@@ -3,6 +3,8 @@ on tiny models built here; plus the torch_compile and torch_xla variants."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import textwrap
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from pipeline import layout, runtimes
 from pipeline.config import Params
 from pipeline.data import DataSet
-from pipeline.errors import ConfigError, ModelFileError, NotApplicable
+from pipeline.errors import ConfigError, ModelFileError, NotApplicable, PipelineError
 from pipeline.export import export_model
 from pipeline.passes.base import BuildContext
 from pipeline.sources import load_source
@@ -180,14 +182,24 @@ def test_jax_jit_and_exported_artifact(project):
     assert session.run(X)["output"].shape == (6, 3)
 
 
-def test_torch_xla_is_built_or_skipped_with_the_reason(tiny_project):
+def test_torch_xla_is_skipped_only_when_torchax_is_not_installed(tiny_project):
     ctx = torch_build_context(tiny_project)
-    try:
-        result = build(ctx, "torch_xla")
-    except NotApplicable as reason:
-        assert "torchax" in str(reason)
+    if importlib.util.find_spec("torchax") is None:
+        with pytest.raises(NotApplicable, match="torchax is not installed"):
+            build(ctx, "torch_xla")
     else:
-        assert result.details["kind"] == "export"
+        assert build(ctx, "torch_xla").details["kind"] == "export"  # any crash fails this test
+
+
+def test_torch_xla_fails_when_torchax_is_there_but_crashes(tiny_project, monkeypatch):
+    broken = tiny_project / "broken_packages" / "torchax"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise AttributeError('module torch has no attribute _C._xla')\n")
+    monkeypatch.syspath_prepend(str(broken.parent))
+    monkeypatch.delitem(sys.modules, "torchax", raising=False)
+    with pytest.raises(PipelineError, match="torchax does not import .*AttributeError") as raised:
+        build(torch_build_context(tiny_project), "torch_xla")
+    assert not isinstance(raised.value, NotApplicable)  # a crash is `failed`, never `skipped`
 
 
 @pytest.mark.slow

@@ -1,0 +1,109 @@
+"""The benchmark worker on a runtime stand-in whose memory and speed are known: every figure
+must measure what its name says."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from pipeline.bench.harness import measure_concurrent
+from pipeline.bench.worker import Loaded, measure_loaded
+from pipeline.config import BenchConfig, ModelConfig, Params
+from pipeline.data import Arrays, DataSet
+from pipeline.memory import RssSampler
+from pipeline.runtimes.base import Session, ThreadQueue
+
+LOAD_MB = 300  # what the stand-in's weights take once loaded
+CALL_S = 0.002  # what one call takes, whatever the batch: throughput grows with the batch
+
+
+class StandIn(Session):
+    """Holds LOAD_MB of weights; a call sleeps CALL_S (releasing the GIL, as runtimes do)."""
+
+    input_names = ["x"]
+    output_names = ["y"]
+
+    def __init__(self, call_s: float = CALL_S, per_sample_s: float = 0.0) -> None:
+        self.weights = np.ones(LOAD_MB * 250_000, dtype=np.float32)  # 4 bytes each: touched, resident
+        self.call_s, self.per_sample_s = call_s, per_sample_s
+
+    def run(self, inputs: Arrays) -> Arrays:
+        time.sleep(self.call_s + self.per_sample_s * len(inputs["x"]))
+        return {"y": inputs["x"] * 2}
+
+
+BENCH = BenchConfig.model_validate(
+    {
+        "threads": 1,
+        "warmup": {"iters": 2, "seconds": 0.0},
+        "latency": {"segments": 2, "min_iters": 10, "min_seconds": 0.05, "max_seconds": 0.2, "window_seconds": 0.02},
+        "throughput": {"batches": [1, 8, 32, 128], "seconds": 0.05},
+    }
+)
+
+
+def run(session_factory, bench: BenchConfig = BENCH) -> dict:
+    x = np.arange(64, dtype=np.float32).reshape(64, 1)
+    reference = DataSet({"x": x}, {"y": x * 2})
+    config = ModelConfig.model_validate({"source": "onnx", "file": "m.onnx", "inputs": {"x": {"shape": ["batch", 1]}}})
+    params = Params.model_validate({"models": [], "catalog": {}, "variants": {"onnx_fp32": {}}, "bench": bench})
+    with RssSampler() as sampler:
+        baseline = sampler.now_mb()
+        with sampler.phase("load"):
+            session = session_factory()
+        loaded = Loaded(session, reference, params, 0.0, baseline, 1.0)
+        result = measure_loaded(loaded, config, {"dims": {}}, sampler, baseline, sampler.now_mb())
+    return result["metrics"] | {"baseline": baseline}
+
+
+def test_peak_rss_is_the_runtimes_own_footprint_within_ten_percent():
+    metrics = run(StandIn)
+    assert metrics["peak_rss_mb"] - metrics["baseline"] == pytest.approx(LOAD_MB, rel=0.10)
+    assert metrics["load_rss_mb"] - metrics["baseline"] == pytest.approx(LOAD_MB, rel=0.10)
+    assert set(metrics["rss_mb_by_batch"]) == set(metrics["throughput_sps"]["by_batch"])
+
+
+def test_accuracy_pass_never_counts_in_peak_rss():
+    class HungryForEval(StandIn):
+        def run(self, inputs: Arrays) -> Arrays:
+            if len(inputs["x"]) > 32:  # only the accuracy pass (64 rows at once) asks for this much
+                self.spike = np.ones(200 * 250_000, dtype=np.float32)
+            return super().run(inputs)
+
+    bench = BENCH.model_copy(update={"throughput": BENCH.throughput.model_copy(update={"batches": [1, 8]})})
+    metrics = run(HungryForEval, bench)
+    assert metrics["peak_rss_mb"] - metrics["baseline"] < LOAD_MB * 1.1
+
+
+def test_sweep_stops_when_a_bigger_batch_gains_nothing():
+    metrics = run(lambda: StandIn(call_s=0.0, per_sample_s=0.0005))  # time grows with the batch: no gain
+    by_batch = metrics["throughput_sps"]["by_batch"]
+    assert list(by_batch) == ["b1", "b8"]
+    assert "gained" in metrics["throughput_sps"]["stopped_by"] and "< 5%" in metrics["throughput_sps"]["stopped_by"]
+
+
+def test_sweep_stops_before_a_call_longer_than_max_call_s():
+    bench = BENCH.model_copy(
+        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.01, "min_gain_pct": 0})}
+    )
+    metrics = run(lambda: StandIn(call_s=0.001, per_sample_s=0.0002), bench)
+    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]  # b32 takes 7.4 ms, b128 26.6 ms > 10 ms
+    assert "max_call_s" in metrics["throughput_sps"]["stopped_by"]
+
+
+def test_latency_and_throughput_follow_the_stand_ins_speed():
+    metrics = run(StandIn)
+    assert metrics["latency_ms"]["p50"] >= CALL_S * 1000  # a sleep never returns early
+    assert metrics["throughput_sps"]["by_batch"]["b1"] <= 1 / CALL_S
+    assert metrics["throughput_sps"]["by_batch"]["b8"] > 4 * metrics["throughput_sps"]["by_batch"]["b1"]
+    concurrent = metrics["throughput_concurrent"]
+    assert concurrent["requests"] == 1 and concurrent["batch"] == 1 and concurrent["sps"] <= 1 / CALL_S
+    assert set(metrics["cpu_util_pct"]) == {"latency", "sweep"}
+    assert metrics["accuracy"]["metric"] == "none" and metrics["fidelity"]["y"]["cosine_min"] == pytest.approx(1.0)
+
+
+def test_requests_in_flight_overlap():
+    queue = ThreadQueue([lambda: time.sleep(0.01) for _ in range(4)])
+    assert measure_concurrent(queue, 1, 0.2) > 2 / 0.01  # 4 sleeps overlap: well above one caller's 100/s
