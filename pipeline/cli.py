@@ -1,7 +1,7 @@
 """`python -m pipeline COMMAND` (or `modelopt COMMAND`): the user-facing commands.
 
-DVC stages (stages/*.py) call `run_stage` here, so every entry point turns a PipelineError into
-one line on stderr and exit code 2, and never a traceback the user has to read.
+DVC stages (stages/*.py) enter through pipeline.stage_runner instead, which imports nothing else:
+a stage then depends only on the modules its own work imports.
 """
 
 from __future__ import annotations
@@ -9,30 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pipeline.errors import PipelineError
-
-
-def run_stage(function: Callable[..., Any], arg_names: Sequence[str], argv: Sequence[str] | None = None) -> int:
-    """Entry point of a DVC stage: parse positional args, load params.yaml, call `function`."""
-    from pipeline.config import load_params
-
-    parser = argparse.ArgumentParser(description=function.__doc__)
-    for name in arg_names:
-        parser.add_argument(name)
-    args = parser.parse_args(argv)
-    try:
-        result = function(*(getattr(args, n) for n in arg_names), load_params())
-    except PipelineError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if isinstance(result, dict) and "status" in result:
-        line = f"{' '.join(getattr(args, n) for n in arg_names) or function.__name__}: {result['status']}"
-        print(line + (f" ({result['reason']})" if result.get("reason") else ""))
-    return 0
 
 
 def _summary(args: argparse.Namespace) -> int:

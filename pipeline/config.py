@@ -240,8 +240,16 @@ class LatencyConfig(Strict):
 
 
 class ThroughputConfig(Strict):
+    """One synchronous caller per batch size, the same loop for every runtime. The sweep stops when
+    a batch gains less than `min_gain_pct` over the previous one, or before a batch whose single call
+    takes longer than `max_call_s`. `concurrent_requests` batch-1 requests are then kept in flight
+    (null: one per thread; OpenVINO uses its plugin's optimal number)."""
+
     batches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 8, 32, 128], min_length=1)
     seconds: float = Field(default=0.5, gt=0)
+    min_gain_pct: float = Field(default=5.0, ge=0)
+    max_call_s: float = Field(default=1.0, gt=0)
+    concurrent_requests: int | None = Field(default=None, ge=1)
 
 
 class BenchConfig(Strict):

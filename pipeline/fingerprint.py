@@ -44,9 +44,15 @@ PACKAGES = (
     "openvino",
     "nncf",
     "tensorflow-cpu",
+    "keras",
     "tf2onnx",
     "jax",
     "jaxlib",
+    "flax",
+    "optax",
+    "jax2onnx",
+    "torchax",  # optional: recorded as absent when not installed
+    "transformers",
     "scikit-learn",
     "dvc",
 )

@@ -10,8 +10,8 @@ parity check, calibration, evaluation, the throughput sweep) keeps its batches w
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psutil
@@ -19,26 +19,61 @@ import psutil
 from pipeline.errors import PipelineError
 
 
+class RssSampler:
+    """Peak resident memory of this process per named phase, sampled by a thread (psutil).
+
+    The process's own high-water mark (ru_maxrss) cannot be split by phase and, in a forked
+    child, starts at the parent's; sampling the current RSS has neither problem. Each phase is
+    also sampled when it starts and ends, so a phase shorter than the interval is still seen."""
+
+    def __init__(self, interval_s: float = 0.005) -> None:
+        self.interval_s = interval_s
+        self.peaks: dict[str, float] = {}
+        self._process = psutil.Process()
+        self._current: str | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        rss = self._process.memory_info().rss / 1e6
+        with self._lock:
+            if self._current is not None:
+                self.peaks[self._current] = max(self.peaks.get(self._current, 0.0), rss)
+
+    def _run(self) -> None:
+        while not self._done.wait(self.interval_s):
+            self._sample()
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        with self._lock:
+            self._current = name
+        self._sample()
+        try:
+            yield
+        finally:
+            self._sample()
+            with self._lock:
+                self._current = None
+
+    def now_mb(self) -> float:
+        return self._process.memory_info().rss / 1e6
+
+
 def peak_rss_mb(call: Callable[[], Any], interval_s: float = 0.0005) -> float:
-    """Peak resident memory of this process while `call` runs, sampled by a thread (MB)."""
-    process = psutil.Process()
-    peak = process.memory_info().rss
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, process.memory_info().rss)
-            time.sleep(interval_s)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
+    """Peak resident memory of this process while `call` runs (MB)."""
+    with RssSampler(interval_s) as sampler, sampler.phase("call"):
         call()
-    finally:
-        done.set()
-        sampler.join()
-    return max(peak, process.memory_info().rss) / 1e6
+    return sampler.peaks["call"]
 
 
 def peak_rss_growth_mb(call: Callable[[], Any]) -> float:

@@ -55,9 +55,10 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
     for fp16, fp32 in FP16_PAIRS.items():
         if _ok(metrics, fp16, fp32) and _p50(metrics, fp16) > _p50(metrics, fp32) * (1 + _margin(metrics, fp16, fp32)):
             cause = (
-                "this CPU has no native FP16 arithmetic (no AVX512-FP16 or AMX-FP16), so FP16 only saves size here"
+                "this CPU has no native FP16 arithmetic (reports/env.json: no AVX512-FP16 or AMX-FP16), so FP16 "
+                "only saves size here"
                 if not cpu.get("native_fp16")
-                else "although this CPU has native FP16 arithmetic"
+                else "although this CPU has native FP16 arithmetic (reports/env.json)"
             )
             found.append(
                 f"`{fp16}` is slower than `{fp32}` at batch 1 (p50 {_p50(metrics, fp16):.4g} vs "
@@ -66,18 +67,18 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
     for int8, fp32 in INT8_PAIRS.items():
         if _ok(metrics, int8, fp32) and _p50(metrics, int8) > _p50(metrics, fp32) * (1 - _margin(metrics, int8, fp32)):
             peak = metrics[int8]["throughput_sps"]["peak"] / metrics[fp32]["throughput_sps"]["peak"]
-            cause = (
-                "this CPU lacks VNNI, which INT8 matrix products need to be fast"
+            evidence = (
+                "this CPU lacks VNNI (reports/env.json), which INT8 matrix products need to be fast"
                 if not cpu.get("vnni")
-                else "the CPU has VNNI, so at this model size the quantize/dequantize overhead outweighs the "
-                "arithmetic saved"
+                else "the CPU has VNNI (reports/env.json), so the ISA is not the cause; nothing here measured "
+                "where the time goes"
             )
             batched = (
                 f"; at its best batch size it does reach {peak:.2f}x FP32's peak throughput" if peak > 1.05 else ""
             )
             found.append(
-                f"`{int8}` is no faster than `{fp32}` at batch 1 (p50 {_p50(metrics, int8):.4g} vs "
-                f"{_p50(metrics, fp32):.4g} ms): {cause}{batched}."
+                f"`{int8}` is not faster than `{fp32}` at batch 1 beyond noise (p50 {_p50(metrics, int8):.4g} vs "
+                f"{_p50(metrics, fp32):.4g} ms): {evidence}{batched}."
             )
     noisy = {
         v: m.get("noise_pct", 0) for v, m in metrics.items() if m.get("status") == "ok" and not m.get("stable", True)

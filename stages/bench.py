@@ -3,7 +3,7 @@
 import sys
 
 from pipeline.bench.stage import benchmark_variant
-from pipeline.cli import run_stage
+from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
     sys.exit(run_stage(benchmark_variant, ["model", "variant"]))

@@ -3,7 +3,7 @@
 import sys
 
 from pipeline.bench.stage import write_plan
-from pipeline.cli import run_stage
+from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
     sys.exit(run_stage(write_plan, []))

@@ -2,8 +2,8 @@
 
 import sys
 
-from pipeline.cli import run_stage
 from pipeline.export import export_model
+from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
     sys.exit(run_stage(export_model, ["model"]))

@@ -2,8 +2,8 @@
 
 import sys
 
-from pipeline.cli import run_stage
 from pipeline.report import write_reports
+from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
     sys.exit(run_stage(write_reports, []))

@@ -2,7 +2,7 @@
 
 import sys
 
-from pipeline.cli import run_stage
+from pipeline.stage_runner import run_stage
 from pipeline.training import train_model
 
 if __name__ == "__main__":

@@ -22,10 +22,8 @@ CALL_S = 0.002  # what one call takes, whatever the batch: throughput grows with
 class StandIn(Session):
     """Holds LOAD_MB of weights; a call sleeps CALL_S (releasing the GIL, as runtimes do)."""
 
-    input_names = ["x"]
-    output_names = ["y"]
-
     def __init__(self, call_s: float = CALL_S, per_sample_s: float = 0.0) -> None:
+        self.input_names, self.output_names = ["x"], ["y"]
         self.weights = np.ones(LOAD_MB * 250_000, dtype=np.float32)  # 4 bytes each: touched, resident
         self.call_s, self.per_sample_s = call_s, per_sample_s
 
@@ -47,8 +45,11 @@ BENCH = BenchConfig.model_validate(
 def run(session_factory, bench: BenchConfig = BENCH) -> dict:
     x = np.arange(64, dtype=np.float32).reshape(64, 1)
     reference = DataSet({"x": x}, {"y": x * 2})
-    config = ModelConfig.model_validate({"source": "onnx", "file": "m.onnx", "inputs": {"x": {"shape": ["batch", 1]}}})
-    params = Params.model_validate({"models": [], "catalog": {}, "variants": {"onnx_fp32": {}}, "bench": bench})
+    spec = {"source": "onnx", "file": "m.onnx", "inputs": {"x": {"shape": ["batch", 1]}}}
+    config = ModelConfig.model_validate(spec)
+    params = Params.model_validate(
+        {"models": ["m"], "catalog": {"m": spec}, "variants": {"onnx_fp32": {}}, "bench": bench}
+    )
     with RssSampler() as sampler:
         baseline = sampler.now_mb()
         with sampler.phase("load"):
@@ -78,7 +79,7 @@ def test_accuracy_pass_never_counts_in_peak_rss():
 
 
 def test_sweep_stops_when_a_bigger_batch_gains_nothing():
-    metrics = run(lambda: StandIn(call_s=0.0, per_sample_s=0.0005))  # time grows with the batch: no gain
+    metrics = run(lambda: StandIn(call_s=0.0, per_sample_s=0.02))  # time grows with the batch: no gain
     by_batch = metrics["throughput_sps"]["by_batch"]
     assert list(by_batch) == ["b1", "b8"]
     assert "gained" in metrics["throughput_sps"]["stopped_by"] and "< 5%" in metrics["throughput_sps"]["stopped_by"]
@@ -89,7 +90,7 @@ def test_sweep_stops_before_a_call_longer_than_max_call_s():
         update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.01, "min_gain_pct": 0})}
     )
     metrics = run(lambda: StandIn(call_s=0.001, per_sample_s=0.0002), bench)
-    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]  # b32 takes 7.4 ms, b128 26.6 ms > 10 ms
+    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8", "b32"]  # b32: 7.4 ms; b128: 26.6 > 10 ms
     assert "max_call_s" in metrics["throughput_sps"]["stopped_by"]
 
 

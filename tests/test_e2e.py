@@ -127,7 +127,14 @@ def test_every_variant_writes_schema_metrics(project):
         assert 0 < m["latency_ms"]["p50"] <= m["latency_ms"]["p99"] and m["latency_ms"]["n"] >= 20
         assert set(m["throughput_sps"]["by_batch"]) == {"b1", "b16"}  # a dict: DVC drops lists
         assert m["throughput_sps"]["peak"] == max(m["throughput_sps"]["by_batch"].values())
-        assert m["peak_rss_mb"] > 10 and m["cpu_util_pct"] > 0 and m["threads"] == 1
+        assert m["peak_rss_mb"] >= m["load_rss_mb"] > 10 and m["threads"] == 1
+        assert m["cpu_util_pct"]["latency"] > 0 and m["cpu_util_pct"]["sweep"] > 0
+        assert m["throughput_sps"]["stopped_by"] and m["throughput_concurrent"]["sps"] > 0
+        assert set(m["rss_mb_by_batch"]) == set(m["throughput_sps"]["by_batch"])
+        if Path("/sys/class/powercap").is_dir():
+            assert m["energy"]["mj_per_inference"] > 0 or m["energy"]["reason"]
+        else:
+            assert m["energy"] == {"mj_per_inference": None, "reason": m["energy"]["reason"]}
         assert m["accuracy"]["metric"] == "binary_accuracy" and 0.5 < m["accuracy"]["value"] <= 1
         assert isinstance(m["stable"], bool)
         assert not any(isinstance(v, list) for v in m.values())
@@ -143,7 +150,8 @@ def test_openvino_variants_record_precision_streams_and_cached_load(project):
     assert fp32["inference_precision"] == "f32" and fp32["fidelity"]["probability"]["max_abs_diff"] < 1e-4
     assert fp32["load_cached_ms"] > 0 and fp32["load_ms"] > 0
     int8 = metrics(root, "spam_fnn", "openvino_int8")
-    assert int8["throughput_sps"]["streams"] >= 1 and int8["throughput_sps"]["requests"] >= 1
+    concurrent = int8["throughput_concurrent"]
+    assert concurrent["streams"] >= 1 and concurrent["requests"] >= 1 and "AsyncInferQueue" in concurrent["how"]
     assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["top1_agreement"] > 0.9
     details = json.loads((root / "reports" / "details" / "spam_fnn" / "openvino_int8_acc.json").read_text())
     build = details["build"]

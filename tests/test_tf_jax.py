@@ -197,7 +197,7 @@ def test_torch_xla_fails_when_torchax_is_there_but_crashes(tiny_project, monkeyp
     (broken / "__init__.py").write_text("raise AttributeError('module torch has no attribute _C._xla')\n")
     monkeypatch.syspath_prepend(str(broken.parent))
     monkeypatch.delitem(sys.modules, "torchax", raising=False)
-    with pytest.raises(PipelineError, match="torchax does not import .*AttributeError") as raised:
+    with pytest.raises(PipelineError, match=r"torchax does not import .*AttributeError") as raised:
         build(torch_build_context(tiny_project), "torch_xla")
     assert not isinstance(raised.value, NotApplicable)  # a crash is `failed`, never `skipped`
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from pipeline.bench.stats import LatencyStats, spread_pct
 from pipeline.config import LatencyConfig, WarmupConfig
+from pipeline.runtimes.base import AsyncQueue
 
 clock = time.perf_counter_ns
 
@@ -107,3 +108,15 @@ def measure_throughput(call: Callable[[], Any], batch: int, seconds: float) -> f
         elapsed = clock() - start
         if elapsed >= seconds * 1e9:
             return batch * n / (elapsed / 1e9)
+
+
+def measure_concurrent(queue: AsyncQueue, batch: int, seconds: float) -> float:
+    """Samples per second with `queue.requests` requests kept in flight for at least `seconds`."""
+    warm_up(queue.submit, WarmupConfig(iters=2 * queue.requests, seconds=0.1 * seconds))
+    queue.wait_all()
+    n, start = 0, clock()
+    while clock() - start < seconds * 1e9:
+        queue.submit()  # blocks while every request is busy
+        n += 1
+    queue.wait_all()
+    return batch * n / ((clock() - start) / 1e9)

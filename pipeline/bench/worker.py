@@ -1,17 +1,21 @@
 """The benchmark itself, run in a fresh process per variant (see pipeline.isolate).
 
-Order matters: import the runtime (RSS baseline), load (load_ms), first call (first_infer_ms),
-warm-up, a first batch-1 latency segment, the throughput sweep, the remaining latency segments
-(apart in time from the first, so one slow spell of the machine does not decide the number), then
-accuracy on the eval split. CPU utilisation covers the timed loops; peak RSS is the process's
-high-water mark (ru_maxrss).
+Order matters: import the runtime, load (load_ms), first call (first_infer_ms), warm-up, a first
+batch-1 latency segment, the throughput sweep and concurrent throughput, the remaining latency
+segments (apart in time from the first, so one slow spell of the machine does not decide the
+number), the dimension sweep, then accuracy and fidelity on the scoring rows.
+
+Memory is sampled by a thread (pipeline.memory.RssSampler) per phase: `peak_rss_mb` covers the
+load and the first latency segment (the runtime's own footprint at batch 1), `rss_mb_by_batch`
+each batch of the sweep; the accuracy pass is never counted. CPU utilisation is per phase too.
 """
 
 from __future__ import annotations
 
 import importlib
-import resource
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,12 +23,13 @@ from typing import Any
 import psutil
 
 from pipeline import layout
-from pipeline.bench.harness import LatencyResult, measure_latency, warm_up
-from pipeline.config import PARAMS_FILE, ModelConfig, Params, load_params
-from pipeline.data import DataSet, generate_inputs, run_batched, sample_batch
+from pipeline.bench.energy import EnergyMeter
+from pipeline.bench.harness import LatencyResult, measure_concurrent, measure_latency, measure_throughput, warm_up
+from pipeline.config import PARAMS_FILE, BenchConfig, ModelConfig, Params, ThroughputConfig, load_params
+from pipeline.data import Arrays, DataSet, generate_inputs, run_batched, sample_batch
 from pipeline.evaluate import accuracy_block, fidelity_block
 from pipeline.files import read_json
-from pipeline.memory import batch_size
+from pipeline.memory import RssSampler, batch_size
 from pipeline.runtimes import RUNTIMES
 from pipeline.runtimes.base import Session
 
@@ -51,10 +56,6 @@ def other_load(before: Any, after: Any, own_cpu_s: float, wall_s: float) -> dict
     return {"other_cpu_pct": 100.0 * others / wall_s, "steal_pct": 100.0 * steal / wall_s}
 
 
-def _rss_mb() -> float:
-    return psutil.Process().memory_info().rss / 1e6
-
-
 @dataclass
 class Loaded:
     """A variant loaded by its runtime, with what it took to get there."""
@@ -67,7 +68,7 @@ class Loaded:
     load_ms: float
 
 
-def load_variant(model: str, variant: str, root: Path) -> Loaded:
+def load_variant(model: str, variant: str, root: Path, sampler: RssSampler | None = None) -> Loaded:
     params = load_params(root / PARAMS_FILE)
     threads = params.bench.resolved_threads()
     build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
@@ -76,10 +77,13 @@ def load_variant(model: str, variant: str, root: Path) -> Loaded:
     start = time.perf_counter()
     adapter = importlib.import_module(RUNTIMES[build["runtime"]].module)
     import_ms = 1000 * (time.perf_counter() - start)
-    runtime_rss_mb = _rss_mb()
+    runtime_rss_mb = psutil.Process().memory_info().rss / 1e6
 
     start = time.perf_counter()
-    session = adapter.load(layout.variant_dir(model, variant, root) / build["entry"], threads, build["runtime_config"])
+    with sampler.phase("load") if sampler else nullcontext():
+        session = adapter.load(
+            layout.variant_dir(model, variant, root) / build["entry"], threads, build["runtime_config"]
+        )
     load_ms = 1000 * (time.perf_counter() - start)
     return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms)
 
@@ -100,36 +104,81 @@ def measure_latency_only(model: str, variant: str, root: str = ".") -> dict[str,
     }
 
 
-def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
-    loaded = load_variant(model, variant, Path(root))
-    session, reference, bench = loaded.session, loaded.reference, loaded.params.bench
-    config = loaded.params.model(model)
-    load_ms, import_ms, rss_after_import = loaded.load_ms, loaded.import_ms, loaded.runtime_rss_mb
+class CpuClock:
+    """This process's CPU time over wall time, summed over the intervals it was running."""
 
-    source = read_json(layout.source_dir(model, Path(root)) / layout.SOURCE_INFO)
+    def __init__(self) -> None:
+        self.cpu_s = self.wall_s = 0.0
+        self.system_before: Any = None
+        self.system_after: Any = None
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        process = psutil.Process()
+        before, wall, system = process.cpu_times(), time.perf_counter(), psutil.cpu_times()
+        self.system_before = self.system_before or system
+        try:
+            yield
+        finally:
+            after = process.cpu_times()
+            self.cpu_s += (after.user - before.user) + (after.system - before.system)
+            self.wall_s += time.perf_counter() - wall
+            self.system_after = psutil.cpu_times()
+
+    def other_load(self) -> dict[str, float]:
+        return other_load(self.system_before, self.system_after, self.cpu_s, self.wall_s)
+
+    @property
+    def util_pct(self) -> float:
+        return 100.0 * self.cpu_s / self.wall_s if self.wall_s else 0.0
+
+
+def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
+    """Load and benchmark one variant (the bench stage runs this in a fresh process)."""
+    with RssSampler() as sampler:
+        baseline_mb = sampler.now_mb()
+        loaded = load_variant(model, variant, Path(root), sampler)
+        load_rss_mb = sampler.now_mb()
+        source = read_json(layout.source_dir(model, Path(root)) / layout.SOURCE_INFO)
+        config = loaded.params.model(model)
+        return measure_loaded(loaded, config, source, sampler, baseline_mb, load_rss_mb)
+
+
+def measure_loaded(
+    loaded: Loaded,
+    config: ModelConfig,
+    source: dict[str, Any],
+    sampler: RssSampler,
+    baseline_mb: float,
+    load_rss_mb: float,
+) -> dict[str, Any]:
+    """Everything after the load: latency (with the footprint sampled), the throughput sweep,
+    concurrent throughput, the dimension sweep, then accuracy and fidelity (never in a memory or
+    CPU figure)."""
+    session, reference, bench = loaded.session, loaded.reference, loaded.params.bench
     fixed, batching = source.get("fixed_batch"), source.get("batching", {})
     one = sample_batch(reference.inputs, fixed or 1)  # "batch 1" is the fixed batch for fixed-batch models
-    call = session.prepare(one)
-    start = time.perf_counter()
-    call()
-    first_infer_ms = 1000 * (time.perf_counter() - start)
 
-    process = psutil.Process()
-    cpu_before, system_before, wall_before = process.cpu_times(), psutil.cpu_times(), time.perf_counter()
-    warm_up(call, bench.warmup)
-    segments = [measure_latency(call, bench.latency)]
-    sweep = [fixed] if fixed else [b for b in bench.throughput.batches if b <= batching.get("max_batch", b)]
-    by_batch = {
-        f"b{size}": session.throughput(sample_batch(reference.inputs, size), size, bench.throughput.seconds)
-        for size in sweep or [1]
-    }
-    warm_up(call, bench.warmup)
-    segments += [measure_latency(call, bench.latency) for _ in range(bench.latency.segments - 1)]
+    latency_cpu, sweep_cpu = CpuClock(), CpuClock()
+    with sampler.phase("latency"):
+        call = session.prepare(one)
+        start = time.perf_counter()
+        call()
+        first_infer_ms = 1000 * (time.perf_counter() - start)
+        with latency_cpu.running():
+            warm_up(call, bench.warmup)
+            meter = EnergyMeter()
+            meter.start()
+            segments = [measure_latency(call, bench.latency)]
+            energy = meter.stop(segments[0].stats.n)
+    sizes = [fixed] if fixed else [b for b in bench.throughput.batches if b <= batching.get("max_batch", b)]
+    with sweep_cpu.running():
+        sweep = throughput_sweep(session, reference, sizes or [1], bench.throughput, sampler)
+        concurrent = concurrent_throughput(session, one, fixed or 1, bench)
+    with sampler.phase("latency_after_sweep"), latency_cpu.running():
+        warm_up(call, bench.warmup)
+        segments += [measure_latency(call, bench.latency) for _ in range(bench.latency.segments - 1)]
     latency = LatencyResult.combine(segments)
-    cpu_after, system_after, wall = process.cpu_times(), psutil.cpu_times(), time.perf_counter() - wall_before
-    own = (cpu_after.user - cpu_before.user) + (cpu_after.system - cpu_before.system)
-    cpu_pct = 100.0 * own / wall
-    peak_key = max(by_batch, key=by_batch.__getitem__)
 
     by_dim = latency_by_dim(session, config, source, bench)
     eval_batch = batch_size(bench.eval_batch, batching, fixed)
@@ -137,11 +186,15 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
     accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
     fidelity = fidelity_block(reference.outputs, outputs, config.class_scores)
 
-    cached_load_ms = session.cached_load_ms()
+    start = time.perf_counter()
+    cached = session.load_from_cache()
+    cached_load_ms = 1000 * (time.perf_counter() - start) if cached else None
     runtime_details = session.details()
+    by_batch = sweep["by_batch"]
+    peak_key = max(by_batch, key=by_batch.__getitem__)
     return {
         "metrics": {
-            "load_ms": load_ms,
+            "load_ms": loaded.load_ms,
             **({"load_cached_ms": cached_load_ms} if cached_load_ms is not None else {}),
             "first_infer_ms": first_infer_ms,
             "latency_ms": {k: v for k, v in latency.stats.to_dict().items() if k not in ("min", "max")},
@@ -151,10 +204,14 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
                 "peak": by_batch[peak_key],
                 "peak_batch": int(peak_key[1:]),
                 "by_batch": by_batch,
-                **session.concurrency(),
+                "stopped_by": sweep["stopped_by"],
             },
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,  # KiB on Linux
-            "cpu_util_pct": cpu_pct,
+            "throughput_concurrent": concurrent,
+            "peak_rss_mb": max(sampler.peaks["load"], sampler.peaks["latency"]),
+            "load_rss_mb": load_rss_mb,
+            "rss_mb_by_batch": sweep["rss_mb_by_batch"],
+            "cpu_util_pct": {"latency": latency_cpu.util_pct, "sweep": sweep_cpu.util_pct},
+            "energy": energy,
             "dims": source.get("dims", {}),
             "fixed_batch": fixed,
             **({"latency_ms_by_dim": by_dim} if by_dim else {}),
@@ -167,8 +224,10 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
             ),
         },
         "details": {
-            "import_ms": import_ms,
-            "runtime_rss_mb": rss_after_import,
+            "import_ms": loaded.import_ms,
+            "runtime_rss_mb": loaded.runtime_rss_mb,
+            "baseline_rss_mb": baseline_mb,
+            "rss_mb_after_sweep": sampler.peaks.get("latency_after_sweep"),
             "latency_min_ms": latency.stats.min,
             "latency_max_ms": latency.stats.max,
             "stability": {
@@ -177,13 +236,50 @@ def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
                 "window_spread_pct": latency.window_spread_pct,
                 "windows": latency.windows,
                 "seconds": latency.seconds,
-                **other_load(system_before, system_after, own, wall),
+                **latency_cpu.other_load(),
             },
             "accuracy": accuracy | {"eval_samples": len(reference), "eval_origin": reference.origin},
             "runtime": runtime_details,
-            "batching": batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sweep]},
+            "batching": batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sizes]},
         },
     }
+
+
+def throughput_sweep(
+    session: Session, reference: DataSet, sizes: list[int], config: ThroughputConfig, sampler: RssSampler
+) -> dict[str, Any]:
+    """Samples per second of one synchronous caller at each batch size, the same loop for every
+    runtime, with the peak RSS at each. It stops when a batch gains less than `min_gain_pct` over
+    the previous one, or when one call takes longer than `max_call_s`; `stopped_by` says which."""
+    by_batch: dict[str, float] = {}
+    rss: dict[str, float] = {}
+    stopped_by = "all batch sizes measured"
+    for size in sizes:
+        key = f"b{size}"
+        with sampler.phase(key):
+            call = session.prepare(sample_batch(reference.inputs, size))
+            start = time.perf_counter()
+            call()
+            one_call_s = time.perf_counter() - start
+            if by_batch and one_call_s > config.max_call_s:
+                stopped_by = f"one call at batch {size} took {one_call_s:.2f} s > max_call_s {config.max_call_s:g}"
+                break
+            by_batch[key] = measure_throughput(call, size, config.seconds)
+        rss[key] = sampler.peaks[key]
+        previous = list(by_batch.values())[-2] if len(by_batch) > 1 else None
+        if previous is not None and by_batch[key] < previous * (1 + config.min_gain_pct / 100):
+            gain = 100 * (by_batch[key] / previous - 1)
+            stopped_by = f"batch {size} gained {gain:+.1f}% over the previous one (< {config.min_gain_pct:g}%)"
+            break
+    return {"by_batch": by_batch, "rss_mb_by_batch": rss, "stopped_by": stopped_by}
+
+
+def concurrent_throughput(session: Session, one: Arrays, batch: int, bench: BenchConfig) -> dict[str, Any]:
+    """Samples per second with several batch-1 requests in flight: a server's view, beside the
+    single-caller sweep (labelled with how many requests and how they were driven)."""
+    queue = session.async_queue(one, bench.throughput.concurrent_requests or bench.resolved_threads())
+    value = measure_concurrent(queue, batch, bench.throughput.seconds)
+    return {"sps": value, "batch": batch, **queue.details()}
 
 
 def latency_by_dim(session: Session, config: ModelConfig, source: dict[str, Any], bench: Any) -> dict[str, Any]:

@@ -4,8 +4,9 @@
   in models/<name>/), like torch_eager.
 - jax_xla: jax.export of the jitted function with a symbolic batch axis: serialized StableHLO that
   loads without the model's code; loading deserializes and compiles.
-- torch_xla: a PyTorch source converted to JAX by torchax, then exported as jax_xla. When torchax
-  cannot import or convert the model, the variant is recorded as skipped with the reason.
+- torch_xla: a PyTorch source converted to JAX by torchax, then exported as jax_xla. Skipped when
+  torchax (optional) is not installed; failed, with the exception, when it is installed but
+  crashes on import or cannot convert the model.
 
 Parameters are Flax msgpack; the exported function takes them as a plain state dict, so that a
 loader can restore them without the model's code.
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.config import model_dir
-from pipeline.errors import NotApplicable, first_line
+from pipeline.errors import NotApplicable, PipelineError, first_line
 from pipeline.files import write_json
 from pipeline.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
@@ -94,8 +95,12 @@ class TorchXla(Pass):
 
         try:
             import torchax
-        except Exception as error:
-            raise NotApplicable(
+        except ModuleNotFoundError as error:
+            if error.name != "torchax":
+                raise PipelineError(f"torchax does not import: {first_line(error)}") from None
+            raise NotApplicable("torchax is not installed (an optional package: pip install torchax)") from None
+        except Exception as error:  # installed but broken: a failure to see, not a variant that does not apply
+            raise PipelineError(
                 f"torchax does not import with torch {torch.__version__}: {type(error).__name__}: {first_line(error)}"
             ) from None
         from pipeline.sources.pytorch import build_module
@@ -106,7 +111,7 @@ class TorchXla(Pass):
         try:
             params, jax_fn = torchax.extract_jax(module)
         except Exception as error:
-            raise NotApplicable(
+            raise PipelineError(
                 f"torchax cannot convert {ctx.model}: {type(error).__name__}: {first_line(error)}"
             ) from None
         return export_jax(ctx, lambda p, *inputs: jax_fn(p, inputs), params, f"torch via torchax {torchax.__version__}")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from pipeline.bench.harness import measure_throughput
 from pipeline.data import Arrays
 
 
@@ -17,8 +19,61 @@ def code_root(config: dict[str, Any]) -> Path:
     return Path(config.get("code_root", Path.cwd()))
 
 
+class AsyncQueue(Protocol):
+    """Requests submitted without waiting for their results; the timing loop is pipeline.bench's."""
+
+    requests: int
+
+    def submit(self) -> None:
+        """Start one request; blocks while all `requests` are busy."""
+
+    def wait_all(self) -> None: ...
+
+    def details(self) -> dict[str, Any]: ...
+
+
+class ThreadQueue:
+    """An AsyncQueue over prepared calls, one thread (and one call) per request in flight."""
+
+    def __init__(self, calls: list[Callable[[], Any]]) -> None:
+        self.requests = len(calls)
+        self._idle: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
+        for call in calls:
+            self._idle.put(call)
+        self._free = threading.Semaphore(self.requests)
+        self._pool = ThreadPoolExecutor(self.requests)
+        self._error: BaseException | None = None
+
+    def submit(self) -> None:
+        self._free.acquire()
+        call = self._idle.get()
+
+        def job() -> None:
+            try:
+                call()
+            except BaseException as error:
+                self._error = error
+            finally:
+                self._idle.put(call)
+                self._free.release()
+
+        self._pool.submit(job)
+
+    def wait_all(self) -> None:
+        for _ in range(self.requests):
+            self._free.acquire()
+        for _ in range(self.requests):
+            self._free.release()
+        if self._error is not None:
+            raise self._error
+
+    def details(self) -> dict[str, Any]:
+        return {"requests": self.requests, "how": "a thread per request, each with its own prepared call"}
+
+
 class Session(ABC):
-    """A loaded model. `run` is for correctness; `prepare` and `throughput` are the timed paths."""
+    """A loaded model. `run` is for correctness; `prepare` and `async_queue` give what pipeline.bench
+    times (adapters do no timing themselves)."""
 
     input_names: list[str]
     output_names: list[str]
@@ -34,21 +89,15 @@ class Session(ABC):
         """
         return lambda: self.run(inputs)
 
-    def throughput(self, inputs: Arrays, batch: int, seconds: float) -> float:
-        """Samples per second over back-to-back calls of one batch.
+    def async_queue(self, inputs: Arrays, requests: int) -> AsyncQueue:
+        """Up to `requests` calls on `inputs` in flight at once: a thread per request by default
+        (every runtime here releases the GIL while it computes); OpenVINO overrides it with its
+        own asynchronous queue."""
+        return ThreadQueue([self.prepare(inputs) for _ in range(requests)])
 
-        Runtimes that execute several requests at once (OpenVINO's async queue) override this;
-        `concurrency` says how many ran in parallel.
-        """
-        return measure_throughput(self.prepare(inputs), batch, seconds)
-
-    def concurrency(self) -> dict[str, int]:
-        """Streams and in-flight requests used by `throughput`."""
-        return {"streams": 1, "requests": 1}
-
-    def cached_load_ms(self) -> float | None:
-        """Load time when a compiled-model cache is warm, for runtimes that keep one."""
-        return None
+    def load_from_cache(self) -> bool:
+        """Load the artifact again from a warm compiled-model cache; False for runtimes with none."""
+        return False
 
     def details(self) -> dict[str, Any]:
         """Runtime settings worth recording next to the numbers (threads, providers, hints)."""

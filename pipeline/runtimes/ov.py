@@ -1,8 +1,8 @@
 """OpenVINO on the CPU plugin.
 
-Latency: one synchronous infer request on a model compiled with the LATENCY hint. Throughput: a
-second compilation with the THROUGHPUT hint, driven by an AsyncInferQueue with the plugin's
-optimal number of requests (streams and requests are recorded). Model caching (CACHE_DIR) is on:
+Latency and the throughput sweep: one synchronous infer request on a model compiled with the
+LATENCY hint, like every other runtime. Concurrent throughput: a second compilation with the
+THROUGHPUT hint behind an AsyncInferQueue of the plugin's optimal number of requests. Model caching (CACHE_DIR) is on:
 `load_ms` is a cold compile into an empty cache, `cached_load_ms` a fresh Core loading from it.
 The build's `inference_precision` ('f32', 'bf16', 'f16' or 'auto', the plugin's choice) is passed
 as INFERENCE_PRECISION_HINT, and the precision the plugin actually used is reported.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,6 @@ from typing import Any
 import numpy as np
 import openvino as ov
 
-from pipeline.bench.harness import clock, warm_up
-from pipeline.config import WarmupConfig
 from pipeline.data import Arrays
 from pipeline.runtimes.base import Session
 
@@ -42,7 +39,6 @@ class OpenVinoSession(Session):
         self._cache = tempfile.mkdtemp(prefix="ov-cache-")
         self._compiled = self._compile("LATENCY", ov.Core())
         self._request = self._compiled.create_infer_request()
-        self._throughput_model: ov.CompiledModel | None = None
         self.input_names = [port.any_name for port in self._compiled.inputs]
         self.output_names = [port.any_name for port in self._compiled.outputs]
 
@@ -69,40 +65,17 @@ class OpenVinoSession(Session):
             request.set_input_tensor(index, ov.Tensor(array))
         return request.infer
 
-    def throughput(self, inputs: Arrays, batch: int, seconds: float) -> float:
-        """Samples per second with the THROUGHPUT hint and all of its requests in flight."""
-        if self._throughput_model is None:
-            self._throughput_model = self._compile("THROUGHPUT", ov.Core())
-        queue = ov.AsyncInferQueue(self._throughput_model, self._requests())
-        tensors = {index: ov.Tensor(array) for index, array in self._ports(inputs).items()}
-        for request in range(len(queue)):  # inputs bound once, as in `prepare`
-            for index, tensor in tensors.items():
-                queue[request].set_input_tensor(index, tensor)
-        submit = queue.start_async  # blocks while every request is busy
+    def async_queue(self, inputs: Arrays, requests: int) -> OpenVinoQueue:
+        """OpenVINO's own way to serve many requests: a model compiled with the THROUGHPUT hint
+        and an AsyncInferQueue of the plugin's optimal number of requests (`requests` is ignored:
+        the plugin's streams decide how many run at once)."""
+        compiled = self._compile("THROUGHPUT", ov.Core())
+        return OpenVinoQueue(compiled, self._ports(inputs))
 
-        warm_up(submit, WarmupConfig(iters=2 * len(queue), seconds=0.1 * seconds))
-        queue.wait_all()
-        count, start = 0, clock()
-        while clock() - start < seconds * 1e9:
-            submit()
-            count += 1
-        queue.wait_all()
-        return batch * count / ((clock() - start) / 1e9)
-
-    def _requests(self) -> int:
-        assert self._throughput_model is not None
-        return int(self._throughput_model.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
-
-    def concurrency(self) -> dict[str, int]:
-        if self._throughput_model is None:
-            self._throughput_model = self._compile("THROUGHPUT", ov.Core())
-        return {"streams": int(self._throughput_model.get_property("NUM_STREAMS")), "requests": self._requests()}
-
-    def cached_load_ms(self) -> float:
-        """A new Core compiling the same model with the cache the first load filled."""
-        start = time.perf_counter()
+    def load_from_cache(self) -> bool:
+        """Compile the model again in a new Core, from the cache the first load filled."""
         self._compile("LATENCY", ov.Core())
-        return 1000 * (time.perf_counter() - start)
+        return True
 
     def details(self) -> dict[str, Any]:
         return {
@@ -112,6 +85,30 @@ class OpenVinoSession(Session):
             "inference_num_threads": int(self._compiled.get_property("INFERENCE_NUM_THREADS")),
             "latency_hint_streams": int(self._compiled.get_property("NUM_STREAMS")),
             "execution_devices": ", ".join(self._compiled.get_property("EXECUTION_DEVICES")),
+        }
+
+
+class OpenVinoQueue:
+    """AsyncInferQueue with every request's inputs bound once (as `prepare` does)."""
+
+    def __init__(self, compiled: ov.CompiledModel, ports: dict[int, np.ndarray]) -> None:
+        self._compiled = compiled
+        self.requests = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+        self._queue = ov.AsyncInferQueue(compiled, self.requests)
+        tensors = {index: ov.Tensor(array) for index, array in ports.items()}
+        for request in range(len(self._queue)):
+            for index, tensor in tensors.items():
+                self._queue[request].set_input_tensor(index, tensor)
+        self.submit = self._queue.start_async  # blocks while every request is busy
+
+    def wait_all(self) -> None:
+        self._queue.wait_all()
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "streams": int(self._compiled.get_property("NUM_STREAMS")),
+            "how": "OpenVINO AsyncInferQueue, THROUGHPUT hint",
         }
 
 
