@@ -258,6 +258,7 @@ class BenchConfig(Strict):
     latency: LatencyConfig = LatencyConfig()
     throughput: ThroughputConfig = ThroughputConfig()
     eval_batch: int = Field(default=64, ge=1)
+    profile_calls: int = Field(default=20, ge=1)  # batch-1 runs under each runtime's operator profiler
     timeout_s: float = Field(default=1800, gt=0)
 
     @field_validator("threads")

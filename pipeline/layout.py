@@ -39,6 +39,11 @@ def metrics_dir(root: Path = Path(".")) -> Path:
     return root / REPORTS / "metrics"
 
 
+def profile_file(model: str, variant: str, root: Path = Path(".")) -> Path:
+    """Where the time goes in one variant: its top operator types (pipeline.bench.profile)."""
+    return root / REPORTS / "profile" / model / f"{variant}.json"
+
+
 def export_report(model: str, root: Path = Path(".")) -> Path:
     return root / REPORTS / "export" / f"{model}.json"
 

@@ -14,7 +14,7 @@ from typing import Any
 from pipeline import layout
 from pipeline.config import Params
 from pipeline.evaluate import worst_cosine
-from pipeline.files import atomic_dir, write_json
+from pipeline.files import atomic_dir, read_json, write_json
 from pipeline.results import load_env, load_metrics
 from pipeline.selection import Candidate, Selection, select
 from pipeline.summary import how_measured, markdown_table, rows
@@ -293,6 +293,7 @@ def model_report(
         "throughput": "Throughput vs batch size",
         "memory": "Peak memory per variant",
     }
+    lines += where_the_time_goes(model, metrics, root)
     lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
     lines += [f"_{how_measured(root)}_", ""]
     (folder / f"{model}.md").write_text("\n".join(lines))
@@ -315,6 +316,44 @@ def model_report(
         "warnings": len(warnings),
         "data": data,
     }
+
+
+def where_the_time_goes(model: str, metrics: Metrics, root: Path, rows_per_variant: int = 5) -> list[str]:
+    """One table per runtime: each profiled variant's share of time by operator type (FP32 next to
+    its INT8 variants), from reports/profile/. Runtimes name operators differently, hence per runtime."""
+    lines: list[str] = []
+    by_runtime: dict[str, dict[str, dict[str, Any]]] = {}
+    for variant in VARIANTS:
+        path = layout.profile_file(model, variant, root)
+        if metrics.get(variant, {}).get("status") == "ok" and path.is_file():
+            profile = read_json(path)
+            if profile.get("top"):
+                by_runtime.setdefault(metrics[variant]["runtime"], {})[variant] = profile
+    for runtime, profiles in by_runtime.items():
+        ops: list[str] = []
+        for profile in profiles.values():
+            ops += [op for op in list(profile["top"])[:rows_per_variant] if op not in ops]
+        header = " | ".join(f"`{v}`" for v in profiles)
+        lines += [f"**{runtime}**", "", f"| operator type | {header} |", "|---|" + "---:|" * len(profiles)]
+        for op in ops:
+            cells = []
+            for profile in profiles.values():
+                entry = profile["top"].get(op)
+                cells.append(
+                    f"{entry['share_pct']:.0f}% ({entry['total_ms'] / profile['calls']:.3g} ms)" if entry else ""
+                )
+            lines.append(f"| {op} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if not lines:
+        return []
+    return [
+        "## Where the time goes",
+        "",
+        "Share of each variant's profiled time by operator type, and its time per batch-1 call, from the "
+        "runtime's own profiler on a separate instance after the timed runs (`reports/profile/`).",
+        "",
+        *lines,
+    ]
 
 
 def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:

@@ -98,8 +98,10 @@ def how_measured(root: Path = Path(".")) -> str:
         f"{latency.segments} segments (before and after the throughput sweep), each >= {latency.min_iters} calls "
         f"and {latency.min_seconds:g} s until {latency.stable_windows} windows of {latency.window_seconds:g} s "
         f"agree within {latency.stability_pct:g}%; 'noisy' when the segments' p50s differ by more than that. "
-        f"Throughput: {bench.throughput.seconds:g} s per batch size {bench.throughput.batches}. "
-        f"Accuracy Δ: task metric vs the FP32 source on the eval split."
+        f"Throughput: one synchronous caller, {bench.throughput.seconds:g} s per batch size "
+        f"{bench.throughput.batches}, stopping when a batch gains < {bench.throughput.min_gain_pct:g}% or one call "
+        f"takes > {bench.throughput.max_call_s:g} s. RSS: sampled over load and batch-1 latency. "
+        f"Accuracy Δ and cosine: vs the FP32 source on the held-out scoring rows."
     )
 
 

@@ -104,3 +104,23 @@ def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp
     assert "| onnx_int8_dynamic |" in index and "cos 0.3000" in index  # no constraint: the fastest wins
     points = json.loads((tmp_path / "reports" / "plots" / "latency_accuracy" / "minilm_l6.json").read_text())
     assert {p["variant"]: round(p["quality_loss"], 4) for p in points} == {"onnx_fp32": 0.0, "onnx_int8_dynamic": 0.7}
+
+
+def test_where_the_time_goes_puts_fp32_next_to_int8_per_runtime(tmp_path: Path):
+    from pipeline import layout
+    from pipeline.files import write_json
+    from pipeline.report import where_the_time_goes
+
+    profiles = {
+        "onnx_fp32": {"calls": 10, "top": {"Conv": {"share_pct": 80.0, "executions": 20, "total_ms": 8.0}}},
+        "onnx_int8_static": {"calls": 10, "top": {"QLinearConv": {"share_pct": 60.0, "executions": 20,
+                                                                  "total_ms": 3.0}}},
+        "openvino_int8": {"reason": "not measured"},
+    }  # fmt: skip
+    for variant, profile in profiles.items():
+        write_json(layout.profile_file("m", variant, tmp_path), profile)
+    metrics = {v: metric(1.0) for v in profiles}
+    lines = where_the_time_goes("m", metrics, tmp_path)
+    assert "| operator type | `onnx_fp32` | `onnx_int8_static` |" in lines
+    assert "| Conv | 80% (0.8 ms) |  |" in lines and "| QLinearConv |  | 60% (0.3 ms) |" in lines
+    assert not any("openvino" in line for line in lines)  # no profile, no column

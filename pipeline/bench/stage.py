@@ -55,6 +55,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
         "threads": threads,
     }
     details: dict[str, Any] = {"build": build["build"]}
+    profile: dict[str, Any] = {"reason": f"not measured: the variant is {build['status']}"}
     if build["status"] == "ok":
         artifact = layout.variant_dir(model, variant, root)
         metrics["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
@@ -67,11 +68,14 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
             )
             metrics |= result["metrics"]
             details |= result["details"]
+            profile = result["profile"]
             metrics |= honest_precision(build["precision"], metrics.get("inference_precision"))
             metrics |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
         except IsolatedFailure as failure:
             metrics |= {"status": "failed", "reason": f"benchmark failed: {failure}"}
+            profile = {"reason": "not measured: the benchmark failed"}
     write_json(layout.details_file(model, variant, root), details)
+    write_json(layout.profile_file(model, variant, root), profile)
     write_json(layout.metrics_file(model, variant, root), metrics)
     return metrics
 

@@ -25,6 +25,7 @@ import psutil
 from pipeline import layout
 from pipeline.bench.energy import EnergyMeter
 from pipeline.bench.harness import LatencyResult, measure_concurrent, measure_latency, measure_throughput, warm_up
+from pipeline.bench.profile import op_profile
 from pipeline.config import PARAMS_FILE, BenchConfig, ModelConfig, Params, ThroughputConfig, load_params
 from pipeline.data import Arrays, DataSet, generate_inputs, run_batched, sample_batch
 from pipeline.evaluate import accuracy_block, fidelity_block
@@ -185,6 +186,7 @@ def measure_loaded(
     outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
     accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
     fidelity = fidelity_block(reference.outputs, outputs, config.class_scores)
+    profile = op_profile(session, one, bench.profile_calls)  # after every timed figure, on its own instance
 
     start = time.perf_counter()
     cached = session.load_from_cache()
@@ -223,6 +225,7 @@ def measure_loaded(
                 else {}
             ),
         },
+        "profile": profile,
         "details": {
             "import_ms": loaded.import_ms,
             "runtime_rss_mb": loaded.runtime_rss_mb,

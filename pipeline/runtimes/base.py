@@ -7,6 +7,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +18,15 @@ def code_root(config: dict[str, Any]) -> Path:
     """Where a factory-based artifact imports the model's code from: the copy a deploy folder
     carries (`code_root`, set by pipeline.predict), else the project root (the working directory)."""
     return Path(config.get("code_root", Path.cwd()))
+
+
+@dataclass(frozen=True)
+class OpTime:
+    """One operator execution as a profiler reports it."""
+
+    op_type: str
+    ms: float
+    kernel: str = ""  # the implementation that ran, where the runtime says (OpenVINO: brgconv_avx512_amx_I8)
 
 
 class AsyncQueue(Protocol):
@@ -94,6 +104,11 @@ class Session(ABC):
         (every runtime here releases the GIL while it computes); OpenVINO overrides it with its
         own asynchronous queue."""
         return ThreadQueue([self.prepare(inputs) for _ in range(requests)])
+
+    def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
+        """Time per operator execution over `calls` runs of `inputs`, from the runtime's own profiler,
+        on a separately profiled instance (profiling overhead never enters a timed figure)."""
+        raise NotImplementedError(f"no operator profiler is wired in for {type(self).__name__}")
 
     def load_from_cache(self) -> bool:
         """Load the artifact again from a warm compiled-model cache; False for runtimes with none."""

@@ -20,7 +20,7 @@ import numpy as np
 import openvino as ov
 
 from pipeline.data import Arrays
-from pipeline.runtimes.base import Session
+from pipeline.runtimes.base import OpTime, Session
 
 DEVICE = "CPU"
 
@@ -71,6 +71,21 @@ class OpenVinoSession(Session):
         the plugin's streams decide how many run at once)."""
         compiled = self._compile("THROUGHPUT", ov.Core())
         return OpenVinoQueue(compiled, self._ports(inputs))
+
+    def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
+        """OpenVINO's per-layer counters (PERF_COUNT) on a second compilation: executed layers only,
+        with the kernel each ran (e.g. brgconv_avx512_amx_I8: an AMX INT8 convolution)."""
+        properties = compile_properties("LATENCY", self._threads, self._precision) | {"PERF_COUNT": True}
+        request = ov.Core().compile_model(str(self._path), DEVICE, properties).create_infer_request()
+        times = []
+        for _ in range(calls):
+            request.infer(self._ports(inputs))
+            times += [
+                OpTime(info.node_type, info.real_time.total_seconds() * 1000, info.exec_type)
+                for info in request.profiling_info
+                if info.status == ov.ProfilingInfo.Status.EXECUTED
+            ]
+        return times
 
     def load_from_cache(self) -> bool:
         """Compile the model again in a new Core, from the cache the first load filled."""

@@ -11,7 +11,7 @@ import torch
 
 from pipeline.data import Arrays
 from pipeline.files import read_json
-from pipeline.runtimes.base import Session, code_root
+from pipeline.runtimes.base import OpTime, Session, code_root
 from pipeline.sources.pytorch import as_tuple, build_module
 
 
@@ -48,6 +48,21 @@ class TorchSession(Session):
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
         module, tensors = self._module, self._tensors(inputs)
         return lambda: module(*tensors)
+
+    def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
+        """torch.profiler's CPU activity: self time per aten operator (children not counted twice)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        call = self.prepare(inputs)
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            for _ in range(calls):
+                call()
+        return [
+            OpTime(event.key, event.self_cpu_time_total / 1000 / event.count)
+            for event in profiler.key_averages()
+            for _ in range(event.count)
+            if event.self_cpu_time_total > 0
+        ]
 
     def details(self) -> dict[str, Any]:
         return {"intra_op_threads": self._threads, "mode": self._mode}
