@@ -99,6 +99,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
                     "pipeline.build:run_pass",
                     {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root)},
                     timeout=params.build.timeout_s,
+                    log=layout.log_file(model, variant, "build", root),
                 )
             except IsolatedFailure as failure:
                 for leftover in tmp.iterdir():
@@ -106,6 +107,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
                 if failure.not_applicable:
                     info |= {"status": "skipped", "reason": str(failure)}
                 else:
-                    info |= {"status": "failed", "reason": f"build failed: {failure}"}
+                    command = f"python stages/build.py {model} {variant}"
+                    info |= {"status": "failed", "reason": f"build failed: {failure.evidence(command)}"}
         write_json(tmp / layout.BUILD_INFO, info)
     return info

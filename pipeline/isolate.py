@@ -36,6 +36,12 @@ class IsolatedFailure(Exception):
     def __init__(self, reason: str, not_applicable: bool = False) -> None:
         super().__init__(reason)
         self.not_applicable = not_applicable
+        self.log: Path | None = None  # the child's stderr, when the caller asked to keep it
+
+    def evidence(self, command: str) -> str:
+        """The reason, the log that holds the child's stderr and a command that reproduces the failure."""
+        kept = f"log: {self.log}; " if self.log else ""
+        return f"{self} [{kept}reproduce: {command}]"
 
 
 def _reason(error: BaseException) -> str:
@@ -44,11 +50,12 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {one_line(error)}" if str(error).strip() else type(error).__name__
 
 
-def _pump(stream: Any, tail: deque[str]) -> None:
-    """Copy the child's stderr to ours line by line (live progress) and keep the last lines."""
+def _pump(stream: Any, tail: deque[str], keep: Any) -> None:
+    """Copy the child's stderr to ours line by line (live progress), to `keep`, and keep the last lines."""
     for line in iter(stream.readline, ""):
         sys.stderr.write(line)
         sys.stderr.flush()
+        keep.write(line)
         if line.strip():
             tail.append(line.rstrip())
 
@@ -88,55 +95,72 @@ def call(
     timeout: float,
     env: dict[str, str] | None = None,
     limit_mb: float | None = None,
+    log: Path | None = None,
 ) -> Any:
     """Return `target(**kwargs)` computed in a child process, or raise IsolatedFailure.
 
     A child whose processes together grow past `limit_mb` resident (default: 90% of the memory
     available at its start) is killed and the failure says so: one model too big for this
-    machine must not bring the kernel's OOM killer down on the whole `dvc repro`."""
+    machine must not bring the kernel's OOM killer down on the whole `dvc repro`. When the call
+    fails (not when it does not apply), the child's whole stderr is kept at `log`."""
     limit = limit_mb if limit_mb is not None else memory_limit_mb()
     with tempfile.TemporaryDirectory(prefix="isolate-") as tmp:
-        request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
-        request.write_text(json.dumps({"target": target, "kwargs": kwargs}))
-        child_env = os.environ | (env or {}) | {"PYTHONUNBUFFERED": "1"}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.isolate", str(request), str(result)],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=child_env,
-            start_new_session=True,  # its own process group, so a timeout kills its helpers too
-        )
-        tail: deque[str] = deque(maxlen=20)
-        pump = threading.Thread(target=_pump, args=(process.stderr, tail), daemon=True)
-        pump.start()
-        memory: dict[str, float] = {}
-        stop = threading.Event()
-        watch = threading.Thread(target=_watch_memory, args=(process, limit, memory, stop), daemon=True)
-        watch.start()
         try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            raise IsolatedFailure(f"timed out after {timeout:g} s") from None
-        finally:
-            stop.set()
-            pump.join(timeout=5)
-        if "killed_at_mb" in memory:
-            raise IsolatedFailure(
-                f"stopped at {memory['killed_at_mb']:,.0f} MB resident: more than the {limit:,.0f} MB this machine "
-                "could give it (90% of the memory available at its start)"
-            )
-        if result.exists():
-            outcome = json.loads(result.read_text())
-            if outcome["ok"]:
-                return outcome["value"]
-            raise IsolatedFailure(outcome["reason"], outcome.get("not_applicable", False))
-        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-        last = tail[-1] if tail else "no output"
+            return _call(target, kwargs, timeout, env, limit, Path(tmp))
+        except IsolatedFailure as failure:
+            if log is not None and not failure.not_applicable:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text((Path(tmp) / "stderr.log").read_text() + f"\n# {target} failed: {failure}\n")
+                failure.log = log
+            raise
+
+
+def _call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str] | None, limit: float,
+          tmp: Path) -> Any:  # fmt: skip
+    """`call`'s work, in the temporary folder `tmp` (request, result and the child's stderr)."""
+    request, result = tmp / "request.json", tmp / "result.json"
+    request.write_text(json.dumps({"target": target, "kwargs": kwargs}))
+    child_env = os.environ | (env or {}) | {"PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.isolate", str(request), str(result)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env,
+        start_new_session=True,  # its own process group, so a timeout kills its helpers too
+    )
+    tail: deque[str] = deque(maxlen=20)
+    keep = (tmp / "stderr.log").open("w")
+    pump = threading.Thread(target=_pump, args=(process.stderr, tail, keep), daemon=True)
+    pump.start()
+    memory: dict[str, float] = {}
+    stop = threading.Event()
+    watch = threading.Thread(target=_watch_memory, args=(process, limit, memory, stop), daemon=True)
+    watch.start()
+    try:
+        code = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise IsolatedFailure(f"timed out after {timeout:g} s") from None
+    finally:
+        stop.set()
+        pump.join(timeout=5)
+        keep.close()
+    if "killed_at_mb" in memory:
         raise IsolatedFailure(
-            f"process {how} ({'out of memory? ' if code == -signal.SIGKILL else ''}last line: {last[:200]})"
+            f"stopped at {memory['killed_at_mb']:,.0f} MB resident: more than the {limit:,.0f} MB this machine "
+            "could give it (90% of the memory available at its start)"
         )
+    if result.exists():
+        outcome = json.loads(result.read_text())
+        if outcome["ok"]:
+            return outcome["value"]
+        raise IsolatedFailure(outcome["reason"], outcome.get("not_applicable", False))
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+    last = tail[-1] if tail else "no output"
+    raise IsolatedFailure(
+        f"process {how} ({'out of memory? ' if code == -signal.SIGKILL else ''}last line: {last[:200]})"
+    )
 
 
 def _child(request_path: str, result_path: str) -> int:

@@ -44,6 +44,11 @@ def profile_file(model: str, variant: str, root: Path = Path(".")) -> Path:
     return root / REPORTS / "profile" / model / f"{variant}.json"
 
 
+def log_file(model: str, variant: str, stage: str, root: Path = Path(".")) -> Path:
+    """A failed build's or benchmark's child stderr (kept, not committed)."""
+    return root / REPORTS / "logs" / model / f"{variant}.{stage}.log"
+
+
 def export_report(model: str, root: Path = Path(".")) -> Path:
     return root / REPORTS / "export" / f"{model}.json"
 

@@ -43,6 +43,21 @@ def test_a_broken_source_fails_every_variant_with_its_reason_and_nothing_else(ti
         assert "missing.pt" in metrics["reason"]
 
 
+def test_a_failed_build_keeps_the_childs_stderr_and_a_command_that_reproduces_it(tiny_project):
+    params = params_for(tiny=tiny_config())
+    export_model("tiny", params, tiny_project)
+    exported = layout.source_dir("tiny", tiny_project) / layout.EXPORTED_ONNX
+    exported.write_bytes(exported.read_bytes()[:100])  # damaged after the export's own checks
+    info = build_variant("tiny", "onnx_fp32", params, tiny_project)
+    log = layout.log_file("tiny", "onnx_fp32", "build", tiny_project)
+    assert (
+        info["status"] == "failed"
+        and f"[log: {log}; reproduce: python stages/build.py tiny onnx_fp32]" in info["reason"]
+    )
+    assert "pipeline.build:run_pass failed: " in log.read_text()
+    assert not layout.log_file("tiny", "torch_eager", "build", tiny_project).exists()  # only failures leave logs
+
+
 def test_export_records_dims_batching_and_fixed_batch(tiny_project):
     report = export_model("tiny", params_for(tiny=tiny_config()), tiny_project)
     assert report["status"] == "ok" and report["fixed_batch"] is None and report["max_batch"] >= 1

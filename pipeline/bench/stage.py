@@ -65,6 +65,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                 {"model": model, "variant": variant, "root": str(root)},
                 timeout=params.bench.timeout_s,
                 env=thread_env(threads),
+                log=layout.log_file(model, variant, "bench", root),
             )
             metrics |= result["metrics"]
             details |= result["details"]
@@ -72,7 +73,8 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
             metrics |= honest_precision(build["precision"], metrics.get("inference_precision"))
             metrics |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
         except IsolatedFailure as failure:
-            metrics |= {"status": "failed", "reason": f"benchmark failed: {failure}"}
+            command = f"python stages/bench.py {model} {variant}"
+            metrics |= {"status": "failed", "reason": f"benchmark failed: {failure.evidence(command)}"}
             profile = {"reason": "not measured: the benchmark failed"}
     write_json(layout.details_file(model, variant, root), details)
     write_json(layout.profile_file(model, variant, root), profile)
