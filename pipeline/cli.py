@@ -58,7 +58,26 @@ def _gate(args: argparse.Namespace) -> int:
     percentile = args.percentile or params.select.percentile
     verdicts, movements, warnings = run_gate(params, args.rev, args.threshold, percentile, args.model or None)
     print_gate(verdicts, movements, warnings, args.rev, args.threshold, percentile)
-    return 1 if any(v.failures for v in verdicts) else 0
+    if not args.remeasure:
+        return 1 if any(v.failures for v in verdicts) else 0
+    from pipeline.gate_ab import remeasure
+
+    results, origins = remeasure({v.model: (v.before, v.after) for v in verdicts}, args.rev, args.rounds)
+    print(f"\nPaired, measured now: {args.rounds} alternating rounds, each in a fresh process (batch-1 p50)")
+    paired_failures = []
+    for result in results:
+        failure = result.failure(args.threshold)
+        paired_failures += [failure] if failure else []
+        base, now = (", ".join(f"{x:.4g}" for x in xs) for xs in (result.base_ms, result.now_ms))
+        verdict = "FAIL" if failure else "ok"
+        print(f"{result.model}: {result.base.variant} at {args.rev} ({origins[result.model]}) [{base}] ms vs "
+              f"{result.now.variant} now [{now}] ms: {result.change_pct:+.1f}% {verdict}")  # fmt: skip
+    # Latency is judged on the paired figures; everything else (quality, nothing feasible) as stored.
+    timing = ("latency", "slower artifact")
+    stored = [f for v in verdicts for f in v.failures if not any(word in f for word in timing)]
+    failed = stored + paired_failures
+    print(f"gate (paired): {'FAILED' if failed else 'passed'}")
+    return 1 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate.add_argument("--threshold", type=float, default=10.0, help="allowed latency regression, percent (default 10)")
     gate.add_argument("--percentile", choices=["p50", "p90", "p99"], help="default: select.percentile in params.yaml")
     gate.add_argument("--params", type=Path, default=Path("params.yaml"))
+    gate.add_argument("--remeasure", action="store_true", help="judge latency on A/B figures measured now")
+    gate.add_argument("--rounds", type=int, default=4, help="alternating rounds for --remeasure (default 4)")
     gate.set_defaults(run=_gate)
     args = parser.parse_args(argv)
     try:
