@@ -59,13 +59,15 @@ def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(project):
 
 
 def test_failed_build_leaves_only_its_record(project, monkeypatch):
-    def failing_call(target, kwargs, timeout, env=None):
+    def failing_call(target, kwargs, timeout, env=None, log=None):
         (Path(kwargs["out_dir"]) / "half_written.onnx").write_bytes(b"...")
         raise IsolatedFailure("RuntimeError: converter exploded")
 
     monkeypatch.setattr(build_module, "call", failing_call)
     info = build_variant("tiny", "onnx_fp32", make_params(), project)
-    assert info["status"] == "failed" and info["reason"] == "build failed: RuntimeError: converter exploded"
+    assert info["status"] == "failed" and info["reason"] == (
+        "build failed: RuntimeError: converter exploded [reproduce: python stages/build.py tiny onnx_fp32]"
+    )
     folder = layout.variant_dir("tiny", "onnx_fp32", project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
     metrics = benchmark_variant("tiny", "onnx_fp32", make_params(), project)
