@@ -116,3 +116,12 @@ def test_adapter_offers_its_async_queue_and_a_cached_load(context):
     details = queue.details()
     assert details["streams"] >= 1 and details["requests"] >= 1 and "AsyncInferQueue" in details["how"]
     assert session.load_from_cache() is True
+
+
+def test_each_prepared_call_keeps_its_own_inputs(context):
+    result = build(context, "openvino_fp32")
+    session = runtimes.load("openvino", context.out_dir / result.entry, 1, result.runtime_config)
+    x, _ = reference_outputs(context)
+    one = session.prepare({"x": x[:1]})
+    session.prepare({"x": x[:8]})  # the sweep prepares bigger batches after the latency call
+    assert next(iter(one().values())).shape[0] == 1

@@ -39,9 +39,12 @@ def test_each_latency_trap_fires_on_one_side_of_its_threshold_only():
     assert not any("onnx_fp16" in w for w in warnings_for({"onnx_fp32": fp32, "onnx_fp16": metric(1.04)}))
     assert any("onnx_int8_static" in w for w in warnings_for({"onnx_fp32": fp32, "onnx_int8_static": metric(0.96)}))
     assert not any("onnx_int8_static" in w for w in warnings_for({"onnx_fp32": fp32, "onnx_int8_static": metric(0.94)}))
-    # the case: 2.514 ms INT8 against 5.7 ms FP32 is 2.3x faster, never "no faster"
-    openvino = {"openvino_fp32": metric(5.7, runtime="openvino"), "openvino_int8": metric(2.514, runtime="openvino")}
-    assert not any("openvino_int8" in w for w in warnings_for(openvino))
+    # the case: 2.514 ms INT8 against 5.7 ms FP32 is 2.3x faster, never "no faster", however noisy
+    openvino = {
+        "openvino_fp32": metric(5.7, runtime="openvino", noise=2000.0),
+        "openvino_int8": metric(2.514, runtime="openvino", noise=7000.0),
+    }
+    assert not any(w.startswith("`openvino_int8` is not faster") for w in warnings_for(openvino))
 
 
 def test_differences_within_the_noise_margin_are_not_traps():

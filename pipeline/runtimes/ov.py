@@ -60,7 +60,9 @@ class OpenVinoSession(Session):
         }
 
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
-        request = self._request
+        """A request of its own with the inputs bound: preparing another batch (the sweep) must not
+        change what an earlier prepared call runs."""
+        request = self._compiled.create_infer_request()
         for index, array in self._ports(inputs).items():
             request.set_input_tensor(index, ov.Tensor(array))
         return request.infer
