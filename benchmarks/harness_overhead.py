@@ -1,7 +1,8 @@
 """Harness overhead: our reported p50 against a bare `session.run` loop, in one process, one run.
 
 Goal (issue 2): for onnx_fp32 on spam_fnn our p50 is within 3% of the bare loop's p50. Both loops
-time single calls with perf_counter_ns on the same session and the same batch-1 input; they take
+time single calls with perf_counter_ns on the same session and the same batch-1 input; ours runs
+with the worker's RSS sampler thread beside it, as in a benchmark; they take
 turns (ABAB...) so that drift in the machine's state hits both alike. Run after `dvc repro`, with
 nothing else running:  python benchmarks/harness_overhead.py [--rounds 5] [--out FILE]
 """
@@ -20,6 +21,7 @@ from pipeline.config import load_params
 from pipeline.data import DataSet, sample_batch
 from pipeline.files import read_json, write_json
 from pipeline.fingerprint import fingerprint
+from pipeline.memory import RssSampler
 from pipeline.runtimes import load
 
 
@@ -70,7 +72,8 @@ def main() -> None:
 
     ours, bare_p50 = [], []
     for _ in range(args.rounds):
-        ours.append(measure_latency(ours_call, params.bench.latency).stats.p50)
+        with RssSampler() as sampler, sampler.phase("latency"):  # as in the worker: memory sampled meanwhile
+            ours.append(measure_latency(ours_call, params.bench.latency).stats.p50)
         bare_p50.append(bare_loop_p50_ms(bare, feeds, params.bench.latency.min_seconds))
     ratio = float(np.median(ours) / np.median(bare_p50))
     result = {
