@@ -18,6 +18,7 @@ from pipeline.build import build_variant
 from pipeline.config import PARAMS_FILE, load_params, model_dir
 from pipeline.export import export_model
 from pipeline.files import read_json
+from pipeline.gate_ab import latency_in_fresh_process  # noqa: F401  (re-exported for the scripts)
 from pipeline.isolate import call
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,12 +56,3 @@ def entry(root: Path, model: str, variant: str) -> tuple[Path, dict[str, Any]]:
     """The built file of a variant and its runtime configuration."""
     build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
     return layout.variant_dir(model, variant, root) / build["entry"], build
-
-
-def latency_in_fresh_process(root: Path, model: str, variant: str) -> dict[str, Any]:
-    """Batch-1 latency by the pipeline's harness, in a process of its own."""
-    return call(
-        "pipeline.bench.worker:measure_latency_only",
-        {"model": model, "variant": variant, "root": str(root)},
-        timeout=1800,
-    )

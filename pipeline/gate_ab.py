@@ -55,14 +55,17 @@ class Paired:
         return None
 
 
-def p50_now(side: Side) -> float:
-    """Batch-1 p50 of `side` by the pipeline's harness, in a fresh process."""
-    result = call(
+def latency_in_fresh_process(root: Path, model: str, variant: str) -> dict[str, Any]:
+    """Batch-1 latency by the pipeline's harness, in a process of its own (also used by benchmarks/)."""
+    return call(
         "pipeline.bench.worker:measure_latency_only",
-        {"model": side.model, "variant": side.variant, "root": str(side.root)},
+        {"model": model, "variant": variant, "root": str(root)},
         timeout=1800,
     )
-    return float(result["latency_ms"]["p50"])
+
+
+def p50_now(side: Side) -> float:
+    return float(latency_in_fresh_process(side.root, side.model, side.variant)["latency_ms"]["p50"])
 
 
 def paired(model: str, base: Side, now: Side, rounds: int) -> Paired:
