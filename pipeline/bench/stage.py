@@ -9,6 +9,7 @@ the numbers users compare; reports/details/<model>/<variant>.json holds how they
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
     if build["status"] == "ok":
         artifact = layout.variant_dir(model, variant, root)
         metrics["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
+        start = time.perf_counter()
         try:
             result = call(
                 "pipeline.bench.worker:measure",
@@ -68,7 +70,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                 log=layout.log_file(model, variant, "bench", root),
             )
             metrics |= result["metrics"]
-            details |= result["details"]
+            details |= result["details"] | {"process_s": round(time.perf_counter() - start, 3)}
             profile = result["profile"]
             metrics |= honest_precision(build["precision"], metrics.get("inference_precision"))
             metrics |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))

@@ -105,6 +105,18 @@ def measure_latency_only(model: str, variant: str, root: str = ".") -> dict[str,
     }
 
 
+class PhaseTimes(dict):
+    """Wall-clock seconds of each phase of the benchmark (details.phase_s): where a slow stage spends."""
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self[name] = round(self.get(name, 0.0) + time.perf_counter() - start, 3)
+
+
 class CpuClock:
     """This process's CPU time over wall time, summed over the intervals it was running."""
 
@@ -160,8 +172,8 @@ def measure_loaded(
     fixed, batching = source.get("fixed_batch"), source.get("batching", {})
     one = sample_batch(reference.inputs, fixed or 1)  # "batch 1" is the fixed batch for fixed-batch models
 
-    latency_cpu, sweep_cpu = CpuClock(), CpuClock()
-    with sampler.phase("latency"):
+    latency_cpu, sweep_cpu, phases = CpuClock(), CpuClock(), PhaseTimes()
+    with sampler.phase("latency"), phases.timed("latency"):
         call = session.prepare(one)
         start = time.perf_counter()
         call()
@@ -174,19 +186,24 @@ def measure_loaded(
             energy = meter.stop(segments[0].stats.n)
     sizes = [fixed] if fixed else [b for b in bench.throughput.batches if b <= batching.get("max_batch", b)]
     with sweep_cpu.running():
-        sweep = throughput_sweep(session, reference, sizes or [1], bench.throughput, sampler)
-        concurrent = concurrent_throughput(session, one, fixed or 1, bench)
-    with sampler.phase("latency_after_sweep"), latency_cpu.running():
+        with phases.timed("sweep"):
+            sweep = throughput_sweep(session, reference, sizes or [1], bench.throughput, sampler)
+        with phases.timed("concurrent"):
+            concurrent = concurrent_throughput(session, one, fixed or 1, bench)
+    with sampler.phase("latency_after_sweep"), latency_cpu.running(), phases.timed("latency"):
         warm_up(call, bench.warmup)
         segments += [measure_latency(call, bench.latency) for _ in range(bench.latency.segments - 1)]
     latency = LatencyResult.combine(segments)
 
-    by_dim = latency_by_dim(session, config, source, bench)
+    with phases.timed("dim_sweep"):
+        by_dim = latency_by_dim(session, config, source, bench)
     eval_batch = batch_size(bench.eval_batch, batching, fixed)
-    outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
-    accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
-    fidelity = fidelity_block(reference.outputs, outputs, config.class_scores)
-    profile = op_profile(session, one, bench.profile_calls)  # after every timed figure, on its own instance
+    with phases.timed("accuracy"):
+        outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
+        accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
+        fidelity = fidelity_block(reference.outputs, outputs, config.class_scores)
+    with phases.timed("profile"):
+        profile = op_profile(session, one, bench.profile_calls)  # after every timed figure, on its own instance
 
     start = time.perf_counter()
     cached = session.load_from_cache()
@@ -229,6 +246,7 @@ def measure_loaded(
         "details": {
             "import_ms": loaded.import_ms,
             "runtime_rss_mb": loaded.runtime_rss_mb,
+            "phase_s": {"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
             "baseline_rss_mb": baseline_mb,
             "rss_mb_after_sweep": sampler.peaks.get("latency_after_sweep"),
             "latency_min_ms": latency.stats.min,
