@@ -91,7 +91,18 @@ def test_sweep_stops_before_a_call_longer_than_max_call_s():
     )
     metrics = run(lambda: StandIn(call_s=0.001, per_sample_s=0.0002), bench)
     assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8", "b32"]  # b32: 7.4 ms; b128: 26.6 > 10 ms
-    assert "max_call_s" in metrics["throughput_sps"]["stopped_by"]
+    # b128 is not even tried: at b32's samples/s it would take about 30 ms, over twice max_call_s
+    assert "batch 128 would take about" in metrics["throughput_sps"]["stopped_by"]
+
+
+def test_sweep_measures_a_call_it_cannot_rule_out_then_stops():
+    bench = BENCH.model_copy(
+        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.006, "min_gain_pct": 0})}
+    )
+    # b8 2.6 ms; b32 7.4 ms, predicted about 10 (< 2 x 6): tried, then over max_call_s
+    metrics = run(lambda: StandIn(call_s=0.001, per_sample_s=0.0002), bench)
+    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]
+    assert "one call at batch 32 took" in metrics["throughput_sps"]["stopped_by"]
 
 
 def test_latency_and_throughput_follow_the_stand_ins_speed():

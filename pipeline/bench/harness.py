@@ -99,8 +99,9 @@ def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyRe
 
 
 def measure_throughput(call: Callable[[], Any], batch: int, seconds: float) -> float:
-    """Samples per second over at least `seconds` of back-to-back calls of one batch (wall clock)."""
-    warm_up(call, WarmupConfig(iters=3, seconds=0.1 * seconds))  # a new batch size allocates at first
+    """Samples per second over at least `seconds` of back-to-back calls of one batch (wall clock),
+    after one untimed call (the caller has made the first, which allocates for the new size)."""
+    warm_up(call, WarmupConfig(iters=1, seconds=0.1 * seconds))
     n, start = 0, clock()
     while True:
         call()
