@@ -17,6 +17,8 @@ from pipeline.errors import one_line
 from pipeline.files import atomic_dir, read_json, remove, write_json
 from pipeline.isolate import IsolatedFailure, call
 from pipeline.passes.base import BuildContext
+from pipeline.target_probe import recorded_probe
+from pipeline.targets import target_for
 
 
 def write_variant_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
@@ -30,14 +32,15 @@ def write_variant_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]
     return {"status": "ok", "reason": f"{len(params.variants)} variants"}
 
 
-def run_pass(model: str, variant: str, out_dir: str, root: str = ".") -> dict[str, Any]:
-    """Child-process side: run the variant's pass into `out_dir`; return entry and details."""
+def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: str = "cpu") -> dict[str, Any]:
+    """Child-process side: run the variant's pass into `out_dir` for `target`; return entry and details."""
     params = load_params(Path(root) / PARAMS_FILE)
     spec = variants.get(variant)
     config = variants.validate_variant_params(variant, params.variant_params(variant, model))
-    ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir))
+    ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir), target)
     start = time.perf_counter()
     result = spec.pass_class()().run(ctx, config)
+    result.runtime_config |= dict(spec.runtime_options)
     seconds = time.perf_counter() - start
     if not (ctx.out_dir / result.entry).exists():
         raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")
@@ -55,7 +58,8 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
 
     example = ctx.example()
     try:
-        session = load(runtime, ctx.out_dir / result.entry, 1, result.runtime_config | {"code_root": str(ctx.root)})
+        config = result.runtime_config | {"code_root": str(ctx.root)}
+        session = load(runtime, ctx.out_dir / result.entry, 1, config, ctx.target)
         outputs = session.run(example)
     except Exception as error:
         raise RuntimeError(
@@ -73,12 +77,16 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     spec = variants.get(variant)
     params.variant_params(variant)  # a variant in the matrix must be configured
     config = params.model(model)
+    target = target_for(spec.device, params.targets)
+    probe = recorded_probe(target, root) if target else {}
     info: dict[str, Any] = {
         "status": "ok",
         "reason": "",
         "variant": variant,
         "runtime": spec.runtime,
         "precision": spec.precision,
+        "target": target or spec.device,
+        "per_target": spec.per_target,
         "entry": "",
         "runtime_config": {},
         "build": {},
@@ -86,7 +94,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
     export = source["export"]
     with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
-        reason = variants.skip_reason(spec, model, config)
+        reason = variants.skip_reason(spec, model, config, target, probe)
         if reason:
             info |= {"status": "skipped", "reason": reason}
         elif source.get("status") == "failed":
@@ -97,7 +105,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
             try:
                 info |= call(
                     "pipeline.build:run_pass",
-                    {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root)},
+                    {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root), "target": target},
                     timeout=params.build.timeout_s,
                     log=layout.log_file(model, variant, "build", root),
                 )

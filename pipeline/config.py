@@ -285,7 +285,7 @@ class Constraints(Strict):
     max_memory_mb: float | None = Field(default=None, gt=0)  # peak RSS of the benchmark process
     variants: list[str] | None = None  # allowed variants (e.g. only those your serving stack runs)
     runtimes: list[str] | None = None  # allowed runtimes (onnxruntime, openvino, torch, tensorflow, jax)
-    devices: list[str] | None = None  # allowed devices (cpu)
+    devices: list[str] | None = None  # allowed devices: a kind (cpu, cuda) or a target (cuda:1)
 
 
 class SelectConfig(Strict):
@@ -307,6 +307,7 @@ class BuildConfig(Strict):
 
 class Params(Strict):
     models: list[str] = Field(min_length=1)
+    targets: list[str] = Field(default=["cpu"], min_length=1)  # cpu, cuda:N (pipeline.targets)
     catalog: dict[str, ModelConfig]
     train: dict[str, dict[str, Any]] = Field(default_factory=dict)
     export: ExportConfig = ExportConfig()
@@ -314,6 +315,19 @@ class Params(Strict):
     bench: BenchConfig = BenchConfig()
     build: BuildConfig = BuildConfig()
     select: SelectConfig = SelectConfig()
+
+    @field_validator("targets")
+    @classmethod
+    def _known_targets(cls, targets: list[str]) -> list[str]:
+        from pipeline.targets import Target
+
+        parsed = []
+        for i, name in enumerate(targets):
+            try:
+                parsed.append(str(Target.parse(name)))
+            except ValueError as error:
+                raise _FieldError(str(i), str(error)) from None
+        return parsed
 
     @model_validator(mode="after")
     def _consistent(self) -> Params:

@@ -81,7 +81,7 @@ def _package(model: str, variant: str, metrics: dict[str, Any], params: Params, 
         "runtime_version": _version(runtime.distribution),
         "precision": metrics.get("precision", build["precision"]),  # as executed (bench stage)
         "precision_declared": build["precision"],
-        "device": runtime.device,
+        "device": build.get("target", "cpu"),  # where it was measured; pipeline.predict loads it there
         "entry": build["entry"],
         "runtime_config": build["runtime_config"],
         "code": CODE if factory else None,

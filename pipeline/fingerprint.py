@@ -138,3 +138,15 @@ def fingerprint() -> dict[str, Any]:
         "python": platform.python_version(),
         "packages": {name: _version(name) for name in PACKAGES},
     }
+
+
+def write_env(params: Any, root: Path = Path(".")) -> dict[str, Any]:
+    """The env stage: this fingerprint plus a probe of each configured target, to reports/env.json."""
+    from pipeline.files import write_json
+    from pipeline.layout import env_file
+    from pipeline.target_probe import probe_all
+
+    probes = probe_all(params.targets)
+    write_json(env_file(root), fingerprint() | {"targets": probes})
+    usable = [name for name, probe in probes.items() if probe["available"]]
+    return {"status": "ok", "reason": f"targets usable here: {', '.join(usable) or 'none'}"}

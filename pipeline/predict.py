@@ -44,7 +44,11 @@ class Predictor:
         if self.manifest.get("code"):
             config["code_root"] = str(folder / self.manifest["code"])
         self.session = load_runtime(
-            self.manifest["runtime"], folder / self.manifest["entry"], threads or cores(), config
+            self.manifest["runtime"],
+            folder / self.manifest["entry"],
+            threads or cores(),
+            config,
+            self.manifest.get("device", "cpu"),
         )
         self.output_names: list[str] = self.manifest["outputs"]
 

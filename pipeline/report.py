@@ -18,20 +18,14 @@ from pipeline.files import atomic_dir, read_json, write_json
 from pipeline.results import load_env, load_metrics
 from pipeline.selection import Candidate, Selection, select
 from pipeline.summary import how_measured, markdown_table, rows
-from pipeline.variants import BASELINES, VARIANTS
+from pipeline.variants import BASELINES, VARIANTS, should_beat
 
 Metrics = dict[str, dict[str, Any]]
 REPORT_DIR = layout.REPORTS / "report"
 PLOTS_DIR = layout.REPORTS / "plots"
 PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory")
 # Variants that trade precision for speed, and the variant of the same runtime they should beat.
-FP16_PAIRS = {"onnx_fp16": "onnx_fp32", "openvino_fp16": "openvino_fp32"}
-INT8_PAIRS = {
-    "onnx_int8_dynamic": "onnx_fp32",
-    "onnx_int8_static": "onnx_fp32",
-    "openvino_int8": "openvino_fp32",
-    "openvino_int8_acc": "openvino_fp32",
-}
+FP16_PAIRS, INT8_PAIRS = should_beat("fp16"), should_beat("int8")
 
 
 MIN_GAIN = 0.05  # an INT8 variant less than 5% faster than its FP32 counterpart is "not faster"
@@ -50,6 +44,17 @@ def _margin(metrics: Metrics, *variants: str) -> float:
     return max(5.0, *(metrics[v].get("noise_pct", 0.0) for v in variants)) / 100.0
 
 
+def on_gpu(metrics: dict[str, Any]) -> str:
+    """For a variant measured on a GPU: where (the CPU's ISA says nothing there); else empty."""
+    if metrics.get("device", "cpu") == "cpu":
+        return ""
+    gpu = metrics.get("gpu", {})
+    return (
+        f"measured on {metrics['device']} ({gpu.get('gpu', '?')}, compute capability "
+        f"{gpu.get('compute_capability', '?')}); nothing here measured where the time goes"
+    )
+
+
 def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[str]:
     """Known traps visible in one model's numbers, one sentence each."""
     found = []
@@ -57,7 +62,7 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
         found.append(f"No variant meets the constraints: {selection.why}. Nothing was deployed.")
     for fp16, fp32 in FP16_PAIRS.items():
         if _ok(metrics, fp16, fp32) and _p50(metrics, fp16) > _p50(metrics, fp32) * (1 + _margin(metrics, fp16, fp32)):
-            cause = (
+            cause = on_gpu(metrics[fp16]) or (
                 "this CPU has no native FP16 arithmetic (reports/env.json: no AVX512-FP16 or AMX-FP16), so FP16 "
                 "only saves size here"
                 if not cpu.get("native_fp16")
@@ -71,7 +76,7 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
         # "No faster" needs INT8 within 5% of FP32; noise widens no claim here (a noisy pair is flagged below).
         if _ok(metrics, int8, fp32) and _p50(metrics, int8) > _p50(metrics, fp32) * (1 - MIN_GAIN):
             peak = metrics[int8]["throughput_sps"]["peak"] / metrics[fp32]["throughput_sps"]["peak"]
-            evidence = (
+            evidence = on_gpu(metrics[int8]) or (
                 "this CPU lacks VNNI (reports/env.json), which INT8 matrix products need to be fast"
                 if not cpu.get("vnni")
                 else "the CPU has VNNI (reports/env.json), so the ISA is not the cause; nothing here measured "
@@ -105,9 +110,12 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
     not_applicable = [
         v for v, m in metrics.items() if m.get("status") == "skipped" and "source;" in m.get("reason", "")
     ]
+    skipped: dict[str, list[str]] = {}
     for variant, m in sorted(metrics.items()):
         if m.get("status") == "skipped" and variant not in not_applicable:
-            found.append(f"`{variant}` was skipped: {m.get('reason')}")
+            skipped.setdefault(m.get("reason", ""), []).append(f"`{variant}`")
+    for why, names in skipped.items():
+        found.append(f"{', '.join(names)} {'was' if len(names) == 1 else 'were'} skipped: {why}")
     if not_applicable:
         found.append(
             f"{len(not_applicable)} variant(s) do not apply to this source kind: {', '.join(sorted(not_applicable))}."

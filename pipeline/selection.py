@@ -80,7 +80,9 @@ def violations(candidate: Candidate, constraints: Constraints, percentile: str) 
     if constraints.runtimes is not None and candidate.runtime not in constraints.runtimes:
         allowed = ", ".join(constraints.runtimes)
         found.append(Violation("runtimes", f"runtime {candidate.runtime} not allowed ({allowed})", never))
-    if constraints.devices is not None and candidate.device not in constraints.devices:
+    if constraints.devices is not None and not {candidate.device, candidate.device.partition(":")[0]} & set(
+        constraints.devices
+    ):
         found.append(Violation("devices", f"device {candidate.device} not allowed", never))
     found += quality_violations(candidate, constraints)
     for name, value, limit, unit in (

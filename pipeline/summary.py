@@ -28,10 +28,10 @@ def _speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
 
 
 COLUMNS = (
-    "variant", "runtime", "prec", "size MB", "p50 ms", "p99 ms", "p50 speed-up",
+    "variant", "target", "runtime", "prec", "size MB", "p50 ms", "p99 ms", "p50 speed-up",
     "peak samples/s (batch)", "RSS MB", "acc Δ", "cosine", "top-1 agree", "status",
 )  # fmt: skip
-LEFT = {"variant", "runtime", "prec", "status"}
+LEFT = {"variant", "target", "runtime", "prec", "status"}
 
 
 def _status(m: dict[str, Any]) -> str:
@@ -42,11 +42,15 @@ def _status(m: dict[str, Any]) -> str:
 
 
 def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: str) -> list[list[str]]:
-    """One row of COLUMNS per variant that is not skipped, in params.yaml order; speed-ups against
-    `baseline_name`. Skipped variants have no numbers: the notes under the table say why."""
+    """One row of COLUMNS per variant that is not skipped, grouped by target, in params.yaml order;
+    speed-ups against `baseline_name`. Skipped variants have no numbers: the notes say why."""
     baseline = metrics.get(baseline_name)
     out = []
-    for variant in sorted(metrics, key=lambda v: order.index(v) if v in order else len(order)):
+
+    def place(variant: str) -> tuple[str, int]:
+        return metrics[variant].get("device", "cpu"), order.index(variant) if variant in order else len(order)
+
+    for variant in sorted(metrics, key=place):
         m = metrics[variant]
         if m.get("status") == "skipped":
             continue
@@ -55,6 +59,7 @@ def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: st
         throughput = m.get("throughput_sps") or {}
         out.append([
             variant,
+            m.get("device", "cpu"),
             m.get("runtime", ""),
             m.get("precision", ""),
             _num(m.get("size_mb")),
@@ -84,6 +89,16 @@ def rich_table(title: str, body: list[list[str]]) -> Table:
 def markdown_table(body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" if c in LEFT else "---:" for c in COLUMNS) + "|"]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+
+
+def not_ok_notes(metrics: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per distinct (status, reason), naming its variants: seven GPU variants skipped for
+    the same missing driver make one line, not seven."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for variant, m in metrics.items():
+        if m.get("status") != "ok":
+            grouped.setdefault((m.get("status", "?"), m.get("reason", "")), []).append(variant)
+    return [f"{', '.join(names)}: {status}: {reason}" for (status, reason), names in grouped.items()]
 
 
 def how_measured(root: Path = Path(".")) -> str:
@@ -119,11 +134,7 @@ def print_summary(
         baseline = BASELINES[params.model(model).source]
         body = rows(metrics, order, baseline)
         title = f"{model} (speed-up against {baseline})"
-        notes = [
-            f"{variant}: {m.get('status')}: {m.get('reason')}"
-            for variant, m in metrics.items()
-            if m.get("status") != "ok"
-        ]
+        notes = not_ok_notes(metrics)
         choice = layout.selection_file(model, root)
         if choice.exists():
             record = read_json(choice)

@@ -24,6 +24,10 @@ class Variant:
     precision: str
     pass_ref: str  # "module:Class" of a pipeline.passes.base.Pass
     sources: frozenset[str] | None = None  # source kinds it applies to; None: any, through the ONNX export
+    device: str = "cpu"  # the kind of target it runs on (pipeline.targets)
+    per_target: bool = False  # its artifact holds code or engines for one target's hardware (rebuilt there)
+    runtime_options: tuple[tuple[str, Any], ...] = ()  # fixed runtime_config entries (an ORT provider, say)
+    should_beat: str | None = None  # the higher-precision variant of its runtime and target it must be faster than
 
     @property
     def needs_export(self) -> bool:
@@ -41,19 +45,19 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_opt", "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
             "onnxruntime", "fp32", "pipeline.passes.ort_optimize:OrtOptimize"),
     Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
-            "onnxruntime", "fp16", "pipeline.passes.fp16:Float16"),
+            "onnxruntime", "fp16", "pipeline.passes.fp16:Float16", should_beat="onnx_fp32"),
     Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
-            "onnxruntime", "int8", "pipeline.passes.ort_quantize:DynamicInt8"),
+            "onnxruntime", "int8", "pipeline.passes.ort_quantize:DynamicInt8", should_beat="onnx_fp32"),
     Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
-            "onnxruntime", "int8", "pipeline.passes.ort_quantize:StaticInt8"),
+            "onnxruntime", "int8", "pipeline.passes.ort_quantize:StaticInt8", should_beat="onnx_fp32"),
     Variant("openvino_fp32", "OpenVINO IR, FP32 weights, f32 inference pinned", "openvino", "fp32",
             "pipeline.passes.openvino:OpenVinoFp32"),
     Variant("openvino_fp16", "OpenVINO IR, FP16-compressed weights", "openvino", "fp16",
-            "pipeline.passes.openvino:OpenVinoFp16"),
+            "pipeline.passes.openvino:OpenVinoFp16", should_beat="openvino_fp32"),
     Variant("openvino_int8", "OpenVINO IR quantized by nncf.quantize on the calibration split",
-            "openvino", "int8", "pipeline.passes.openvino:NncfInt8"),
+            "openvino", "int8", "pipeline.passes.openvino:NncfInt8", should_beat="openvino_fp32"),
     Variant("openvino_int8_acc", "nncf.quantize_with_accuracy_control: INT8 within max_drop on the eval split",
-            "openvino", "int8", "pipeline.passes.openvino:NncfInt8AccuracyControl"),
+            "openvino", "int8", "pipeline.passes.openvino:NncfInt8AccuracyControl", should_beat="openvino_fp32"),
     Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
             "pipeline.passes.pytorch:TorchEager", frozenset({"torch"})),
     Variant("torch_compile", "AOTInductor package of the PyTorch source (torch.export + TorchInductor)",
@@ -68,6 +72,28 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "pipeline.passes.jax_xla:JaxJit", frozenset({"jax"})),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",
             "pipeline.passes.jax_xla:JaxXla", frozenset({"jax"})),
+    # GPU targets (NVIDIA, CUDA): skipped with the target probe's reason where there is none.
+    Variant("onnx_cuda_fp32", "the ONNX export on ONNX Runtime's CUDA execution provider", "onnxruntime",
+            "fp32", "pipeline.passes.onnx_export:AsExported", device="cuda",
+            runtime_options=(("provider", "cuda"),)),
+    Variant("onnx_cuda_fp16", "onnx_fp16's FP16 graph on ONNX Runtime's CUDA execution provider", "onnxruntime",
+            "fp16", "pipeline.passes.fp16:Float16", device="cuda", runtime_options=(("provider", "cuda"),),
+            should_beat="onnx_cuda_fp32"),
+    Variant("onnx_trt_fp16", "ONNX Runtime's TensorRT execution provider, FP16 enabled, engine cached in "
+            "the artifact", "onnxruntime", "fp16", "pipeline.passes.tensorrt:OrtTensorRt", device="cuda",
+            per_target=True, runtime_options=(("provider", "tensorrt"), ("fp16", True))),
+    Variant("onnx_trt_int8", "the QDQ INT8 model (onnx_int8_static's recipe) on the TensorRT execution "
+            "provider: explicit quantization, no calibration table", "onnxruntime", "int8",
+            "pipeline.passes.tensorrt:OrtTensorRtQdq", device="cuda", per_target=True,
+            runtime_options=(("provider", "tensorrt"), ("fp16", True), ("int8", True)),
+            should_beat="onnx_trt_fp16"),
+    Variant("tensorrt_fp16", "onnx_fp16's graph built into a TensorRT engine (tensorrt API, strongly typed)",
+            "tensorrt", "fp16", "pipeline.passes.tensorrt:EngineFp16", device="cuda", per_target=True),
+    Variant("tensorrt_int8", "a TensorRT engine of the QDQ INT8 model (explicit quantization)",
+            "tensorrt", "int8", "pipeline.passes.tensorrt:EngineInt8", device="cuda", per_target=True,
+            should_beat="tensorrt_fp16"),
+    Variant("torch_compile_cuda", "AOTInductor package of the PyTorch source compiled for CUDA", "torch",
+            "fp32", "pipeline.passes.pytorch:TorchCompile", frozenset({"torch"}), device="cuda", per_target=True),
 ]}
 # fmt: on
 # The native way to run each source kind: every speed-up is taken against it.
@@ -78,6 +104,11 @@ BASELINES = {
     "jax": "jax_jit",
     "onnx": "onnx_fp32",
 }
+
+
+def should_beat(precision: str) -> dict[str, str]:
+    """{variant: the variant it must be faster than} for the variants of one precision (fp16, int8)."""
+    return {v.name: v.should_beat for v in VARIANTS.values() if v.should_beat and v.precision == precision}
 
 
 def get(name: str, source: str = PARAMS_FILE) -> Variant:
@@ -94,12 +125,18 @@ def validate_variant_params(
     return validate(config_class, data, source, prefix=f"{section}.{name}")
 
 
-def skip_reason(variant: Variant, model: str, config: ModelConfig) -> str | None:
-    """Why `variant` does not apply to `model`, or None when it does."""
+def skip_reason(
+    variant: Variant, model: str, config: ModelConfig, target: str | None, probe: dict[str, Any]
+) -> str | None:
+    """Why `variant` does not apply to `model` on `target` (probed as `probe`), or None when it does."""
     if variant.name in config.skip:
         return f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)"
     if variant.sources is not None and config.source not in variant.sources:
         return f"needs a {' or '.join(sorted(variant.sources))} source; {model} is a {config.source} model"
+    if target is None:
+        return f"runs on {variant.device}; {PARAMS_FILE}: targets names no {variant.device} target"
+    if not probe.get("available"):
+        return f"target {target} is not usable here: {probe.get('reason', 'not probed (reports/env.json)')}"
     from pipeline.runtimes import unavailable_reason
 
-    return unavailable_reason(variant.runtime)
+    return unavailable_reason(variant.runtime, target)

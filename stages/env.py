@@ -1,8 +1,10 @@
-"""DVC stage (always run): write the environment fingerprint every build and bench depends on."""
+"""DVC stage (always run): write the environment fingerprint every build and bench depends on,
+with a probe of each configured target (pipeline.target_probe)."""
 
-from pipeline.files import write_json
-from pipeline.fingerprint import fingerprint
-from pipeline.layout import env_file
+import sys
+
+from pipeline.fingerprint import write_env
+from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    write_json(env_file(), fingerprint())
+    sys.exit(run_stage(write_env, []))

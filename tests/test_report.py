@@ -47,6 +47,20 @@ def test_each_latency_trap_fires_on_one_side_of_its_threshold_only():
     assert not any(w.startswith("`openvino_int8` is not faster") for w in warnings_for(openvino))
 
 
+def test_gpu_pairs_warn_without_blaming_the_cpu_and_skips_are_listed_once_per_reason():
+    gpu = {"device": "cuda:0", "gpu": {"gpu": "NVIDIA L4", "compute_capability": "8.9"}}
+    no_driver = {"reason": "target cuda:0 is not usable here: no NVIDIA driver"}
+    found = warnings_for({
+        "tensorrt_fp16": metric(1.0, runtime="tensorrt") | gpu,
+        "tensorrt_int8": metric(0.99, runtime="tensorrt", precision="int8") | gpu,
+        "onnx_cuda_fp32": metric(1.0, status="skipped") | no_driver,
+        "onnx_cuda_fp16": metric(1.0, status="skipped") | no_driver,
+    })  # fmt: skip
+    int8 = next(w for w in found if w.startswith("`tensorrt_int8` is not faster than `tensorrt_fp16`"))
+    assert "measured on cuda:0 (NVIDIA L4, compute capability 8.9)" in int8 and "VNNI" not in int8
+    assert "`onnx_cuda_fp16`, `onnx_cuda_fp32` were skipped: target cuda:0 is not usable here" in " ".join(found)
+
+
 def test_differences_within_the_noise_margin_are_not_traps():
     assert warnings_for({"onnx_fp32": metric(1.0), "onnx_fp16": metric(1.03), "onnx_int8_dynamic": metric(0.7)}) == []
 

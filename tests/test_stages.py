@@ -37,12 +37,13 @@ def project(tmp_path):
 
 def test_skip_reasons():
     onnx_model = tiny_config(source="onnx", factory=None)
+    cpu = ("cpu", {"available": True})
     assert "needs a torch source; m is a onnx model" in variants.skip_reason(
-        variants.get("torch_eager"), "m", onnx_model
+        variants.get("torch_eager"), "m", onnx_model, *cpu
     )
     skipping = tiny_config(skip=["onnx_fp32"])
-    assert "catalog.m.skip" in variants.skip_reason(variants.get("onnx_fp32"), "m", skipping)
-    assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config()) is None
+    assert "catalog.m.skip" in variants.skip_reason(variants.get("onnx_fp32"), "m", skipping, *cpu)
+    assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config(), *cpu) is None
 
 
 def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(project):

@@ -17,7 +17,7 @@ from pipeline import layout
 from pipeline.config import Params
 from pipeline.files import read_json, size_mb, write_json
 from pipeline.isolate import IsolatedFailure, call
-from pipeline.runtimes import RUNTIMES
+from pipeline.target_probe import recorded_probe
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -52,9 +52,12 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
         "reason": build["reason"],
         "runtime": build["runtime"],
         "precision": build["precision"],
-        "device": RUNTIMES[build["runtime"]].device,
+        "device": build.get("target", "cpu"),
         "threads": threads,
     }
+    probe = recorded_probe(metrics["device"], root)
+    if "gpu" in probe:  # a usable GPU target: which GPU the figures belong to
+        metrics["gpu"] = {k: probe[k] for k in ("gpu", "driver", "compute_capability")}
     details: dict[str, Any] = {"build": build["build"]}
     profile: dict[str, Any] = {"reason": f"not measured: the variant is {build['status']}"}
     if build["status"] == "ok":

@@ -24,6 +24,7 @@ import psutil
 
 from pipeline import layout
 from pipeline.bench.energy import EnergyMeter
+from pipeline.bench.gpu import GpuMeter
 from pipeline.bench.harness import LatencyResult, measure_concurrent, measure_latency, measure_throughput, warm_up
 from pipeline.bench.profile import op_profile
 from pipeline.config import PARAMS_FILE, BenchConfig, ModelConfig, Params, ThroughputConfig, load_params
@@ -67,12 +68,14 @@ class Loaded:
     import_ms: float
     runtime_rss_mb: float
     load_ms: float
+    target: str = "cpu"
 
 
 def load_variant(model: str, variant: str, root: Path, sampler: RssSampler | None = None) -> Loaded:
     params = load_params(root / PARAMS_FILE)
     threads = params.bench.resolved_threads()
     build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
+    target = build.get("target", "cpu")
     reference = DataSet.load(layout.source_dir(model, root) / layout.REFERENCE)
 
     start = time.perf_counter()
@@ -83,10 +86,10 @@ def load_variant(model: str, variant: str, root: Path, sampler: RssSampler | Non
     start = time.perf_counter()
     with sampler.phase("load") if sampler else nullcontext():
         session = adapter.load(
-            layout.variant_dir(model, variant, root) / build["entry"], threads, build["runtime_config"]
+            layout.variant_dir(model, variant, root) / build["entry"], threads, build["runtime_config"], target
         )
     load_ms = 1000 * (time.perf_counter() - start)
-    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms)
+    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target)
 
 
 def measure_latency_only(model: str, variant: str, root: str = ".") -> dict[str, Any]:
@@ -180,7 +183,7 @@ def measure_loaded(
         first_infer_ms = 1000 * (time.perf_counter() - start)
         with latency_cpu.running():
             warm_up(call, bench.warmup)
-            meter = EnergyMeter()
+            meter = GpuMeter(loaded.target) if loaded.target.startswith("cuda") else EnergyMeter()
             meter.start()
             segments = [measure_latency(call, bench.latency)]
             energy = meter.stop(segments[0].stats.n)
@@ -197,7 +200,8 @@ def measure_loaded(
 
     with phases.timed("dim_sweep"):
         by_dim = latency_by_dim(session, config, source, bench)
-    eval_batch = batch_size(bench.eval_batch, batching, fixed)
+    fastest = max(sweep["by_batch"], key=sweep["by_batch"].__getitem__)  # the most samples/s: the quickest pass
+    eval_batch = batch_size(min(bench.eval_batch, int(fastest[1:])), batching, fixed)
     with phases.timed("accuracy"):
         outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
         accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
@@ -231,6 +235,7 @@ def measure_loaded(
             "rss_mb_by_batch": sweep["rss_mb_by_batch"],
             "cpu_util_pct": {"latency": latency_cpu.util_pct, "sweep": sweep_cpu.util_pct},
             "energy": energy,
+            **(meter.figures() if isinstance(meter, GpuMeter) else {}),
             "dims": source.get("dims", {}),
             "fixed_batch": fixed,
             **({"latency_ms_by_dim": by_dim} if by_dim else {}),
@@ -277,6 +282,14 @@ def throughput_sweep(
     stopped_by = "all batch sizes measured"
     for size in sizes:
         key = f"b{size}"
+        if by_batch:  # at the previous batch's samples/s; per-sample cost seldom grows with the batch
+            expected_s = size / list(by_batch.values())[-1]
+            if expected_s > 2 * config.max_call_s:  # far over: not worth one call to find out
+                stopped_by = (
+                    f"one call at batch {size} would take about {expected_s:.2f} s (at the previous batch's "
+                    f"samples/s) > 2 x max_call_s {config.max_call_s:g}"
+                )
+                break
         with sampler.phase(key):
             call = session.prepare(sample_batch(reference.inputs, size))
             start = time.perf_counter()

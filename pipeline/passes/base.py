@@ -28,6 +28,7 @@ class BuildContext:
     config: ModelConfig
     root: Path
     out_dir: Path
+    target: str = "cpu"  # where the artifact will run (pipeline.targets): per-target passes compile for it
 
     @property
     def source_dir(self) -> Path:

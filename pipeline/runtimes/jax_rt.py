@@ -52,5 +52,5 @@ class JaxSession(Session):
         return {"kind": self._kind, "backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any]) -> JaxSession:
+def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> JaxSession:
     return JaxSession(artifact, threads, config)

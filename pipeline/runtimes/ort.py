@@ -1,4 +1,14 @@
-"""ONNX Runtime on the CPU execution provider."""
+"""ONNX Runtime on the CPU, CUDA or TensorRT execution provider.
+
+The provider follows the target and the build's runtime_config (`provider`: cuda | tensorrt, with
+`fp16` / `int8` for TensorRT). A session that does not run on the provider asked for is an error,
+never a silent CPU fallback: `get_providers()[0]` is checked after loading. On a GPU the timed call
+is `session.run` with numpy arrays, so latency includes the host-device copies a numpy caller pays,
+and it is synchronous (outputs are on the host when it returns).
+TensorRT's engine and timing caches live in the artifact folder under `trt_cache/<key>`, keyed by
+model, TensorRT version and GPU (pipeline.target_probe.engine_cache_key): the build's load check
+builds the engine once, and the benchmark loads it from there.
+"""
 
 from __future__ import annotations
 
@@ -23,13 +33,70 @@ def session_options(threads: int) -> ort.SessionOptions:
     return options
 
 
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
+CACHE_DIR = "trt_cache"
+
+
+def providers(path: Path, target: str, config: dict[str, Any]) -> list[Any]:
+    """The provider list for `target`: the one asked for first, then CUDA and CPU for the nodes it
+    leaves (ONNX Runtime assigns each node to the first provider that takes it)."""
+    if target == "cpu":
+        return [PROVIDERS["cpu"]]
+    device = {"device_id": int(target.partition(":")[2] or 0)}
+    chain: list[Any] = [(PROVIDERS["cuda"], device), PROVIDERS["cpu"]]
+    if config.get("provider") == "tensorrt":
+        chain.insert(0, (PROVIDERS["tensorrt"], device | tensorrt_options(path, target, config)))
+    return chain
+
+
+def tensorrt_options(path: Path, target: str, config: dict[str, Any]) -> dict[str, Any]:
+    from pipeline.target_probe import engine_cache_key, probe_cuda
+
+    gpu = probe_cuda(int(target.partition(":")[2] or 0))
+    cache = path.parent / CACHE_DIR / engine_cache_key(path, tensorrt_version(), gpu)
+    cache.mkdir(parents=True, exist_ok=True)
+    return {
+        "trt_fp16_enable": bool(config.get("fp16")),
+        "trt_int8_enable": bool(config.get("int8")),  # with a QDQ model: explicit scales, no calibration table
+        "trt_engine_cache_enable": True,
+        "trt_engine_cache_path": str(cache),
+        "trt_timing_cache_enable": True,
+        "trt_timing_cache_path": str(cache),
+        **{k: v for k, v in config.items() if k.startswith("trt_")},  # the build's profile shapes, workspace
+    }
+
+
+def tensorrt_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("tensorrt")
+    except metadata.PackageNotFoundError:
+        return "bundled with onnxruntime-gpu"
+
+
+def unavailable_on(target: str) -> str | None:
+    """ONNX Runtime's CUDA provider must be compiled in (the onnxruntime-gpu package); whether a
+    session really runs on it is checked when one loads."""
+    if PROVIDERS["cuda"] not in ort.get_available_providers():
+        return f"this onnxruntime ({ort.__version__}) has no CUDA execution provider: install onnxruntime-gpu"
+    return None
+
+
 class OrtSession(Session):
-    def __init__(self, path: Path, threads: int) -> None:
-        self._path = path
-        self._session = ort.InferenceSession(str(path), session_options(threads), providers=["CPUExecutionProvider"])
+    def __init__(self, path: Path, threads: int, target: str = "cpu", config: dict[str, Any] | None = None) -> None:
+        self._path, self._target, self._providers = path, target, providers(path, target, config or {})
+        self._session = self._load(session_options(threads))
         self.input_names = [i.name for i in self._session.get_inputs()]
         self.output_names = [o.name for o in self._session.get_outputs()]
         self._threads = threads
+
+    def _load(self, options: ort.SessionOptions) -> ort.InferenceSession:
+        session = ort.InferenceSession(str(self._path), options, providers=self._providers)
+        wanted = self._providers[0] if isinstance(self._providers[0], str) else self._providers[0][0]
+        if session.get_providers()[0] != wanted:
+            raise RuntimeError(f"asked ONNX Runtime for {wanted}, the session runs on {session.get_providers()[0]}")
+        return session
 
     def run(self, inputs: Arrays) -> Arrays:
         return dict(zip(self.output_names, self._session.run(self.output_names, inputs), strict=True))
@@ -44,7 +111,7 @@ class OrtSession(Session):
         options.enable_profiling = True
         with tempfile.TemporaryDirectory(prefix="ort-profile-") as folder:
             options.profile_file_prefix = str(Path(folder) / "ort")
-            session = ort.InferenceSession(str(self._path), options, providers=["CPUExecutionProvider"])
+            session = self._load(options)
             for _ in range(calls):
                 session.run(None, inputs)
             trace = json.loads(Path(session.end_profiling()).read_text())
@@ -55,8 +122,13 @@ class OrtSession(Session):
         ]
 
     def details(self) -> dict[str, Any]:
-        return {"provider": "CPUExecutionProvider", "intra_op_threads": self._threads, "graph_optimization": "all"}
+        return {
+            "provider": self._session.get_providers()[0],
+            "target": self._target,
+            "intra_op_threads": self._threads,
+            "graph_optimization": "all",
+        }
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any]) -> OrtSession:
-    return OrtSession(artifact, threads)
+def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> OrtSession:
+    return OrtSession(artifact, threads, target, config)

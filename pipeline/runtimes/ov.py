@@ -129,5 +129,5 @@ class OpenVinoQueue:
         }
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any]) -> OpenVinoSession:
+def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> OpenVinoSession:
     return OpenVinoSession(artifact, threads, config)

@@ -54,5 +54,5 @@ class TfSession(Session):
         }
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any]) -> TfSession:
+def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> TfSession:
     return TfSession(artifact, threads, config)

@@ -1,4 +1,6 @@
-"""PyTorch on the CPU: the source module in eager mode, or an AOTInductor package (torch_compile)."""
+"""PyTorch: the source module in eager mode, or an AOTInductor package (torch_compile, and
+torch_compile_cuda compiled for a GPU). On a GPU the inputs are placed on the device once, when a
+call is prepared, and every timed call ends with torch.cuda.synchronize (kernels are asynchronous)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,18 @@ from pipeline.runtimes.base import OpTime, Session, code_root
 from pipeline.sources.pytorch import as_tuple, build_module
 
 
+def unavailable_on(target: str) -> str | None:
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} is a CPU-only build (this project pins the CPU wheel)"
+    index = int(target.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        return f"torch sees {torch.cuda.device_count()} CUDA device(s), {target} asked for"
+    return None
+
+
 class TorchSession(Session):
-    def __init__(self, entry: Path, threads: int, config: dict[str, Any]) -> None:
+    def __init__(self, entry: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> None:
+        self._device = torch.device(target)
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
         spec = read_json(entry)
@@ -33,20 +45,29 @@ class TorchSession(Session):
                 "torch artifact",
                 spec.get("init_seed", 0),
             )
+            self._module = self._module.to(self._device)
             self._mode = "eager, grad disabled"
         self.input_names, self.output_names = spec["inputs"], spec["outputs"]
         self._threads = threads
 
     def _tensors(self, inputs: Arrays) -> list[torch.Tensor]:
-        return [torch.from_numpy(np.ascontiguousarray(inputs[n])) for n in self.input_names]
+        return [torch.from_numpy(np.ascontiguousarray(inputs[n])).to(self._device) for n in self.input_names]
 
     def run(self, inputs: Arrays) -> Arrays:
         with torch.inference_mode():
             outputs = as_tuple(self._module(*self._tensors(inputs)))
-        return {n: t.numpy() for n, t in zip(self.output_names, outputs, strict=True)}
+        return {n: t.cpu().numpy() for n, t in zip(self.output_names, outputs, strict=True)}
 
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
         module, tensors = self._module, self._tensors(inputs)
+        if self._device.type == "cuda":
+
+            def synchronized() -> Any:
+                outputs = module(*tensors)
+                torch.cuda.synchronize(self._device)
+                return outputs
+
+            return synchronized
         return lambda: module(*tensors)
 
     def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
@@ -65,8 +86,8 @@ class TorchSession(Session):
         ]
 
     def details(self) -> dict[str, Any]:
-        return {"intra_op_threads": self._threads, "mode": self._mode}
+        return {"intra_op_threads": self._threads, "mode": self._mode, "device": str(self._device)}
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any]) -> TorchSession:
-    return TorchSession(artifact, threads, config)
+def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> TorchSession:
+    return TorchSession(artifact, threads, config, target)

@@ -1,0 +1,105 @@
+"""TensorRT engines (tensorrt_fp16, tensorrt_int8) on a CUDA stream, with cuda-python for memory.
+
+An engine is valid for one TensorRT version and one GPU model: engine.json records both and the
+key they were built under, and loading on anything else is an error that says so (rebuild on
+this target). A call copies the inputs to the device, enqueues the engine on the session's stream,
+copies the outputs back and synchronizes the stream: the same numpy-in, numpy-out work as ONNX
+Runtime's `session.run` on the CUDA provider, so their latencies compare like for like.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorrt as trt
+from cuda.bindings import runtime as cudart
+
+from pipeline.data import Arrays
+from pipeline.files import read_json
+from pipeline.runtimes.base import Session
+
+
+def check(result: tuple[Any, ...]) -> Any:
+    """cuda-python returns (error, value...): raise on an error, return the value(s)."""
+    error, *values = result
+    if error != cudart.cudaError_t.cudaSuccess:
+        raise RuntimeError(f"CUDA error {error}")
+    return values[0] if len(values) == 1 else tuple(values) or None
+
+
+def release(pointers: list[int], stream: Any) -> None:
+    for pointer in pointers:
+        cudart.cudaFree(pointer)
+    cudart.cudaStreamDestroy(stream)
+
+
+def unavailable_on(target: str) -> str | None:
+    count = check(cudart.cudaGetDeviceCount())
+    index = int(target.partition(":")[2] or 0)
+    return None if index < count else f"CUDA runtime sees {count} device(s), {target} asked for"
+
+
+class TrtSession(Session):
+    def __init__(self, entry: Path, target: str) -> None:
+        from pipeline.target_probe import probe_cuda
+
+        info = read_json(entry)
+        index = int(target.partition(":")[2] or 0)
+        gpu = probe_cuda(index)
+        built_for = (info["tensorrt"], info["gpu"], info["compute_capability"])
+        here = (trt.__version__, gpu.get("gpu"), gpu.get("compute_capability"))
+        if built_for != here:
+            raise RuntimeError(
+                f"{entry}: engine built for TensorRT {built_for[0]} on {built_for[1]} (sm {built_for[2]}), "
+                f"this is TensorRT {here[0]} on {here[1]} (sm {here[2]}): rebuild it on this target"
+            )
+        check(cudart.cudaSetDevice(index))
+        self._logger = trt.Logger(trt.Logger.WARNING)
+        self._engine = trt.Runtime(self._logger).deserialize_cuda_engine((entry.parent / info["engine"]).read_bytes())
+        self.input_names, self.output_names = info["inputs"], info["outputs"]
+
+    def prepare(self, inputs: Arrays) -> Callable[[], Any]:
+        """A call with its own execution context, stream and device buffers, so that prepared calls
+        can run concurrently (one per request in flight); the device memory goes with the call."""
+        to_device, to_host = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
+        context = self._engine.create_execution_context()
+        stream = check(cudart.cudaStreamCreate())
+        host_in = {n: np.ascontiguousarray(inputs[n]) for n in self.input_names}
+        for name, array in host_in.items():
+            context.set_input_shape(name, array.shape)
+        host_out = {
+            n: np.empty(tuple(context.get_tensor_shape(n)), trt.nptype(self._engine.get_tensor_dtype(n)))
+            for n in self.output_names
+        }
+        device = {n: check(cudart.cudaMalloc(a.nbytes)) for n, a in (host_in | host_out).items()}
+        for name, pointer in device.items():
+            context.set_tensor_address(name, pointer)
+        copies_in = [(device[n], a) for n, a in host_in.items()]
+        copies_out = [(a, device[n]) for n, a in host_out.items()]
+
+        def call() -> Arrays:
+            for pointer, array in copies_in:
+                check(cudart.cudaMemcpyAsync(pointer, array.ctypes.data, array.nbytes, to_device, stream))
+            if not context.execute_async_v3(stream):
+                raise RuntimeError("TensorRT execute_async_v3 failed")
+            for array, pointer in copies_out:
+                check(cudart.cudaMemcpyAsync(array.ctypes.data, pointer, array.nbytes, to_host, stream))
+            check(cudart.cudaStreamSynchronize(stream))
+            return host_out
+
+        weakref.finalize(call, release, list(device.values()), stream)
+        return call
+
+    def run(self, inputs: Arrays) -> Arrays:
+        return {n: a.copy() for n, a in self.prepare(inputs)().items()}
+
+    def details(self) -> dict[str, Any]:
+        return {"tensorrt": trt.__version__, "stream": "a CUDA stream per prepared call, synchronized per call"}
+
+
+def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cuda:0") -> TrtSession:
+    return TrtSession(artifact, target)

@@ -1,0 +1,62 @@
+"""GPU paths, run wherever an NVIDIA GPU and the `[gpu]` extra are present (marked `gpu`; skipped
+with the probe's reason elsewhere, which includes CI and this project's CPU machines)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pipeline import layout, runtimes, variants
+from pipeline.files import read_json, write_json
+from pipeline.target_probe import probe
+
+CUDA = probe("cuda:0")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not CUDA["available"], reason=CUDA["reason"])]
+
+
+def on_gpu(context):
+    """The tiny model's build context, for cuda:0, with the input spec TensorRT profiles need."""
+    info = read_json(context.source_dir / layout.SOURCE_INFO)
+    write_json(context.source_dir / layout.SOURCE_INFO, info | {"inputs": {"x": {"shape": ["batch", 12]}}, "dims": {}})
+    return dataclasses.replace(context, target="cuda:0")
+
+
+@pytest.mark.parametrize(
+    "name", ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_int8", "tensorrt_fp16", "tensorrt_int8"]
+)
+def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
+    spec = variants.get(name)
+    reason = runtimes.unavailable_reason(spec.runtime, "cuda:0")
+    if reason:
+        pytest.skip(reason)
+    ctx = on_gpu(context)
+    result = spec.pass_class()().run(ctx, spec.pass_class().Config())
+    result.runtime_config |= dict(spec.runtime_options)
+    session = runtimes.load(spec.runtime, ctx.out_dir / result.entry, 1, result.runtime_config, "cuda:0")
+    reference = ctx.reference()
+    batch = {k: v[:8] for k, v in reference.inputs.items()}
+    out = session.run(batch)["output"]
+    tolerance = 0.5 if spec.precision == "int8" else 0.05
+    np.testing.assert_allclose(out, reference.outputs["output"][:8], atol=tolerance, rtol=0.05)
+    if spec.runtime == "onnxruntime":
+        from pipeline.runtimes.ort import PROVIDERS
+
+        assert session.details()["provider"] == PROVIDERS[dict(spec.runtime_options)["provider"]]
+
+
+def test_gpu_meter_reads_energy_memory_and_utilisation(context):
+    from pipeline.bench.gpu import GpuMeter
+
+    if runtimes.unavailable_reason("onnxruntime", "cuda:0"):
+        pytest.skip("onnxruntime-gpu is not installed")
+    session = runtimes.load("onnxruntime", context.exported_onnx, 1, {"provider": "cuda"}, "cuda:0")
+    call = session.prepare({"x": np.zeros((64, 12), np.float32)})
+    meter = GpuMeter("cuda:0")
+    meter.start()
+    for _ in range(2000):
+        call()
+    energy = meter.stop(2000)
+    assert energy["joules"] >= 0 and energy["calls"] == 2000
+    assert meter.figures()["gpu_memory_mb"] > 0
