@@ -6,4 +6,4 @@ from pipeline.bench.stage import benchmark_variant
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(benchmark_variant, ["model", "variant"]))
+    sys.exit(run_stage(benchmark_variant, ["model", "variant"], machine="exclusive"))

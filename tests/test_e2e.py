@@ -34,6 +34,11 @@ COVERED = ["onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "op
            "openvino_int8_acc"]  # fmt: skip
 
 
+GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_int8", "tensorrt_fp16",
+                "tensorrt_int8", "torch_compile_cuda"]  # fmt: skip
+GPU_KEPT = ["onnx_cuda_fp32", "tensorrt_int8"]
+
+
 def run(cmd: list[str], cwd: Path) -> str:
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
@@ -89,6 +94,8 @@ def project(tmp_path_factory, tiny_onnx):
     }
     params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
     params["bench"] = FAST_BENCH
+    for name in set(GPU_VARIANTS) - set(GPU_KEPT):  # two GPU variants show the target plumbing through DVC
+        del params["variants"][name]
     params["export"]["max_eval_samples"] = 500
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for name in ("byo_onnx", "broken"):
@@ -142,6 +149,20 @@ def test_every_variant_writes_schema_metrics(project):
     fidelity = fp32["fidelity"]["probability"]
     assert abs(fp32["accuracy"]["delta"]) < 1e-9 and fidelity["max_abs_diff"] < 1e-4 and fidelity["top1_agreement"] == 1
     assert fidelity["cosine_min"] > 0.9999 and fidelity["rel_l2"] < 1e-4
+
+
+def test_gpu_variants_run_on_their_target_or_say_why_not(project):
+    root, _ = project
+    probe = read(root / "reports" / "env.json")["targets"]["cuda:0"]
+    for variant in GPU_KEPT:
+        m = metrics(root, "spam_fnn", variant)
+        assert m["device"] == "cuda:0"
+        if not probe["available"]:
+            assert m["status"] == "skipped" and m["reason"] == f"target cuda:0 is not usable here: {probe['reason']}"
+        assert metrics(root, "spam_fnn", "onnx_fp32")["device"] == "cpu"
+    summary = run([sys.executable, "-m", "pipeline", "summary", "spam_fnn"], root)
+    if not probe["available"]:
+        assert summary.count("target cuda:0 is not usable here") == 1  # one note for both variants
 
 
 def test_openvino_variants_record_precision_streams_and_cached_load(project):

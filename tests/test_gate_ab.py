@@ -3,19 +3,23 @@ deliberately slower artifact and passes identical ones."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 import yaml
 from onnx import TensorProto, helper
 
 from pipeline import layout
 from pipeline.data import DataSet
 from pipeline.files import write_json
-from pipeline.gate_ab import Side, paired
-from tests.conftest import REPO
+from pipeline.gate_ab import Side, materialize, paired, worktree_at
+from tests.conftest import REPO, copy_project
 
 FAST_BENCH = {
     "threads": 1,
@@ -70,3 +74,28 @@ def test_a_deliberately_slower_artifact_fails_and_identical_ones_pass(tmp_path):
     shutil.copytree(fast.root, copy)
     same = paired("m", fast, Side(copy, "m", "onnx_fp32"), rounds=3)
     assert same.failure(50.0) is None  # identical artifacts, timed alternately: no regression
+
+
+@pytest.mark.slow
+def test_a_base_artifact_missing_from_the_dvc_cache_is_rebuilt_in_the_worktree(tmp_path, tiny_onnx, monkeypatch):
+    """The fallback of `gate --remeasure`: the base revision's artifact is not in the cache (another
+    machine built it, say), so the worktree at that revision rebuilds it with `dvc repro`."""
+    root = copy_project(tmp_path / "project")
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params |= {"models": ["m"], "targets": ["cpu"], "variants": {"onnx_fp32": {}}, "bench": FAST_BENCH}
+    params["catalog"] = {"m": {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}}
+    params["train"] = {}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (root / "models" / "m").mkdir()
+    shutil.copy(tiny_onnx, root / "models" / "m" / "model.onnx")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):  # fmt: skip
+        subprocess.run(cmd, cwd=root, check=True, capture_output=True)
+    with worktree_at("HEAD", root) as tree:
+        empty = tmp_path / "empty-cache"
+        subprocess.run(["dvc", "cache", "dir", "--local", str(empty)], cwd=tree, check=True)
+        assert materialize(tree, "m", "onnx_fp32") == "rebuilt in a worktree"
+        assert (layout.variant_dir("m", "onnx_fp32", tree) / "model.onnx").is_file()
+        assert any(empty.rglob("*")), "the rebuild went through DVC (its outputs are cached)"
