@@ -20,6 +20,15 @@ def write_params(tmp_path: Path, edit) -> Path:
     return path
 
 
+def test_dvc_reads_the_repository_params():
+    """DVC parses params.yaml with its own YAML 1.2 reader, stricter than PyYAML (an unquoted
+    `cuda:0` in a flow list passes PyYAML and breaks every `dvc repro`)."""
+    from dvc.utils.serialize import parse_yaml
+
+    parsed = parse_yaml((REPO / "params.yaml").read_text(), "params.yaml")
+    assert parsed == yaml.safe_load((REPO / "params.yaml").read_text())
+
+
 def test_repository_params_are_valid():
     params = load_params(REPO / "params.yaml")
     assert params.models and set(params.models) <= set(params.catalog)
