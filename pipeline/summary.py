@@ -115,7 +115,8 @@ def how_measured(root: Path = Path(".")) -> str:
         f"agree within {latency.stability_pct:g}%; 'noisy' when the segments' p50s differ by more than that. "
         f"Throughput: one synchronous caller, {bench.throughput.seconds:g} s per batch size "
         f"{bench.throughput.batches}, stopping when a batch gains < {bench.throughput.min_gain_pct:g}% or one call "
-        f"takes > {bench.throughput.max_call_s:g} s. RSS: sampled over load and batch-1 latency. "
+        f"takes > {bench.throughput.max_call_s:g} s (not tried when the previous batch's rate says over twice that). "
+        f"RSS: sampled over load and batch-1 latency. "
         f"Accuracy Δ and cosine: vs the FP32 source on the held-out scoring rows."
     )
 
