@@ -205,3 +205,16 @@ def write_fixed_batch_onnx(folder: Path) -> Path:
 @pytest.fixture(scope="session")
 def fixed_batch_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_fixed_batch_onnx(tmp_path_factory.mktemp("fixed_batch"))
+
+
+@pytest.fixture
+def stage_project(tmp_path: Path) -> Path:
+    """A project root whose `tiny` model has an ok export record: enough for the build and bench
+    stages' bookkeeping (skips, failures) without running a pass."""
+    from pipeline import layout
+    from pipeline.files import write_json
+
+    source = layout.source_dir("tiny", tmp_path)
+    source.mkdir(parents=True)
+    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok", "reason": ""}})
+    return tmp_path

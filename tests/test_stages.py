@@ -27,14 +27,6 @@ def make_params(**catalog_overrides) -> Params:
     )
 
 
-@pytest.fixture
-def project(tmp_path):
-    source = layout.source_dir("tiny", tmp_path)
-    source.mkdir(parents=True)
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok", "reason": ""}})
-    return tmp_path
-
-
 def test_skip_reasons():
     onnx_model = tiny_config(source="onnx", factory=None)
     cpu = ("cpu", {"available": True})
@@ -46,50 +38,50 @@ def test_skip_reasons():
     assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config(), *cpu) is None
 
 
-def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(project):
+def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project):
     params = make_params(source="onnx", factory=None)
-    info = build_variant("tiny", "torch_eager", params, project)
+    info = build_variant("tiny", "torch_eager", params, stage_project)
     assert info["status"] == "skipped"
-    folder = layout.variant_dir("tiny", "torch_eager", project)
+    folder = layout.variant_dir("tiny", "torch_eager", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
-    metrics = benchmark_variant("tiny", "torch_eager", params, project)
-    saved = json.loads(layout.metrics_file("tiny", "torch_eager", project).read_text())
+    metrics = benchmark_variant("tiny", "torch_eager", params, stage_project)
+    saved = json.loads(layout.metrics_file("tiny", "torch_eager", stage_project).read_text())
     assert saved == metrics
     assert saved["status"] == "skipped" and "needs a torch source" in saved["reason"]
     assert saved["runtime"] == "torch" and "latency_ms" not in saved
 
 
-def test_failed_build_leaves_only_its_record(project, monkeypatch):
+def test_failed_build_leaves_only_its_record(stage_project, monkeypatch):
     def failing_call(target, kwargs, timeout, env=None, log=None):
         (Path(kwargs["out_dir"]) / "half_written.onnx").write_bytes(b"...")
         raise IsolatedFailure("RuntimeError: converter exploded")
 
     monkeypatch.setattr(build_module, "call", failing_call)
-    info = build_variant("tiny", "onnx_fp32", make_params(), project)
+    info = build_variant("tiny", "onnx_fp32", make_params(), stage_project)
     assert info["status"] == "failed" and info["reason"] == (
         "build failed: RuntimeError: converter exploded [reproduce: python stages/build.py tiny onnx_fp32]"
     )
-    folder = layout.variant_dir("tiny", "onnx_fp32", project)
+    folder = layout.variant_dir("tiny", "onnx_fp32", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
-    metrics = benchmark_variant("tiny", "onnx_fp32", make_params(), project)
+    metrics = benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
     assert metrics["status"] == "failed" and "converter exploded" in metrics["reason"]
 
 
-def test_failed_export_fails_onnx_variants_only(project, monkeypatch):
+def test_failed_export_fails_onnx_variants_only(stage_project, monkeypatch):
     write_json(
-        layout.source_dir("tiny", project) / layout.SOURCE_INFO,
+        layout.source_dir("tiny", stage_project) / layout.SOURCE_INFO,
         {"output_names": ["output"], "export": {"status": "failed", "reason": "ONNX export failed: boom"}},
     )
     monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "torch_model.json", "build": {}})
     assert (
-        build_variant("tiny", "onnx_fp32", make_params(), project)["reason"]
+        build_variant("tiny", "onnx_fp32", make_params(), stage_project)["reason"]
         == "no ONNX export: ONNX export failed: boom"
     )
-    assert build_variant("tiny", "torch_eager", make_params(), project)["status"] == "ok"
+    assert build_variant("tiny", "torch_eager", make_params(), stage_project)["status"] == "ok"
 
 
-def test_unconfigured_variant_is_a_config_error(project):
+def test_unconfigured_variant_is_a_config_error(stage_project):
     from pipeline.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"variants\.onnx_fp16: not configured"):
-        build_variant("tiny", "onnx_fp16", make_params(), project)
+        build_variant("tiny", "onnx_fp16", make_params(), stage_project)

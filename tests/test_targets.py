@@ -142,33 +142,25 @@ def gpu_params(targets: list[str]) -> Params:
     )
 
 
-@pytest.fixture
-def project(tmp_path):
-    source = layout.source_dir("tiny", tmp_path)
-    source.mkdir(parents=True)
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok", "reason": ""}})
-    return tmp_path
-
-
-def test_every_gpu_variant_is_skipped_with_the_probe_reason(project):
+def test_every_gpu_variant_is_skipped_with_the_probe_reason(stage_project):
     reason = "no NVIDIA driver (no /proc/driver/nvidia, no libcuda)"
     probes = {"cpu": {"available": True}, "cuda:0": {"available": False, "reason": reason}}
-    write_json(layout.env_file(project), {"targets": probes})
+    write_json(layout.env_file(stage_project), {"targets": probes})
     params = gpu_params(["cpu", "cuda:0"])
     assert len(GPU_VARIANTS) == 7
     for name in GPU_VARIANTS:
-        info = build_variant("tiny", name, params, project)
+        info = build_variant("tiny", name, params, stage_project)
         assert info["status"] == "skipped", name
         assert info["reason"] == f"target cuda:0 is not usable here: {reason}"
         assert info["target"] == "cuda:0"
-        metrics = benchmark_variant("tiny", name, params, project)
+        metrics = benchmark_variant("tiny", name, params, stage_project)
         assert metrics["status"] == "skipped" and metrics["device"] == "cuda:0" and "latency_ms" not in metrics
-    saved = json.loads(layout.metrics_file("tiny", "tensorrt_int8", project).read_text())
+    saved = json.loads(layout.metrics_file("tiny", "tensorrt_int8", stage_project).read_text())
     assert saved["reason"].endswith(reason)
 
 
-def test_without_a_cuda_target_gpu_variants_say_so(project):
-    info = build_variant("tiny", "onnx_cuda_fp32", gpu_params(["cpu"]), project)
+def test_without_a_cuda_target_gpu_variants_say_so(stage_project):
+    info = build_variant("tiny", "onnx_cuda_fp32", gpu_params(["cpu"]), stage_project)
     assert info["status"] == "skipped"
     assert info["reason"] == "runs on cuda; params.yaml: targets names no cuda target"
 
