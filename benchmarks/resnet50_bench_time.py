@@ -27,10 +27,12 @@ from pipeline import layout
 from pipeline.config import PARAMS_FILE
 from pipeline.files import read_json, write_json
 from pipeline.fingerprint import fingerprint
+from pipeline.machines import current
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL, GOAL_S = "resnet50", 180
-COPIED = ("pipeline", "stages", "models", "dvc.yaml", "prepare", "fingerprint", "params.yaml", ".dvcignore")
+COPIED = ("pipeline", "stages", "models", "prepare", "fingerprint", "params.yaml", ".dvcignore")
+REPRO = [sys.executable, "-m", "pipeline", "repro"]  # this machine's pipeline
 
 
 def run(cmd: list[str], cwd: Path) -> float:
@@ -63,13 +65,17 @@ def main() -> None:
     args = parser.parse_args()
     root = scratch_repo()
     try:
-        build_s = run(["dvc", "repro"], root)
-        variants = list(yaml.safe_load((root / PARAMS_FILE).read_text())["variants"])
-        stages = [f"bench@{MODEL}-{v}" for v in variants] + [f"select@{MODEL}", "report"]
+        build_s = run(REPRO, root)
+        params = yaml.safe_load((root / PARAMS_FILE).read_text())
+        machine = current()["name"]
+        stage_file = f"{layout.machine_root(machine).as_posix()}/dvc.yaml"
+        stages = [f"{stage_file}:bench@{MODEL}-{v}" for v in params["variants"]]
+        stages += [f"{stage_file}:bench_machine_built@{MODEL}-{v}" for v in params["machine_variants"]]
+        stages += [f"{stage_file}:select@{MODEL}", f"{stage_file}:report"]
         seconds = {stage: run(["dvc", "repro", "-s", "-f", stage], root) for stage in stages}
         phases: Counter[str] = Counter()
-        for variant in variants:
-            details = read_json(layout.details_file(MODEL, variant, root))
+        for variant in [*params["variants"], *params["machine_variants"]]:
+            details = read_json(layout.details_file(MODEL, variant, layout.machine_root(machine, root)))
             phases.update(details.get("phase_s", {}))
         total = sum(seconds.values())
         result = {

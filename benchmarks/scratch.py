@@ -20,6 +20,7 @@ from pipeline.export import export_model
 from pipeline.files import read_json
 from pipeline.gate_ab import latency_in_fresh_process  # noqa: F401  (re-exported for the scripts)
 from pipeline.isolate import call
+from pipeline.machines import current
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,8 +41,9 @@ def scratch_project(model: str, variants: list[str], overrides: dict[str, Any] |
     if report["status"] != "ok":
         raise RuntimeError(f"export of {model} failed: {report['reason']}")
     loaded = load_params(root / PARAMS_FILE)
+    machine = current()["name"]
     for variant in variants:
-        info = build_variant(model, variant, loaded, root)
+        info = build_variant(model, variant, machine if loaded.machine_built(variant) else None, loaded, root)
         if info["status"] != "ok":
             raise RuntimeError(f"{model}/{variant}: {info['status']}: {info['reason']}")
     return root
@@ -54,5 +56,7 @@ def export_in(model: str, root: str) -> dict[str, Any]:
 
 def entry(root: Path, model: str, variant: str) -> tuple[Path, dict[str, Any]]:
     """The built file of a variant and its runtime configuration."""
-    build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
-    return layout.variant_dir(model, variant, root) / build["entry"], build
+    machine_built = load_params(root / PARAMS_FILE).machine_built(variant)
+    folder = layout.built_dir(model, variant, machine_built, current()["name"], root)
+    build = read_json(folder / layout.BUILD_INFO)
+    return folder / build["entry"], build

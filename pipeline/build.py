@@ -1,4 +1,6 @@
-"""The build stage: one variant of one model, written atomically to artifacts/<model>/<variant>/.
+"""The build stage: one variant of one model, written atomically to artifacts/<model>/<variant>/
+(a portable variant, shared by every machine) or machines/<name>/artifacts/<model>/<variant>/ (a
+machine variant, built on that machine for it).
 
 The pass runs in a fresh process (pipeline.isolate). Whatever happens, the folder ends up with a
 build.json saying ok / skipped / failed and why, so the bench stage can record the outcome and one
@@ -13,7 +15,7 @@ from typing import Any
 
 from pipeline import layout, variants
 from pipeline.config import PARAMS_FILE, Params, load_params
-from pipeline.errors import one_line
+from pipeline.errors import ConfigError, one_line
 from pipeline.files import atomic_dir, read_json, remove, write_json
 from pipeline.isolate import IsolatedFailure, call
 from pipeline.passes.base import BuildContext
@@ -27,9 +29,9 @@ def write_variant_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]
     for 64 build stages cost about a second of every no-op `dvc repro`. Unchanged content keeps the
     same hash, so a knob change still rebuilds only its own variant."""
     with atomic_dir(layout.variant_plan_dir(root)) as tmp:
-        for name, section in params.variants.items():
+        for name, section in params.all_variants.items():
             write_json(tmp / f"{name}.json", section or {})
-    return {"status": "ok", "reason": f"{len(params.variants)} variants"}
+    return {"status": "ok", "reason": f"{len(params.all_variants)} variants"}
 
 
 def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: str = "cpu") -> dict[str, Any]:
@@ -72,13 +74,20 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
     return f"ok: loaded by {runtime} and ran a batch of {rows}"
 
 
-def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
-    """Build one variant; returns build.json's content (also written into the variant folder)."""
+def build_variant(
+    model: str, variant: str, machine: str | None, params: Params, root: Path = Path(".")
+) -> dict[str, Any]:
+    """Build one variant, shared (`machine` None) or on `machine` for it; returns build.json's
+    content (also written into the variant folder)."""
     spec = variants.get(variant)
     params.variant_params(variant)  # a variant in the matrix must be configured
+    if params.machine_built(variant) != (machine is not None):
+        where = "machine_variants: built by each machine" if machine is None else "variants: built once, shared"
+        raise ConfigError(f"{PARAMS_FILE}: {variant} is under {where}; not built {'here' if machine else 'shared'}")
+    out_root = layout.machine_root(machine, root) if machine else root
     config = params.model(model)
     target = target_for(spec.device, params.targets)
-    probe = recorded_probe(target, root) if target else {}
+    probe = recorded_probe(target, out_root) if target else {}
     info: dict[str, Any] = {
         "status": "ok",
         "reason": "",
@@ -93,7 +102,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     }
     source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
     export = source["export"]
-    with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
+    with atomic_dir(layout.variant_dir(model, variant, out_root)) as tmp:
         reason = variants.skip_reason(spec, model, config, target, probe)
         if reason:
             info |= {"status": "skipped", "reason": reason}
@@ -107,7 +116,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
                     "pipeline.build:run_pass",
                     {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root), "target": target},
                     timeout=params.build.timeout_s,
-                    log=layout.log_file(model, variant, "build", root),
+                    log=layout.log_file(model, variant, "build", out_root),
                 )
             except IsolatedFailure as failure:
                 for leftover in tmp.iterdir():
@@ -115,7 +124,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
                 if failure.not_applicable:
                     info |= {"status": "skipped", "reason": str(failure)}
                 else:
-                    command = f"python stages/build.py {model} {variant}"
+                    command = f"python stages/build.py {model} {variant} {machine or ''}".rstrip()
                     info |= {"status": "failed", "reason": f"build failed: {failure.evidence(command)}"}
         write_json(tmp / layout.BUILD_INFO, info)
     return info

@@ -311,7 +311,8 @@ class Params(Strict):
     catalog: dict[str, ModelConfig]
     train: dict[str, dict[str, Any]] = Field(default_factory=dict)
     export: ExportConfig = ExportConfig()
-    variants: dict[str, dict[str, Any] | None] = Field(min_length=1)
+    variants: dict[str, dict[str, Any] | None] = Field(min_length=1)  # portable: built once, shared
+    machine_variants: dict[str, dict[str, Any] | None] = Field(default_factory=dict)  # built on each machine
     bench: BenchConfig = BenchConfig()
     build: BuildConfig = BuildConfig()
     select: SelectConfig = SelectConfig()
@@ -331,7 +332,9 @@ class Params(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Params:
-        for name in [*self.catalog, *self.variants]:
+        for name in set(self.variants) & set(self.machine_variants):
+            raise _FieldError(f"machine_variants.{name}", "also listed under 'variants': keep it in one of the two")
+        for name in [*self.catalog, *self.all_variants]:
             if not NAME_PATTERN.match(name):
                 raise ValueError(f"name {name!r} may use only letters, digits and '_' (it becomes a DVC stage name)")
         for i, name in enumerate(self.models):
@@ -340,11 +343,19 @@ class Params(Strict):
                     f"models.{i}", f"{name!r} has no entry under 'catalog' (known: {', '.join(self.catalog)})"
                 )
         for i, name in enumerate(self.select.constraints.variants or []):
-            if name not in self.variants:
-                raise _FieldError(
-                    f"select.constraints.variants.{i}", f"{name!r} is not a variant (known: {', '.join(self.variants)})"
-                )
+            if name not in self.all_variants:
+                known = ", ".join(self.all_variants)
+                raise _FieldError(f"select.constraints.variants.{i}", f"{name!r} is not a variant (known: {known})")
         return self
+
+    @property
+    def all_variants(self) -> dict[str, dict[str, Any] | None]:
+        """`variants` and `machine_variants` together: every variant built for each model."""
+        return self.variants | self.machine_variants
+
+    def machine_built(self, variant: str) -> bool:
+        """Whether each machine builds its own `variant` (machines/<name>/artifacts) or shares one."""
+        return variant in self.machine_variants
 
     def model(self, name: str) -> ModelConfig:
         if name not in self.catalog:
@@ -353,12 +364,12 @@ class Params(Strict):
 
     def variant_params(self, name: str, model: str | None = None) -> dict[str, Any]:
         """The `variants.<name>` knobs, with `model`'s `overrides` for it applied on top."""
-        if name not in self.variants:
+        if name not in self.all_variants:
             raise ConfigError(
-                f"{PARAMS_FILE}: variants.{name}: not configured (configured: {', '.join(self.variants)})"
+                f"{PARAMS_FILE}: variants.{name}: not configured (configured: {', '.join(self.all_variants)})"
             )
         overrides = self.model(model).overrides.get(name, {}) if model else {}
-        return dict(self.variants[name] or {}) | overrides
+        return dict(self.all_variants[name] or {}) | overrides
 
 
 class _FieldError(ValueError):
@@ -413,17 +424,26 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     params = validate(Params, raw, str(path))
-    from pipeline.variants import validate_variant_params
+    from pipeline.variants import VARIANTS, validate_variant_params
 
-    for name, section in params.variants.items():
-        validate_variant_params(name, section or {}, str(path))
+    if not params.machine_variants:  # DVC would stop at a missing dependency instead
+        raise ConfigError(
+            f"{path}: machine_variants: empty; each machine's select stage reads machines/<name>/artifacts/<model>: "
+            "keep at least one (torch_compile, say)"
+        )
+    for group in ("variants", "machine_variants"):
+        for name, section in getattr(params, group).items():
+            validate_variant_params(name, section or {}, str(path), group)
+            if group == "variants" and VARIANTS[name].per_target:
+                raise ConfigError(
+                    f"{path}: variants.{name}: its artifact depends on the machine that builds it "
+                    "(native code, an engine, an ISA-chosen recipe): list it under machine_variants"
+                )
     for model in params.select.models:
         params.model(model)
-        unknown = set(params.select.constraints_for(model).variants or []) - set(params.variants)
+        unknown = set(params.select.constraints_for(model).variants or []) - set(params.all_variants)
         if unknown:
             raise ConfigError(f"{path}: select.models.{model}.variants: no such variant(s) {sorted(unknown)}")
-    from pipeline.variants import VARIANTS
-
     for model, config in params.catalog.items():
         for i, name in enumerate(config.skip):
             if name not in VARIANTS:
@@ -431,7 +451,7 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
                     f"{path}: catalog.{model}.skip.{i}: {name!r} is not a variant (known: {', '.join(VARIANTS)})"
                 )
         for name in config.overrides:
-            if name not in params.variants:
+            if name not in params.all_variants:
                 raise ConfigError(f"{path}: catalog.{model}.overrides.{name}: not a configured variant")
             validate_variant_params(name, params.variant_params(name, model), str(path), f"catalog.{model}.overrides")
     return params

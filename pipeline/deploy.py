@@ -1,10 +1,11 @@
-"""The select stage: choose a model's deployment artifact and write deploy/<model>/.
+"""The select stage: choose a model's deployment artifact for one machine class, from the figures
+measured on it, and write machines/<name>/deploy/<model>/.
 
 deploy/<model>/ holds the chosen variant's files, the model's code when its runtime needs it
 (torch_eager and jax_jit name a factory), and manifest.json: what it is, how to run it, the numbers
 it was chosen on, sha256 of every file, the constraints, why it won and why every other variant
-did not. reports/selection/<model>.json records the choice as a DVC metric, so `dvc metrics diff`
-shows when the chosen artifact changes between revisions.
+did not. machines/<name>/reports/selection/<model>.json records the choice as a DVC metric, so
+`dvc metrics diff` shows when the chosen artifact changes between revisions.
 """
 
 from __future__ import annotations
@@ -26,18 +27,21 @@ from pipeline.selection import Candidate, Selection, decided_by, select
 CODE = "code"
 
 
-def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
-    """Run the select stage for one model; returns its status and one line saying what it chose and why."""
+def select_model(machine: str, model: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """Run `machine`'s select stage for one model; returns its status and one line saying what it
+    chose and why."""
     config, constraints = params.select, params.select.constraints_for(model)
-    metrics = load_metrics(model, root)
+    results = layout.machine_root(machine, root)
+    metrics = load_metrics(model, results)
     selection = select(metrics, config, constraints)
     chosen = metrics.get(selection.chosen) if selection.chosen else None
-    with atomic_dir(layout.deploy_dir(model, root)) as tmp:
-        manifest = {"model": model, "variant": selection.chosen}
+    with atomic_dir(layout.deploy_dir(model, results)) as tmp:
+        manifest = {"model": model, "variant": selection.chosen, "machine": machine}
         if selection.chosen and chosen:
-            manifest |= _package(model, selection.chosen, chosen, params, root, tmp)
+            artifact = layout.built_dir(model, selection.chosen, params.machine_built(selection.chosen), machine, root)
+            manifest |= _package(model, artifact, chosen, params, root, tmp)
         manifest["selection"] = _explanation(selection, metrics, params, model)
-        manifest["environment"] = load_env(root)
+        manifest["environment"] = load_env(results)
         manifest["pipeline_version"] = __version__
         write_json(tmp / layout.MANIFEST, manifest)
     winner = Candidate.from_metrics(selection.chosen, chosen, config.percentile) if chosen else None
@@ -55,16 +59,15 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
         "candidates": sum(m.get("status") == "ok" for m in metrics.values()),
         "reason": "" if selection.chosen else selection.why,
     }
-    write_json(layout.selection_file(model, root), record)
+    write_json(layout.selection_file(model, results), record)
     return {
         "status": record["status"],
         "reason": f"chose {selection.chosen}: {selection.why}" if chosen else selection.why,
     }
 
 
-def _package(model: str, variant: str, metrics: dict[str, Any], params: Params, root: Path, out: Path) -> dict:
+def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params, root: Path, out: Path) -> dict:
     """Copy the chosen artifact (and the code it imports) into `out`; describe it for the manifest."""
-    artifact = layout.variant_dir(model, variant, root)
     build = read_json(artifact / layout.BUILD_INFO)
     for path in artifact.iterdir():
         if path.name != layout.BUILD_INFO:

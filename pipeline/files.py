@@ -59,12 +59,17 @@ def _round_floats(value: Any, digits: int = 6) -> Any:
     return value
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically, floats rounded to 6 significant figures (NaN/inf become null)."""
+def write_text(path: Path, text: str) -> None:
+    """Write a file atomically: readers see the old content or the new, never half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_sibling(path)
-    tmp.write_text(json.dumps(_round_floats(data), indent=2, sort_keys=False) + "\n")
+    tmp.write_text(text)
     tmp.replace(path)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically, floats rounded to 6 significant figures (NaN/inf become null)."""
+    write_text(path, json.dumps(_round_floats(data), indent=2, sort_keys=False) + "\n")
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """The environment fingerprint: what a benchmark number depends on besides the model.
 
-Written by an always-run DVC stage that every build and bench stage depends on: on another CPU
-or with other library versions the file changes, so DVC reruns the benchmarks instead of
-replaying old numbers from its run cache. It must stay cheap (no framework imports) and stable
-(nothing that changes between two runs on the same machine).
+Written by always-run DVC stages: `software` (reports/software.json: library versions, no
+hardware) for the shared builds, and each machine's `env` (machines/<name>/reports/env.json: all
+of it) for its own builds and benchmarks. On another CPU or with other library versions the file
+changes, so DVC reruns the benchmarks instead of replaying old numbers from its run cache. It
+must stay cheap (no framework imports) and stable (nothing that changes between two runs on the
+same machine).
 """
 
 from __future__ import annotations
@@ -117,6 +119,31 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+# The same module from another distribution: a GPU machine's onnxruntime is onnxruntime-gpu.
+ALTERNATIVES = {"onnxruntime": ("onnxruntime-gpu",), "tensorflow-cpu": ("tensorflow",)}
+
+
+def _shared_version(package: str) -> str:
+    """The version that decides what a build writes: the first installed distribution of the
+    module, without the local build tag (torch 2.13.0+cpu and +cu130 export the same graphs)."""
+    for name in (package, *ALTERNATIVES.get(package, ())):
+        version = _version(name)
+        if version != "not installed":
+            return version.split("+")[0]
+    return "not installed"
+
+
+def software() -> dict[str, Any]:
+    """What the shared builds depend on, and nothing of the hardware: equal on every machine
+    installed the same way, so those builds are made once and pulled from the DVC remote."""
+    return {
+        "os": platform.system(),
+        "arch": platform.machine(),
+        "python": platform.python_version(),
+        "packages": {name: _shared_version(name) for name in PACKAGES},
+    }
+
+
 def fingerprint() -> dict[str, Any]:
     info = _cpuinfo()
     flags = cpu_flags()
@@ -140,13 +167,10 @@ def fingerprint() -> dict[str, Any]:
     }
 
 
-def write_env(params: Any, root: Path = Path(".")) -> dict[str, Any]:
-    """The env stage: this fingerprint plus a probe of each configured target, to reports/env.json."""
+def write_software(params: Any, root: Path = Path(".")) -> dict[str, Any]:
+    """The software stage: reports/software.json, which the shared stages depend on."""
     from pipeline.files import write_json
-    from pipeline.layout import env_file
-    from pipeline.target_probe import probe_all
+    from pipeline.layout import software_file
 
-    probes = probe_all(params.targets)
-    write_json(env_file(root), fingerprint() | {"targets": probes})
-    usable = [name for name, probe in probes.items() if probe["available"]]
-    return {"status": "ok", "reason": f"targets usable here: {', '.join(usable) or 'none'}"}
+    write_json(software_file(root), software())
+    return {"status": "ok", "reason": ""}

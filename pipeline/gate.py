@@ -4,7 +4,8 @@ It fails (exit 1) when, for any model, the chosen artifact's latency percentile 
 than the threshold, its accuracy drop passes the model's constraint (vs the FP32 source, or vs the
 revision's choice), the choice moved to a slower artifact (by more than the noise both runs
 measured), or nothing meets the constraints any more. Everything is read from the metrics files
-the pipeline commits (reports/metrics, reports/selection), so it needs git, not the DVC cache.
+the pipeline commits (machines/<name>/reports/metrics and .../selection), so it needs git, not the
+DVC cache. It judges one machine class at a time: figures of different machines never meet.
 """
 
 from __future__ import annotations
@@ -50,18 +51,21 @@ def _json_at(rev: str, path: PurePosixPath, root: Path) -> Any:
         raise PipelineError(f"gate: {path} at {rev} is not valid JSON ({error})") from error
 
 
-def metrics_at(rev: str, model: str, root: Path) -> Metrics:
-    """Every variant's metrics for `model` as committed at `rev` ({} when the model was not there)."""
-    folder = PurePosixPath(layout.metrics_dir().as_posix()) / model
+def metrics_at(rev: str, model: str, root: Path, results: Path = Path(".")) -> Metrics:
+    """Every variant's metrics for `model` in `results` (a machine's folder, relative to the
+    repository) as committed at `rev` ({} when the model was not there)."""
+    folder = PurePosixPath(layout.metrics_dir(results).as_posix()) / model
     listing = _git(root, "ls-tree", "--name-only", f"{rev}:{folder}")
     names = [n for n in listing.stdout.split() if n.endswith(".json")] if listing.returncode == 0 else []
     return {PurePosixPath(n).stem: _json_at(rev, folder / n, root) for n in sorted(names)}
 
 
-def chosen_at(rev: str | None, model: str, metrics: Metrics, params: Params, root: Path) -> str | None:
-    """The variant the select stage recorded at `rev` (None: the workspace); recomputed with the
-    current select params from that revision's metrics when it predates the select stage."""
-    path = layout.selection_file(model)
+def chosen_at(
+    rev: str | None, model: str, metrics: Metrics, params: Params, root: Path, results: Path = Path(".")
+) -> str | None:
+    """The variant the select stage recorded in `results` at `rev` (None: the workspace); recomputed
+    with the current select params from that revision's metrics when it predates the select stage."""
+    path = layout.selection_file(model, results)
     record = (
         _json_at(rev, PurePosixPath(path.as_posix()), root)
         if rev
@@ -113,7 +117,7 @@ def judge(
     limit = params.select.constraints_for(model).max_accuracy_drop
     verdict = Verdict(model, chosen_before, chosen_after)
     if chosen_after is None:
-        verdict.failures.append("no variant meets the constraints now (see reports/selection)")
+        verdict.failures.append("no variant meets the constraints now (see the machine's reports/selection)")
         return verdict
     now = after[chosen_after]
     verdict.after_ms, verdict.after_delta = now["latency_ms"][percentile], _accuracy(now).get("delta")
@@ -169,13 +173,15 @@ def _cpu(env: dict[str, Any] | None) -> str:
 
 def run_gate(
     params: Params,
+    machine: str,
     rev: str = "HEAD~1",
     threshold_pct: float = 10.0,
     percentile: str | None = None,
     models: list[str] | None = None,
     root: Path = Path("."),
 ) -> tuple[list[Verdict], dict[str, list[tuple[str, float, float]]], list[str]]:
-    """Compare the workspace with `rev`: per-model verdicts, variants that moved, warnings."""
+    """Compare `machine`'s figures in the workspace with its figures at `rev`: per-model verdicts,
+    variants that moved, warnings."""
     if threshold_pct < 0:
         raise PipelineError(f"gate: --threshold must be >= 0 percent, got {threshold_pct}")
     percentile = percentile or params.select.percentile
@@ -183,9 +189,12 @@ def run_gate(
     unknown = sorted(set(models or []) - set(params.models))
     if unknown:
         raise PipelineError(f"gate: unknown model(s) {', '.join(unknown)}; params.yaml has {', '.join(params.models)}")
+    results = layout.machine_root(machine)
+    if not (root / layout.metrics_dir(results)).is_dir():
+        raise PipelineError(f"gate: {results} has no metrics: no results for machine {machine!r} in the workspace")
     warnings = []
-    env_then = _json_at(rev, PurePosixPath(layout.env_file().as_posix()), root)
-    env_now = load_env(root)
+    env_then = _json_at(rev, PurePosixPath(layout.env_file(results).as_posix()), root)
+    env_now = load_env(root / results)
     if env_then and env_now and _cpu(env_then) != _cpu(env_now):
         warnings.append(
             f"the base revision was measured on another CPU ({_cpu(env_then)} vs {_cpu(env_now)}): latency changes "
@@ -193,14 +202,14 @@ def run_gate(
         )
     verdicts, movements = [], {}
     for model in models or list(params.models):
-        before, after = metrics_at(rev, model, root), load_metrics(model, root)
+        before, after = metrics_at(rev, model, root, results), load_metrics(model, root / results)
         verdicts.append(
             judge(
                 model,
                 before,
                 after,
-                chosen_at(rev, model, before, params, root),
-                chosen_at(None, model, after, params, root),
+                chosen_at(rev, model, before, params, root, results),
+                chosen_at(None, model, after, params, root, results),
                 params,
                 threshold_pct,
                 percentile,

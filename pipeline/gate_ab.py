@@ -20,17 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import layout
+from pipeline.config import PARAMS_FILE, load_params
 from pipeline.errors import PipelineError
 from pipeline.isolate import call
 
 
 @dataclass(frozen=True)
 class Side:
-    """One artifact to time: a project root, a model and the variant chosen there."""
+    """One artifact to time: a project root, a model and the variant chosen there for `machine`."""
 
     root: Path
     model: str
     variant: str
+    machine: str
 
 
 @dataclass
@@ -55,17 +57,30 @@ class Paired:
         return None
 
 
-def latency_in_fresh_process(root: Path, model: str, variant: str) -> dict[str, Any]:
-    """Batch-1 latency by the pipeline's harness, in a process of its own (also used by benchmarks/)."""
+def artifact_of(root: Path, model: str, variant: str, machine: str) -> tuple[Path, str]:
+    """Where `variant` of `model` is built in project `root` (by its params.yaml), and the DVC stage
+    that builds it: shared, or `machine`'s own."""
+    if load_params(root / PARAMS_FILE).machine_built(variant):
+        stage = f"{layout.machine_root(machine).as_posix()}/dvc.yaml:build@{model}-{variant}"
+        return layout.built_dir(model, variant, True, machine), stage
+    return layout.variant_dir(model, variant), f"prepare/dvc.yaml:build@{model}-{variant}"
+
+
+def latency_in_fresh_process(root: Path, model: str, variant: str, machine: str | None = None) -> dict[str, Any]:
+    """Batch-1 latency by the pipeline's harness, in a process of its own (also used by benchmarks/);
+    a machine variant is the one built for `machine` (default: this machine)."""
+    from pipeline.machines import current
+
+    artifact, _ = artifact_of(root, model, variant, machine or current()["name"])
     return call(
         "pipeline.bench.worker:measure_latency_only",
-        {"model": model, "variant": variant, "root": str(root)},
+        {"model": model, "artifact": str(root / artifact), "root": str(root)},
         timeout=1800,
     )
 
 
 def p50_now(side: Side) -> float:
-    return float(latency_in_fresh_process(side.root, side.model, side.variant)["latency_ms"]["p50"])
+    return float(latency_in_fresh_process(side.root, side.model, side.variant, side.machine)["latency_ms"]["p50"])
 
 
 def paired(model: str, base: Side, now: Side, rounds: int) -> Paired:
@@ -97,12 +112,13 @@ def worktree_at(rev: str, root: Path) -> Iterator[Path]:
         shutil.rmtree(folder.parent, ignore_errors=True)
 
 
-def materialize(tree: Path, model: str, variant: str) -> str:
+def materialize(tree: Path, model: str, variant: str, machine: str) -> str:
     """Put the model's source and the variant's artifact into `tree`: from the DVC cache, else rebuilt."""
-    targets = [layout.source_dir(model).as_posix(), layout.variant_dir(model, variant).as_posix()]
+    artifact, stage = artifact_of(tree, model, variant, machine)
+    targets = [layout.source_dir(model).as_posix(), artifact.as_posix()]
     if _run(["dvc", "checkout", *targets], tree).returncode == 0 and all((tree / t).is_dir() for t in targets):
         return "DVC cache"
-    built = _run(["dvc", "repro", f"prepare/dvc.yaml:build@{model}-{variant}"], tree)
+    built = _run(["dvc", "repro", stage], tree)
     if built.returncode != 0:
         tail = (built.stderr or built.stdout).strip().splitlines()[-1:] or ["no output"]
         raise PipelineError(f"gate --remeasure: cannot rebuild {model}/{variant} at the base revision: {tail[0]}")
@@ -110,14 +126,15 @@ def materialize(tree: Path, model: str, variant: str) -> str:
 
 
 def remeasure(
-    pairs: dict[str, tuple[str | None, str | None]], rev: str, rounds: int, root: Path = Path(".")
+    pairs: dict[str, tuple[str | None, str | None]], rev: str, rounds: int, machine: str, root: Path = Path(".")
 ) -> tuple[list[Paired], dict[str, Any]]:
-    """Paired figures for every model whose base and current choices both exist."""
+    """Paired figures for every model whose base and current choices (on `machine`) both exist."""
     results, origins = [], {}
     with worktree_at(rev, root) as tree:
         for model, (before, after) in pairs.items():
             if before is None or after is None:
                 continue
-            origins[model] = materialize(tree, model, before)
-            results.append(paired(model, Side(tree, model, before), Side(root, model, after), rounds))
+            origins[model] = materialize(tree, model, before, machine)
+            base, now = Side(tree, model, before, machine), Side(root, model, after, machine)
+            results.append(paired(model, base, now, rounds))
     return results, origins

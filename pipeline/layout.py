@@ -1,9 +1,15 @@
-"""Where every file of the pipeline lives; dvc.yaml uses the same paths."""
+"""Where every file of the pipeline lives; the dvc.yaml files use the same paths.
+
+Shared files (train, export, portable builds) sit under the project root; each machine's own
+(its builds, figures, choice and report) under machines/<name>/, laid out the same way: the
+functions below take that folder as `root` (machine_root).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+MACHINES = Path("machines")
 ARTIFACTS = Path("artifacts")
 REPORTS = Path("reports")
 DEPLOY = Path("deploy")
@@ -25,6 +31,16 @@ def source_dir(model: str, root: Path = Path(".")) -> Path:
 def variant_dir(model: str, variant: str, root: Path = Path(".")) -> Path:
     """Output of a build stage: the variant's files plus build.json."""
     return root / ARTIFACTS / model / variant
+
+
+def machine_root(machine: str, root: Path = Path(".")) -> Path:
+    """Everything one machine class writes (pipeline.machines): never shared with another."""
+    return root / MACHINES / machine
+
+
+def built_dir(model: str, variant: str, machine_built: bool, machine: str, root: Path = Path(".")) -> Path:
+    """A variant's artifact: shared (variants) or built on `machine` (machine_variants)."""
+    return variant_dir(model, variant, machine_root(machine, root) if machine_built else root)
 
 
 def metrics_file(model: str, variant: str, root: Path = Path(".")) -> Path:
@@ -73,4 +89,10 @@ def bench_plan(root: Path = Path(".")) -> Path:
 
 
 def env_file(root: Path = Path(".")) -> Path:
+    """A machine's hardware fingerprint and target probes (root: its machine_root)."""
     return root / REPORTS / "env.json"
+
+
+def software_file(root: Path = Path(".")) -> Path:
+    """The software fingerprint the shared stages depend on."""
+    return root / REPORTS / "software.json"

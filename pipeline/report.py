@@ -18,7 +18,7 @@ from pipeline.files import atomic_dir, read_json, write_json
 from pipeline.results import load_env, load_metrics
 from pipeline.selection import Candidate, Selection, select
 from pipeline.summary import how_measured, markdown_table, rows
-from pipeline.variants import BASELINES, VARIANTS, should_beat
+from pipeline.variants import BASELINES, VARIANTS, ordered, should_beat
 
 Metrics = dict[str, dict[str, Any]]
 REPORT_DIR = layout.REPORTS / "report"
@@ -255,9 +255,11 @@ def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) ->
 
 
 def model_report(
-    model: str, params: Params, metrics: Metrics, cpu: dict[str, Any], folder: Path, root: Path
+    model: str, params: Params, metrics: Metrics, cpu: dict[str, Any], folder: Path, machine: str, root: Path
 ) -> dict[str, Any]:
-    """Write one model's Markdown report and plots into `folder`; return its index row."""
+    """Write one model's Markdown report and plots for `machine` into `folder`; return its index row."""
+    results = layout.machine_root(machine, root)
+    deploy = layout.deploy_dir(model, layout.machine_root(machine)).as_posix()
     config = params.select
     constraints = config.constraints_for(model)
     selection = select(metrics, config, constraints)
@@ -272,8 +274,8 @@ def model_report(
         lines += [
             f"**Deploy `{selection.chosen}`** ({chosen['runtime']}, {chosen['precision']}): {selection.why}.",
             "",
-            f"The artifact is in `deploy/{model}/` with its `manifest.json`; run it with "
-            f"`python -m pipeline predict deploy/{model} INPUT.npy`.",
+            f"The artifact is in `{deploy}/` with its `manifest.json`; run it with "
+            f"`python -m pipeline predict {deploy} INPUT.npy`.",
         ]
     else:
         lines += [f"**Nothing deployed**: {selection.why}."]
@@ -283,7 +285,7 @@ def model_report(
     lines += [
         f"## Variants (speed-up against `{baseline}`)",
         "",
-        markdown_table(rows(metrics, list(params.variants), baseline)),
+        markdown_table(rows(metrics, ordered(params.all_variants), baseline)),
         "",
     ]
     if selection.rejected:
@@ -305,9 +307,9 @@ def model_report(
         "throughput": "Throughput vs batch size",
         "memory": "Peak memory per variant",
     }
-    lines += where_the_time_goes(model, metrics, root)
+    lines += where_the_time_goes(model, metrics, results)
     lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
-    lines += [f"_{how_measured(root)}_", ""]
+    lines += [f"_{how_measured(params, results)}_", ""]
     (folder / f"{model}.md").write_text("\n".join(lines))
     chosen_metrics = metrics.get(selection.chosen or "", {})
     base = metrics.get(baseline, {})
@@ -368,17 +370,19 @@ def where_the_time_goes(model: str, metrics: Metrics, root: Path, rows_per_varia
     ]
 
 
-def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
-    """The report stage: reports/report/ (Markdown + PNG) and reports/plots/ (data for DVC)."""
-    cpu = load_env(root).get("cpu", {})
+def write_reports(machine: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """`machine`'s report stage: reports/report/ (Markdown + PNG) and reports/plots/ (data for DVC)
+    in its folder, from the figures measured on it."""
+    results = layout.machine_root(machine, root)
+    cpu = load_env(results).get("cpu", {})
     index = []
-    with atomic_dir(root / REPORT_DIR) as folder:
+    with atomic_dir(results / REPORT_DIR) as folder:
         for model in params.models:
-            metrics = load_metrics(model, root)
+            metrics = load_metrics(model, results)
             if metrics:
-                index.append(model_report(model, params, metrics, cpu, folder, root))
+                index.append(model_report(model, params, metrics, cpu, folder, machine, root))
         lines = [
-            "# Deployment report",
+            f"# Deployment report: machine {machine}",
             "",
             "| model | source | deploy | p50 ms | speed-up | vs | accuracy Δ / cosine | size MB | warnings |",
             "|---|---|---|---:|---:|---|---:|---:|---:|",
@@ -388,9 +392,9 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
             f"{r['baseline']} | {r['delta']} | {r['size']} | {r['warnings']} |"
             for r in index
         ]
-        lines += ["", f"_{how_measured(root)}_", ""]
+        lines += ["", f"_{how_measured(params, results)}_", ""]
         (folder / "index.md").write_text("\n".join(lines))
-    with atomic_dir(root / PLOTS_DIR) as folder:
+    with atomic_dir(results / PLOTS_DIR) as folder:
         for row in index:
             for kind, records in row["data"].items():
                 write_json(folder / kind / f"{row['model']}.json", records)

@@ -1,4 +1,4 @@
-"""One table per model from the committed metrics files, with how the numbers were measured."""
+"""One table per model from one machine's committed metrics files, with how the numbers were measured."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline import layout
-from pipeline.config import PARAMS_FILE, load_params
+from pipeline.config import PARAMS_FILE, Params, load_params
 from pipeline.evaluate import worst_cosine
 from pipeline.files import read_json
 from pipeline.results import load_env, load_metrics
-from pipeline.variants import BASELINES
+from pipeline.variants import BASELINES, ordered
 
 
 def _num(value: Any, fmt: str = ".3g") -> str:
@@ -76,9 +76,10 @@ def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: st
     return out
 
 
-def rich_table(title: str, body: list[list[str]]) -> Table:
+def rich_table(title: str, body: list[list[str]], columns: tuple[str, ...] = COLUMNS) -> Table:
+    """The last column is a status: rows not ok are dimmed."""
     table = Table(title=title, title_justify="left", header_style="bold")
-    for column in COLUMNS:
+    for column in columns:
         table.add_column(column, justify="left" if column in LEFT else "right")
     for row in body:
         ok = row[-1].startswith("ok")
@@ -86,8 +87,8 @@ def rich_table(title: str, body: list[list[str]]) -> Table:
     return table
 
 
-def markdown_table(body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" if c in LEFT else "---:" for c in COLUMNS) + "|"]
+def markdown_table(body: list[list[str]], columns: tuple[str, ...] = COLUMNS) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" if c in LEFT else "---:" for c in columns) + "|"]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
@@ -101,13 +102,15 @@ def not_ok_notes(metrics: dict[str, dict[str, Any]]) -> list[str]:
     return [f"{', '.join(names)}: {status}: {reason}" for (status, reason), names in grouped.items()]
 
 
-def how_measured(root: Path = Path(".")) -> str:
-    params = load_params(root / PARAMS_FILE)
+def how_measured(params: Params, results: Path) -> str:
+    """How the figures in `results` (a machine_root) were measured, in one paragraph."""
     bench = params.bench
-    cpu = load_env(root).get("cpu", {})
+    env = load_env(results)
+    cpu, machine = env.get("cpu", {}), env.get("machine", {}).get("name", results.name)
+    gpus = f", GPU {env['gpus']}" if env.get("gpus", "none") != "none" else ""
     latency = bench.latency
     return (
-        f"Measured on {cpu.get('model', '?')} ({cpu.get('cores', '?')} cores), "
+        f"Measured on machine {machine}: {cpu.get('model', '?')} ({cpu.get('cores', '?')} cores{gpus}), "
         f"{bench.resolved_threads()} intra-op threads, each variant in its own process. "
         f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and {bench.warmup.seconds:g} s; "
         f"{latency.segments} segments (before and after the throughput sweep), each >= {latency.min_iters} calls "
@@ -122,25 +125,31 @@ def how_measured(root: Path = Path(".")) -> str:
 
 
 def print_summary(
-    models: list[str] | None = None, root: Path = Path("."), markdown: bool = False, console: Console | None = None
+    machine: str,
+    models: list[str] | None = None,
+    root: Path = Path("."),
+    markdown: bool = False,
+    console: Console | None = None,
 ) -> None:
     console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     params = load_params(root / PARAMS_FILE)
-    order = list(params.variants)
+    name, results = machine, layout.machine_root(machine, root)
+    order = ordered(params.all_variants)
     for model in models or params.models:
-        metrics = load_metrics(model, root)
+        metrics = load_metrics(model, results)
         if not metrics:
-            console.print(f"{model}: no metrics yet (run `dvc repro`)")
+            console.print(f"{model}: no metrics yet on machine {name} (run `python -m pipeline repro`)")
             continue
         baseline = BASELINES[params.model(model).source]
         body = rows(metrics, order, baseline)
-        title = f"{model} (speed-up against {baseline})"
+        title = f"{model} on {name} (speed-up against {baseline})"
         notes = not_ok_notes(metrics)
-        choice = layout.selection_file(model, root)
+        choice = layout.selection_file(model, results)
         if choice.exists():
             record = read_json(choice)
+            manifest = layout.deploy_dir(model, layout.machine_root(name)) / layout.MANIFEST
             notes.insert(0, f"deploy: {record['chosen']}" + (
-                f" ({record['runtime']}; why: deploy/{model}/manifest.json)" if record["status"] == "ok"
+                f" ({record['runtime']}; why: {manifest.as_posix()})" if record["status"] == "ok"
                 else f": {record['reason']}"
             ))  # fmt: skip
         if markdown:
@@ -151,4 +160,4 @@ def print_summary(
             for note in notes:
                 console.print(f"  {note}", style="dim", markup=False)
             console.print()
-    console.print(f"[dim]{how_measured(root)}[/]")
+    console.print(f"[dim]{how_measured(params, results)}[/]")

@@ -79,8 +79,8 @@ def probe_all(targets: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def recorded_probe(target: str, root: Path = Path(".")) -> dict[str, Any]:
-    """The env stage's probe of `target` (reports/env.json, which builds and benchmarks depend on);
-    probed now when the file has none (a stage run by hand)."""
+    """The env stage's probe of `target` (root: a machine_root, whose reports/env.json its builds and
+    benchmarks depend on); probed now when the file has none (a stage run by hand, a shared build)."""
     from pipeline import layout
     from pipeline.files import read_json
 

@@ -25,7 +25,7 @@ class Variant:
     pass_ref: str  # "module:Class" of a pipeline.passes.base.Pass
     sources: frozenset[str] | None = None  # source kinds it applies to; None: any, through the ONNX export
     device: str = "cpu"  # the kind of target it runs on (pipeline.targets)
-    per_target: bool = False  # its artifact holds code or engines for one target's hardware (rebuilt there)
+    per_target: bool = False  # its artifact depends on the hardware that builds it: params.yaml machine_variants
     runtime_options: tuple[tuple[str, Any], ...] = ()  # fixed runtime_config entries (an ORT provider, say)
     should_beat: str | None = None  # the higher-precision variant of its runtime and target it must be faster than
 
@@ -47,9 +47,11 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
             "onnxruntime", "fp16", "pipeline.passes.fp16:Float16", should_beat="onnx_fp32"),
     Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
-            "onnxruntime", "int8", "pipeline.passes.ort_quantize:DynamicInt8", should_beat="onnx_fp32"),
+            "onnxruntime", "int8", "pipeline.passes.ort_quantize:DynamicInt8", per_target=True,
+            should_beat="onnx_fp32"),  # reduce_range: auto reads the building CPU's ISA
     Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
-            "onnxruntime", "int8", "pipeline.passes.ort_quantize:StaticInt8", should_beat="onnx_fp32"),
+            "onnxruntime", "int8", "pipeline.passes.ort_quantize:StaticInt8", per_target=True,
+            should_beat="onnx_fp32"),
     Variant("openvino_fp32", "OpenVINO IR, FP32 weights, f32 inference pinned", "openvino", "fp32",
             "pipeline.passes.openvino:OpenVinoFp32"),
     Variant("openvino_fp16", "OpenVINO IR, FP16-compressed weights", "openvino", "fp16",
@@ -61,7 +63,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
             "pipeline.passes.pytorch:TorchEager", frozenset({"torch"})),
     Variant("torch_compile", "AOTInductor package of the PyTorch source (torch.export + TorchInductor)",
-            "torch", "fp32", "pipeline.passes.pytorch:TorchCompile", frozenset({"torch"})),
+            "torch", "fp32", "pipeline.passes.pytorch:TorchCompile", frozenset({"torch"}), per_target=True),
     Variant("torch_xla", "PyTorch source converted to JAX by torchax, exported like jax_xla", "jax", "fp32",
             "pipeline.passes.jax_xla:TorchXla", frozenset({"torch"})),
     Variant("tf_graph", "the TF/Keras source as a SavedModel serving a plain tf.function", "tensorflow", "fp32",
@@ -74,11 +76,11 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "pipeline.passes.jax_xla:JaxXla", frozenset({"jax"})),
     # GPU targets (NVIDIA, CUDA): skipped with the target probe's reason where there is none.
     Variant("onnx_cuda_fp32", "the ONNX export on ONNX Runtime's CUDA execution provider", "onnxruntime",
-            "fp32", "pipeline.passes.onnx_export:AsExported", device="cuda",
+            "fp32", "pipeline.passes.onnx_export:AsExported", device="cuda", per_target=True,
             runtime_options=(("provider", "cuda"),)),
     Variant("onnx_cuda_fp16", "onnx_fp16's FP16 graph on ONNX Runtime's CUDA execution provider", "onnxruntime",
-            "fp16", "pipeline.passes.fp16:Float16", device="cuda", runtime_options=(("provider", "cuda"),),
-            should_beat="onnx_cuda_fp32"),
+            "fp16", "pipeline.passes.fp16:Float16", device="cuda", per_target=True,
+            runtime_options=(("provider", "cuda"),), should_beat="onnx_cuda_fp32"),
     Variant("onnx_trt_fp16", "ONNX Runtime's TensorRT execution provider, FP16 enabled, engine cached in "
             "the artifact", "onnxruntime", "fp16", "pipeline.passes.tensorrt:OrtTensorRt", device="cuda",
             per_target=True, runtime_options=(("provider", "tensorrt"), ("fp16", True))),
@@ -104,6 +106,11 @@ BASELINES = {
     "jax": "jax_jit",
     "onnx": "onnx_fp32",
 }
+
+
+def ordered(names: object) -> list[str]:
+    """`names` (any container of variant names) in catalogue order: how tables list variants."""
+    return [name for name in VARIANTS if name in names]
 
 
 def should_beat(precision: str) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""DVC stage: benchmark one built variant in a fresh process (see pipeline.bench.stage)."""
+"""DVC stage: benchmark one built variant in a fresh process (see pipeline.bench.stage), holding
+the machine lock exclusively while it measures."""
 
 import sys
 
@@ -6,4 +7,4 @@ from pipeline.bench.stage import benchmark_variant
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(benchmark_variant, ["model", "variant"], machine="exclusive"))
+    sys.exit(run_stage(benchmark_variant, ["machine", "model", "variant"]))

@@ -6,4 +6,4 @@ from pipeline.bench.stage import write_plan
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(write_plan, []))
+    sys.exit(run_stage(write_plan, ["machine"]))

@@ -6,4 +6,4 @@ from pipeline.build import build_variant
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(build_variant, ["model", "variant"], machine="shared"))
+    sys.exit(run_stage(build_variant, ["model", "variant", "machine?"], shared_lock=True))

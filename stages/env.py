@@ -1,10 +1,10 @@
-"""DVC stage (always run): write the environment fingerprint every build and bench depends on,
-with a probe of each configured target (pipeline.target_probe)."""
+"""DVC stage (always run): write one machine's fingerprint, which its builds and benchmarks depend
+on, with a probe of each configured target (pipeline.machines.write_env)."""
 
 import sys
 
-from pipeline.fingerprint import write_env
+from pipeline.machines import write_env
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(write_env, []))
+    sys.exit(run_stage(write_env, ["machine"]))

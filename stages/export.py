@@ -6,4 +6,4 @@ from pipeline.export import export_model
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(export_model, ["model"], machine="shared"))
+    sys.exit(run_stage(export_model, ["model"], shared_lock=True))

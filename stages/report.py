@@ -6,4 +6,4 @@ from pipeline.report import write_reports
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(write_reports, []))
+    sys.exit(run_stage(write_reports, ["machine"]))

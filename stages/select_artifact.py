@@ -6,4 +6,4 @@ from pipeline.deploy import select_model
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(select_model, ["model"]))
+    sys.exit(run_stage(select_model, ["machine", "model"]))

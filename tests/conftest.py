@@ -160,7 +160,19 @@ def build(ctx, name: str, **params):
 def copy_project(destination: Path) -> Path:
     """The repository's pipeline code and config, without artifacts, venv or git history."""
     ignore = shutil.ignore_patterns(
-        ".venv", ".git", "artifacts", "deploy", "__pycache__", ".pytest_cache", "trained", ".dvc", "dvc.lock", "reports"
+        ".venv",
+        ".git",
+        "artifacts",
+        "deploy",
+        "__pycache__",
+        ".pytest_cache",
+        "trained",
+        ".dvc",
+        "dvc.lock",
+        "reports",
+        "machines",
+        ".gpucheck",
+        ".whl",
     )
     shutil.copytree(REPO, destination, ignore=ignore, dirs_exist_ok=True)
     return destination
@@ -218,3 +230,10 @@ def stage_project(tmp_path: Path) -> Path:
     source.mkdir(parents=True)
     write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok", "reason": ""}})
     return tmp_path
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> str:
+    """This machine's class name for the test (MODELOPT_MACHINE): where machine stages write."""
+    monkeypatch.setenv("MODELOPT_MACHINE", "box")
+    return "box"

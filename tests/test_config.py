@@ -40,12 +40,21 @@ def test_repository_params_are_valid():
     [
         (lambda d: d["variants"].update(onnx_fp64={}), "variants.onnx_fp64: unknown variant (known: onnx_fp32"),
         (
-            lambda d: d["variants"]["onnx_int8_static"].update(calibration_method="mean"),
-            "variants.onnx_int8_static.calibration_method: Input should be",
+            lambda d: d["machine_variants"]["onnx_int8_static"].update(calibration_method="mean"),
+            "machine_variants.onnx_int8_static.calibration_method: Input should be",
         ),
         (
-            lambda d: d["variants"]["onnx_int8_dynamic"].update(per_chanel=True),
-            "variants.onnx_int8_dynamic.per_chanel: unknown key",
+            lambda d: d["machine_variants"]["onnx_int8_dynamic"].update(per_chanel=True),
+            "machine_variants.onnx_int8_dynamic.per_chanel: unknown key",
+        ),
+        (
+            lambda d: d["variants"].update(torch_compile=d["machine_variants"].pop("torch_compile")),
+            "variants.torch_compile: its artifact depends on the machine that builds it",
+        ),
+        (lambda d: d.update(machine_variants={}), "machine_variants: empty; each machine's select stage"),
+        (
+            lambda d: d["machine_variants"].update(onnx_fp32={}),
+            "machine_variants.onnx_fp32: also listed under 'variants'",
         ),
         (lambda d: d["models"].append("nope"), "models.5: 'nope' has no entry under 'catalog'"),
         (

@@ -17,27 +17,28 @@ from tests.helpers import metric
 
 
 def test_nothing_feasible_names_the_closest_and_deploys_nothing(tmp_path: Path):
+    results = tmp_path / "machines" / "box"
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["spam_fnn"]}
     params["select"]["constraints"]["max_latency_ms"] = 0.5
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = tmp_path / "reports" / "metrics" / "spam_fnn"
+    folder = results / "reports" / "metrics" / "spam_fnn"
     folder.mkdir(parents=True)
     for name, data in {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "torch_eager": metric(2.0)}.items():
         (folder / f"{name}.json").write_text(json.dumps(data))
 
-    result = select_model("spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
+    result = select_model("box", "spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
 
     assert result == {
         "status": "none",
         "reason": "no variant meets the constraints; closest: onnx_opt (0.6 > 0.5 ms (p50))",
     }
-    record = json.loads((tmp_path / "reports" / "selection" / "spam_fnn.json").read_text())
+    record = json.loads((results / "reports" / "selection" / "spam_fnn.json").read_text())
     assert record["chosen"] == "none" and record["latency_ms"] is None
-    manifest = json.loads((tmp_path / "deploy" / "spam_fnn" / "manifest.json").read_text())
+    manifest = json.loads((results / "deploy" / "spam_fnn" / "manifest.json").read_text())
     assert manifest["variant"] is None and manifest["selection"]["closest"] == "onnx_opt"
     assert set(manifest["selection"]["rejected"]) == {"onnx_fp32", "onnx_opt", "torch_eager"}
     with pytest.raises(ModelFileError, match="no artifact was chosen for spam_fnn: no variant meets"):
-        load(tmp_path / "deploy" / "spam_fnn")
+        load(results / "deploy" / "spam_fnn")
 
 
 def test_predict_on_a_folder_without_manifest_is_one_clear_error(tmp_path: Path):

@@ -39,18 +39,28 @@ GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_i
 GPU_KEPT = ["onnx_cuda_fp32", "tensorrt_int8"]
 
 
+MACHINE = "e2e"  # MODELOPT_MACHINE: this run's machine class
+STAGE_FILE = f"machines/{MACHINE}/dvc.yaml"
+
+
 def run(cmd: list[str], cwd: Path) -> str:
-    env = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "MODELOPT_MACHINE": MACHINE,
+    }
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
 
-ENV_STAGE = "fingerprint/dvc.yaml:env"
+ALWAYS_RUN = {"fingerprint/dvc.yaml:software", "env"}
 
 
 def stages_run(output: str) -> set[str]:
-    return set(re.findall(r"Running stage '([^']+)'", output))
+    """Stages DVC ran; this machine's named without their file, its two bench matrices as one."""
+    names = re.findall(r"Running stage '([^']+)'", output)
+    return {n.removeprefix(f"{STAGE_FILE}:").replace("bench_machine_built@", "bench@") for n in names}
 
 
 # The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
@@ -95,7 +105,7 @@ def project(tmp_path_factory, tiny_onnx):
     params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
     params["bench"] = FAST_BENCH
     for name in set(GPU_VARIANTS) - set(GPU_KEPT):  # two GPU variants show the target plumbing through DVC
-        del params["variants"][name]
+        del params["machine_variants"][name]
     params["export"]["max_eval_samples"] = 500
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for name in ("byo_onnx", "broken"):
@@ -111,7 +121,7 @@ def project(tmp_path_factory, tiny_onnx):
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
-    output = run(["dvc", "repro"], root)
+    output = run([sys.executable, "-m", "pipeline", "repro"], root)
     return root, output
 
 
@@ -119,8 +129,12 @@ def read(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def results(root: Path) -> Path:
+    return root / "machines" / MACHINE / "reports"
+
+
 def metrics(root: Path, model: str, variant: str) -> dict:
-    return json.loads((root / "reports" / "metrics" / model / f"{variant}.json").read_text())
+    return json.loads((results(root) / "metrics" / model / f"{variant}.json").read_text())
 
 
 def test_every_variant_writes_schema_metrics(project):
@@ -153,7 +167,7 @@ def test_every_variant_writes_schema_metrics(project):
 
 def test_gpu_variants_run_on_their_target_or_say_why_not(project):
     root, _ = project
-    probe = read(root / "reports" / "env.json")["targets"]["cuda:0"]
+    probe = read(results(root) / "env.json")["targets"]["cuda:0"]
     for variant in GPU_KEPT:
         m = metrics(root, "spam_fnn", variant)
         assert m["device"] == "cuda:0"
@@ -174,7 +188,8 @@ def test_openvino_variants_record_precision_streams_and_cached_load(project):
     concurrent = int8["throughput_concurrent"]
     assert concurrent["streams"] >= 1 and concurrent["requests"] >= 1 and "AsyncInferQueue" in concurrent["how"]
     assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["top1_agreement"] > 0.9
-    details = json.loads((root / "reports" / "details" / "spam_fnn" / "openvino_int8_acc.json").read_text())
+    details = json.loads((results(root) / "details" / "spam_fnn" / "openvino_int8_acc.json").read_text())
+    assert details["waited_s"] >= 0  # for the machine lock, held exclusively while it measured
     build = details["build"]
     assert build["max_drop"] == 0.01 and build["stopped_by"] == "nncf" and build["reached_max_drop"] is True
     assert build["validation_drop"] <= 0.01 and build["validation_origin"].endswith("calib.npz")  # not scoring rows
@@ -218,7 +233,7 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
     root, _ = project
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], root))
     files = next(iter(shown.values()))["data"]
-    assert "reports/metrics/spam_fnn/onnx_fp32.json" in files
+    assert f"machines/{MACHINE}/reports/metrics/spam_fnn/onnx_fp32.json" in files
     summary = run([sys.executable, "-m", "pipeline", "summary"], root)
     assert "spam_fnn" in summary and "onnx_int8_static" in summary and "byo_onnx" in summary
 
@@ -226,24 +241,28 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
 def test_select_deploys_an_explained_verified_choice(project):
     root, output = project
     assert {f"select@{m}" for m in MODELS} | {"report"} <= stages_run(output)
-    record = read(root / "reports" / "selection" / "spam_fnn.json")
+    record = read(results(root) / "selection" / "spam_fnn.json")
     chosen = record["chosen"]
     assert record["status"] == "ok" and metrics(root, "spam_fnn", chosen)["status"] == "ok"
-    manifest = read(root / "deploy" / "spam_fnn" / "manifest.json")
+    deploy = root / "machines" / MACHINE / "deploy" / "spam_fnn"
+    manifest = read(deploy / "manifest.json")
     assert manifest["variant"] == chosen and manifest["runtime"] == record["runtime"]
+    assert manifest["machine"] == MACHINE and manifest["environment"]["machine"]["name"] == MACHINE
     assert manifest["runtime_version"] != "unknown" and manifest["inputs"]
     for name, digest in manifest["files"].items():
-        assert hashlib.sha256((root / "deploy" / "spam_fnn" / name).read_bytes()).hexdigest() == digest
+        assert hashlib.sha256((deploy / name).read_bytes()).hexdigest() == digest
     selection = manifest["selection"]
-    others = {p.stem for p in (root / "reports" / "metrics" / "spam_fnn").glob("*.json")} - {chosen}
+    others = {p.stem for p in (results(root) / "metrics" / "spam_fnn").glob("*.json")} - {chosen}
     assert set(selection["rejected"]) == others and all(selection["rejected"].values())
     assert chosen in selection["pareto_front"] and selection["constraints"]["max_accuracy_drop"] == 0.01
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], root))
-    assert next(iter(shown.values()))["data"]["reports/selection/spam_fnn.json"]["data"]["chosen"] == chosen
-    report = (root / "reports" / "report" / "spam_fnn.md").read_text()
-    assert f"**Deploy `{chosen}`**" in report and (root / "reports" / "report" / "img" / "spam_fnn").is_dir()
+    selection_file = f"machines/{MACHINE}/reports/selection/spam_fnn.json"
+    assert next(iter(shown.values()))["data"][selection_file]["data"]["chosen"] == chosen
+    report = (results(root) / "report" / "spam_fnn.md").read_text()
+    assert f"**Deploy `{chosen}`**" in report and (results(root) / "report" / "img" / "spam_fnn").is_dir()
     plots = json.loads(run(["dvc", "plots", "show", "--json"], root))
-    assert not plots.get("errors") and "reports/plots/latency_accuracy/spam_fnn.json" in plots["data"]
+    assert not plots.get("errors")
+    assert f"machines/{MACHINE}/reports/plots/latency_accuracy/spam_fnn.json" in plots["data"]
 
 
 def reference(root: Path, model: str):
@@ -258,14 +277,15 @@ def test_predict_cli_and_api_run_the_chosen_artifact(project, tmp_path):
     root, _ = project
     data = reference(root, "spam_fnn")
     np.save(tmp_path / "x.npy", next(iter(data.inputs.values())))
-    out = run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "spam_fnn"), "x.npy",
+    deploy = root / "machines" / MACHINE / "deploy" / "spam_fnn"
+    out = run([sys.executable, "-m", "pipeline", "predict", str(deploy), "x.npy",
                "--output", "y.npy"], tmp_path)  # fmt: skip
     assert "spam_fnn:" in out and "wrote" in out
     expected = next(iter(data.outputs.values()))
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, atol=0.05)
-    outputs = load(root / "deploy" / "spam_fnn", threads=1)(data.inputs)
+    outputs = load(deploy, threads=1)(data.inputs)
     np.testing.assert_allclose(next(iter(outputs.values())), expected, atol=0.05)
-    tampered = shutil.copytree(root / "deploy" / "spam_fnn", tmp_path / "tampered")
+    tampered = shutil.copytree(deploy, tmp_path / "tampered")
     victim = tampered / next(iter(read(tampered / "manifest.json")["files"]))
     victim.write_bytes(victim.read_bytes() + b"\0")
     done = subprocess.run([sys.executable, "-m", "pipeline", "predict", str(tampered), "x.npy"], cwd=tmp_path,
@@ -283,19 +303,20 @@ def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
     """Pin the choice to one variant (select.constraints.variants) in a side project, then predict."""
     root, _ = project
     side = tmp_path / "side"
-    (side / "reports").mkdir(parents=True)
-    for name in ("artifacts", "models", "reports/metrics", "reports/env.json"):
+    mine = f"machines/{MACHINE}"
+    (side / mine / "reports").mkdir(parents=True)
+    for name in ("artifacts", "models", f"{mine}/artifacts", f"{mine}/reports/metrics", f"{mine}/reports/env.json"):
         (side / name).symlink_to(root / name)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["select"]["constraints"] |= {"variants": [variant], "max_accuracy_drop": None}
     (side / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run([sys.executable, str(root / "stages" / "select_artifact.py"), model], side)
-    manifest = read(side / "deploy" / model / "manifest.json")
+    run([sys.executable, str(root / "stages" / "select_artifact.py"), MACHINE, model], side)
+    manifest = read(side / mine / "deploy" / model / "manifest.json")
     assert manifest["variant"] == variant
     data = reference(root, model)
     np.savez(tmp_path / "x.npz", **data.inputs)
-    run([sys.executable, "-m", "pipeline", "predict", str(side / "deploy" / model), "x.npz", "--output", "y.npz"],
-        tmp_path)  # fmt: skip
+    deploy = side / mine / "deploy" / model
+    run([sys.executable, "-m", "pipeline", "predict", str(deploy), "x.npz", "--output", "y.npz"], tmp_path)
     with np.load(tmp_path / "y.npz") as got:
         for name, expected in data.outputs.items():
             labels = (lambda y: y[:, 0] > 0.5) if expected.shape[1] == 1 else (lambda y: y.argmax(1))
@@ -306,21 +327,23 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     root, _ = project
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first run"], root)
-    assert stages_run(run(["dvc", "repro"], root)) == {ENV_STAGE}
+    repro = [sys.executable, "-m", "pipeline", "repro"]
+    assert stages_run(run(repro, root)) == ALWAYS_RUN
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["variants"]["onnx_int8_static"]["per_channel"] = False
+    params["machine_variants"]["onnx_int8_static"]["per_channel"] = False
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    ran = stages_run(run(["dvc", "repro"], root))
-    rebuilt = {f"prepare/dvc.yaml:build@{m}-onnx_int8_static" for m in MODELS}
+    ran = stages_run(run(repro, root))
+    rebuilt = {f"build@{m}-onnx_int8_static" for m in MODELS}
     # Models that skip the variant rebuild an identical 'skipped' record, so DVC does not rerun their bench.
     measured = ("spam_fnn", "byo_onnx", "byo_fixed")
     remeasured = {f"bench@{m}-onnx_int8_static" for m in measured}
     reselected = {f"select@{m}" for m in measured} | {"report"}  # their metrics changed
     planned = {"prepare/dvc.yaml:variant_plan"}  # rewrites every variant's file; only one changes
-    assert ran == {ENV_STAGE} | planned | rebuilt | remeasured | reselected
-    diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
-    assert "reports/metrics/spam_fnn/onnx_int8_static.json" in diff
-    assert "reports/metrics/spam_fnn/onnx_fp32.json" not in diff
+    assert ran == ALWAYS_RUN | planned | rebuilt | remeasured | reselected
+    mine = f"machines/{MACHINE}/reports/metrics"
+    diff = json.loads(run(["dvc", "metrics", "diff", "--json", "--targets", mine, "-R"], root))
+    assert f"{mine}/spam_fnn/onnx_int8_static.json" in diff
+    assert f"{mine}/spam_fnn/onnx_fp32.json" not in diff
 
 
 def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(project):
@@ -334,9 +357,9 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
         assert m["fixed_batch"] == 1 and set(m["throughput_sps"]["by_batch"]) == {"b1"}
         assert m["fidelity"]["scores"]["cosine_mean"] > 0.9 and m["fidelity"]["scores"]["top1_agreement"] is None
     assert (root / "artifacts" / "byo_fixed" / "onnx_fp32" / "model.onnx.data").is_file()
-    details = read(root / "reports" / "details" / "byo_fixed" / "onnx_fp16.json")
+    details = read(results(root) / "details" / "byo_fixed" / "onnx_fp16.json")
     assert details["build"]["load_check"].startswith("ok: loaded by onnxruntime")
-    manifest = read(root / "deploy" / "byo_fixed" / "manifest.json")
+    manifest = read(root / "machines" / MACHINE / "deploy" / "byo_fixed" / "manifest.json")
     assert manifest["fixed_batch"] == 1
 
 
@@ -356,13 +379,11 @@ def test_transformer_deploys_and_predicts_at_any_sequence_length(project, tmp_pa
     from pipeline.config import InputSpec
     from pipeline.data import generate_inputs
 
-    specs = {
-        k: InputSpec.model_validate(v)
-        for k, v in read(root / "deploy" / "bert_e2e" / "manifest.json")["inputs"].items()
-    }
+    deploy = root / "machines" / MACHINE / "deploy" / "bert_e2e"
+    specs = {k: InputSpec.model_validate(v) for k, v in read(deploy / "manifest.json")["inputs"].items()}
     for seq in (7, 29):
         np.savez(tmp_path / f"x{seq}.npz", **generate_inputs(specs, 3, seq, {"seq": seq}, vocab_size=200))
-        out = run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "bert_e2e"), f"x{seq}.npz",
+        out = run([sys.executable, "-m", "pipeline", "predict", str(deploy), f"x{seq}.npz",
                    "--output", f"y{seq}.npy"], tmp_path)  # fmt: skip
         assert "bert_e2e:" in out and np.load(tmp_path / f"y{seq}.npy").shape == (3, 32)
 
@@ -375,6 +396,6 @@ def test_a_broken_model_does_not_stop_the_others(project):
     )
     m = metrics(root, "broken", "onnx_fp32")
     assert m["status"] == "failed" and "the source model failed" in m["reason"]
-    assert read(root / "reports" / "selection" / "broken.json")["chosen"] == "none"
+    assert read(results(root) / "selection" / "broken.json")["chosen"] == "none"
     summary = run([sys.executable, "-m", "pipeline", "summary"], root)
     assert "broken" in summary and "the source model failed" in summary

@@ -30,15 +30,15 @@ def params_for(**catalogs) -> Params:
     )
 
 
-def test_a_broken_source_fails_every_variant_with_its_reason_and_nothing_else(tiny_project):
+def test_a_broken_source_fails_every_variant_with_its_reason_and_nothing_else(tiny_project, machine):
     params = params_for(tiny=tiny_config(file="missing.pt"))
     report = export_model("tiny", params, tiny_project)
     assert report["status"] == "failed" and "missing.pt: not found (params.yaml: catalog.tiny.file)" in report["reason"]
     saved = json.loads(layout.export_report("tiny", tiny_project).read_text())
     assert saved == report
     for variant in ("onnx_fp32", "torch_eager"):
-        assert build_variant("tiny", variant, params, tiny_project)["status"] == "failed"
-        metrics = benchmark_variant("tiny", variant, params, tiny_project)
+        assert build_variant("tiny", variant, None, params, tiny_project)["status"] == "failed"
+        metrics = benchmark_variant(machine, "tiny", variant, params, tiny_project)
         assert metrics["status"] == "failed" and "the source model failed: " in metrics["reason"]
         assert "missing.pt" in metrics["reason"]
 
@@ -48,7 +48,7 @@ def test_a_failed_build_keeps_the_childs_stderr_and_a_command_that_reproduces_it
     export_model("tiny", params, tiny_project)
     exported = layout.source_dir("tiny", tiny_project) / layout.EXPORTED_ONNX
     exported.write_bytes(exported.read_bytes()[:100])  # damaged after the export's own checks
-    info = build_variant("tiny", "onnx_fp32", params, tiny_project)
+    info = build_variant("tiny", "onnx_fp32", None, params, tiny_project)
     log = layout.log_file("tiny", "onnx_fp32", "build", tiny_project)
     assert (
         info["status"] == "failed"

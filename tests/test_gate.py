@@ -17,6 +17,7 @@ from tests.conftest import REPO
 from tests.helpers import metric
 
 MODEL = "spam_fnn"
+RESULTS = Path("machines") / "box"  # the `machine` fixture's folder
 
 
 def git(root: Path, *args: str) -> None:
@@ -25,12 +26,12 @@ def git(root: Path, *args: str) -> None:
 
 def commit(root: Path, variants: dict[str, dict], chosen: str | None, message: str, record: bool = True) -> None:
     """Write one revision's metrics and (when `record`) its recorded choice, and commit them."""
-    folder = root / "reports" / "metrics" / MODEL
+    folder = root / RESULTS / "reports" / "metrics" / MODEL
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(json.dumps(data))
-    selection = root / "reports" / "selection" / f"{MODEL}.json"
+    selection = root / RESULTS / "reports" / "selection" / f"{MODEL}.json"
     selection.parent.mkdir(parents=True, exist_ok=True)
     selection.unlink(missing_ok=True)
     if record:
@@ -40,7 +41,7 @@ def commit(root: Path, variants: dict[str, dict], chosen: str | None, message: s
 
 
 @pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine: str) -> Path:
     """A git repo with the project's params.yaml (one model) and a first, good revision."""
     git(tmp_path, "init", "-q")
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": [MODEL]}
@@ -52,7 +53,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def failures(root: Path, rev: str = "HEAD~1", **options) -> list[str]:
     params = load_params(root / "params.yaml")
-    verdicts, _, _ = run_gate(params, rev, root=root, **options)
+    verdicts, _, _ = run_gate(params, "box", rev, root=root, **options)
     return [f for v in verdicts for f in v.failures]
 
 
@@ -94,7 +95,7 @@ def test_accuracy_fall_and_constraint_are_gated(repo):
 
 def test_nothing_feasible_fails(repo):
     commit(repo, {"onnx_opt": metric(0.8)}, None, "nothing fits")
-    assert failures(repo) == ["no variant meets the constraints now (see reports/selection)"]
+    assert failures(repo) == ["no variant meets the constraints now (see the machine's reports/selection)"]
 
 
 def test_a_base_revision_without_a_recorded_choice_is_selected_again(repo):
@@ -104,7 +105,7 @@ def test_a_base_revision_without_a_recorded_choice_is_selected_again(repo):
 
 
 def test_workspace_changes_are_compared_with_head(repo):
-    (repo / "reports" / "metrics" / MODEL / "onnx_opt.json").write_text(json.dumps(metric(2.0)))
+    (repo / RESULTS / "reports" / "metrics" / MODEL / "onnx_opt.json").write_text(json.dumps(metric(2.0)))
     assert failures(repo, rev="HEAD") == ["p50 latency regressed +150.0% (threshold 10%)"]
 
 

@@ -79,36 +79,38 @@ def test_noisy_failed_skipped_and_infeasible_are_reported():
 
 
 def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
+    results = tmp_path / "machines" / "box"
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["spam_fnn"]}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = tmp_path / "reports" / "metrics" / "spam_fnn"
+    folder = results / "reports" / "metrics" / "spam_fnn"
     folder.mkdir(parents=True)
     variants = {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "onnx_int8_dynamic": metric(0.5, delta=-0.3)}
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(json.dumps(data))
-    result = write_reports(load_params(tmp_path / "params.yaml"), tmp_path)
+    result = write_reports("box", load_params(tmp_path / "params.yaml"), tmp_path)
     assert result["status"] == "ok"
-    report = (tmp_path / "reports" / "report" / "spam_fnn.md").read_text()
+    report = (results / "reports" / "report" / "spam_fnn.md").read_text()
     assert "**Deploy `onnx_opt`**" in report and "breaks max_accuracy_drop" in report
     for kind in ("latency_accuracy", "size", "throughput", "memory"):
-        assert (tmp_path / "reports" / "report" / "img" / "spam_fnn" / f"{kind}.png").stat().st_size > 1000
+        assert (results / "reports" / "report" / "img" / "spam_fnn" / f"{kind}.png").stat().st_size > 1000
         assert f"img/spam_fnn/{kind}.png" in report
-    points = json.loads((tmp_path / "reports" / "plots" / "latency_accuracy" / "spam_fnn.json").read_text())
+    points = json.loads((results / "reports" / "plots" / "latency_accuracy" / "spam_fnn.json").read_text())
     assert {p["variant"]: p["chosen"] for p in points} == {
         "onnx_fp32": False,
         "onnx_opt": True,
         "onnx_int8_dynamic": False,
     }
-    throughput = json.loads((tmp_path / "reports" / "plots" / "throughput" / "spam_fnn.json").read_text())
+    throughput = json.loads((results / "reports" / "plots" / "throughput" / "spam_fnn.json").read_text())
     assert {(r["variant"], r["batch"]) for r in throughput} >= {("onnx_opt", 1), ("onnx_opt", 8)}
-    assert "[spam_fnn](spam_fnn.md)" in (tmp_path / "reports" / "report" / "index.md").read_text()
+    assert "[spam_fnn](spam_fnn.md)" in (results / "reports" / "report" / "index.md").read_text()
 
 
 def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp_path: Path):
+    results = tmp_path / "machines" / "box"
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["minilm_l6"]}
     params["select"]["constraints"] |= {"max_accuracy_drop": None, "min_cosine": None}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = tmp_path / "reports" / "metrics" / "minilm_l6"
+    folder = results / "reports" / "metrics" / "minilm_l6"
     folder.mkdir(parents=True)
     variants = {
         "onnx_fp32": metric(1.0, delta=None, cosine=1.0),
@@ -116,10 +118,10 @@ def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp
     }
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(json.dumps(data))
-    assert write_reports(load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
-    index = (tmp_path / "reports" / "report" / "index.md").read_text()
+    assert write_reports("box", load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
+    index = (results / "reports" / "report" / "index.md").read_text()
     assert "| onnx_int8_dynamic |" in index and "cos 0.3000" in index  # no constraint: the fastest wins
-    points = json.loads((tmp_path / "reports" / "plots" / "latency_accuracy" / "minilm_l6.json").read_text())
+    points = json.loads((results / "reports" / "plots" / "latency_accuracy" / "minilm_l6.json").read_text())
     assert {p["variant"]: round(p["quality_loss"], 4) for p in points} == {"onnx_fp32": 0.0, "onnx_int8_dynamic": 0.7}
 
 

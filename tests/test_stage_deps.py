@@ -14,7 +14,12 @@ import pytest
 import yaml
 
 REPO = Path(__file__).parents[1]
-STAGE_FILES = ("dvc.yaml", "prepare/dvc.yaml", "fingerprint/dvc.yaml")
+# (stage file, where DVC reads it from): the machine template runs as machines/<name>/dvc.yaml.
+STAGE_FILES = (
+    ("prepare/dvc.yaml", "prepare/dvc.yaml"),
+    ("fingerprint/dvc.yaml", "fingerprint/dvc.yaml"),
+    ("pipeline/machine_dvc.yaml", "machines/m/dvc.yaml"),
+)
 
 
 def module_file(name: str) -> Path | None:
@@ -57,12 +62,12 @@ def reached_files(entry: Path) -> set[Path]:
 def stages() -> list[tuple[str, str, list[str]]]:
     """(stage file, stage name, deps) for every stage whose command runs a stages/*.py entry point."""
     out = []
-    for stage_file in STAGE_FILES:
+    for stage_file, placed in STAGE_FILES:
         spec = yaml.safe_load((REPO / stage_file).read_text())["stages"]
         for name, stage in spec.items():
             body = stage.get("do", stage)
             match = re.search(r"python (stages/\w+\.py)", body["cmd"])
-            wdir = REPO / Path(stage_file).parent / body.get("wdir", stage.get("wdir", "."))
+            wdir = REPO / Path(placed).parent / body.get("wdir", stage.get("wdir", "."))
             deps = [str((wdir / d).resolve().relative_to(REPO)) for d in body.get("deps", [])]
             out.append((stage_file, name, [match.group(1), *deps]))
     return out

@@ -38,32 +38,34 @@ def test_skip_reasons():
     assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config(), *cpu) is None
 
 
-def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project):
+def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project, machine):
     params = make_params(source="onnx", factory=None)
-    info = build_variant("tiny", "torch_eager", params, stage_project)
+    info = build_variant("tiny", "torch_eager", None, params, stage_project)
     assert info["status"] == "skipped"
     folder = layout.variant_dir("tiny", "torch_eager", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
-    metrics = benchmark_variant("tiny", "torch_eager", params, stage_project)
-    saved = json.loads(layout.metrics_file("tiny", "torch_eager", stage_project).read_text())
+    metrics = benchmark_variant(machine, "tiny", "torch_eager", params, stage_project)
+    saved = json.loads(
+        layout.metrics_file("tiny", "torch_eager", layout.machine_root(machine, stage_project)).read_text()
+    )
     assert saved == metrics
     assert saved["status"] == "skipped" and "needs a torch source" in saved["reason"]
     assert saved["runtime"] == "torch" and "latency_ms" not in saved
 
 
-def test_failed_build_leaves_only_its_record(stage_project, monkeypatch):
+def test_failed_build_leaves_only_its_record(stage_project, machine, monkeypatch):
     def failing_call(target, kwargs, timeout, env=None, log=None):
         (Path(kwargs["out_dir"]) / "half_written.onnx").write_bytes(b"...")
         raise IsolatedFailure("RuntimeError: converter exploded")
 
     monkeypatch.setattr(build_module, "call", failing_call)
-    info = build_variant("tiny", "onnx_fp32", make_params(), stage_project)
+    info = build_variant("tiny", "onnx_fp32", None, make_params(), stage_project)
     assert info["status"] == "failed" and info["reason"] == (
         "build failed: RuntimeError: converter exploded [reproduce: python stages/build.py tiny onnx_fp32]"
     )
     folder = layout.variant_dir("tiny", "onnx_fp32", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
-    metrics = benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
+    metrics = benchmark_variant(machine, "tiny", "onnx_fp32", make_params(), stage_project)
     assert metrics["status"] == "failed" and "converter exploded" in metrics["reason"]
 
 
@@ -74,14 +76,32 @@ def test_failed_export_fails_onnx_variants_only(stage_project, monkeypatch):
     )
     monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "torch_model.json", "build": {}})
     assert (
-        build_variant("tiny", "onnx_fp32", make_params(), stage_project)["reason"]
+        build_variant("tiny", "onnx_fp32", None, make_params(), stage_project)["reason"]
         == "no ONNX export: ONNX export failed: boom"
     )
-    assert build_variant("tiny", "torch_eager", make_params(), stage_project)["status"] == "ok"
+    assert build_variant("tiny", "torch_eager", None, make_params(), stage_project)["status"] == "ok"
 
 
 def test_unconfigured_variant_is_a_config_error(stage_project):
     from pipeline.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"variants\.onnx_fp16: not configured"):
-        build_variant("tiny", "onnx_fp16", make_params(), stage_project)
+        build_variant("tiny", "onnx_fp16", None, make_params(), stage_project)
+
+
+def test_a_machine_variant_is_built_per_machine_and_a_portable_one_once(stage_project, machine):
+    from pipeline.errors import ConfigError
+
+    params = Params.model_validate(make_params().model_dump() | {"machine_variants": {"torch_compile": {}}})
+    with pytest.raises(ConfigError, match="torch_compile is under machine_variants"):
+        build_variant("tiny", "torch_compile", None, params, stage_project)
+    with pytest.raises(ConfigError, match="onnx_fp32 is under variants"):
+        build_variant("tiny", "onnx_fp32", machine, params, stage_project)
+
+
+def test_a_benchmark_refuses_another_machines_pipeline(stage_project, machine):
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="measures machine 'other'; this is 'box'"):
+        benchmark_variant("other", "tiny", "onnx_fp32", make_params(), stage_project)
+    assert not layout.machine_root("other", stage_project).exists()

@@ -137,30 +137,33 @@ def gpu_params(targets: list[str]) -> Params:
             "models": ["tiny"],
             "targets": targets,
             "catalog": {"tiny": tiny_config().model_dump()},
-            "variants": {name: {} for name in ["onnx_fp32", *GPU_VARIANTS]},
+            "variants": {"onnx_fp32": {}},
+            "machine_variants": {name: {} for name in GPU_VARIANTS},
         }
     )
 
 
-def test_every_gpu_variant_is_skipped_with_the_probe_reason(stage_project):
+def test_every_gpu_variant_is_skipped_with_the_probe_reason(stage_project, machine):
     reason = "no NVIDIA driver (no /proc/driver/nvidia, no libcuda)"
     probes = {"cpu": {"available": True}, "cuda:0": {"available": False, "reason": reason}}
-    write_json(layout.env_file(stage_project), {"targets": probes})
+    write_json(layout.env_file(layout.machine_root(machine, stage_project)), {"targets": probes})
     params = gpu_params(["cpu", "cuda:0"])
     assert len(GPU_VARIANTS) == 7
     for name in GPU_VARIANTS:
-        info = build_variant("tiny", name, params, stage_project)
+        info = build_variant("tiny", name, machine, params, stage_project)
         assert info["status"] == "skipped", name
         assert info["reason"] == f"target cuda:0 is not usable here: {reason}"
         assert info["target"] == "cuda:0"
-        metrics = benchmark_variant("tiny", name, params, stage_project)
+        metrics = benchmark_variant(machine, "tiny", name, params, stage_project)
         assert metrics["status"] == "skipped" and metrics["device"] == "cuda:0" and "latency_ms" not in metrics
-    saved = json.loads(layout.metrics_file("tiny", "tensorrt_int8", stage_project).read_text())
+    saved = json.loads(
+        layout.metrics_file("tiny", "tensorrt_int8", layout.machine_root(machine, stage_project)).read_text()
+    )
     assert saved["reason"].endswith(reason)
 
 
-def test_without_a_cuda_target_gpu_variants_say_so(stage_project):
-    info = build_variant("tiny", "onnx_cuda_fp32", gpu_params(["cpu"]), stage_project)
+def test_without_a_cuda_target_gpu_variants_say_so(stage_project, machine):
+    info = build_variant("tiny", "onnx_cuda_fp32", machine, gpu_params(["cpu"]), stage_project)
     assert info["status"] == "skipped"
     assert info["reason"] == "runs on cuda; params.yaml: targets names no cuda target"
 
@@ -174,11 +177,13 @@ def test_devices_constraint_takes_a_kind_or_a_target():
     assert choice.chosen == "on_cpu" and "device cuda:0 not allowed" in choice.rejected["on_gpu"]
 
 
-def test_the_env_stage_records_each_configured_targets_probe(tmp_path):
-    from pipeline.fingerprint import write_env
+def test_the_env_stage_records_each_configured_targets_probe(tmp_path, machine):
+    from pipeline.machines import write_env
 
-    result = write_env(gpu_params(["cpu", "cuda:0"]), tmp_path)
-    recorded = json.loads(layout.env_file(tmp_path).read_text())["targets"]
+    result = write_env(machine, gpu_params(["cpu", "cuda:0"]), tmp_path)
+    env = json.loads(layout.env_file(layout.machine_root(machine, tmp_path)).read_text())
+    assert env["machine"]["name"] == machine and env["machine"]["source"] == "MODELOPT_MACHINE"
+    recorded = env["targets"]
     assert recorded["cpu"] == {"available": True, "reason": ""}
     assert recorded["cuda:0"] == probe("cuda:0")
     assert result["status"] == "ok" and "cpu" in result["reason"]

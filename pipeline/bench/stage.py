@@ -1,4 +1,5 @@
-"""The bench stage: measure one built variant in a fresh process and write its metrics file.
+"""The bench stage: measure one built variant in a fresh process, on the machine whose pipeline
+runs it, and write its metrics file under that machine's folder (machines/<name>/).
 
 reports/metrics/<model>/<variant>.json always gets written, with status ok / skipped / failed and
 a one-line reason, so `dvc metrics show` lists every variant and why it has no numbers. It holds
@@ -17,6 +18,8 @@ from pipeline import layout
 from pipeline.config import Params
 from pipeline.files import read_json, size_mb, write_json
 from pipeline.isolate import IsolatedFailure, call
+from pipeline.machine_lock import machine_lock
+from pipeline.machines import require_here
 from pipeline.target_probe import recorded_probe
 
 
@@ -32,7 +35,7 @@ def thread_env(threads: int) -> dict[str, str]:
     return env
 
 
-def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
+def write_plan(machine: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """The bench settings with `threads` resolved for this machine: what every bench stage follows.
 
     Bench stages depend on this file rather than on the `bench` params directly: DVC reads
@@ -40,12 +43,16 @@ def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     a no-op `dvc repro` fast. Changing `bench` reruns this stage, which reruns every benchmark.
     """
     plan = params.bench.model_dump(mode="json") | {"threads_resolved": params.bench.resolved_threads()}
-    write_json(layout.bench_plan(root), plan)
+    write_json(layout.bench_plan(layout.machine_root(machine, root)), plan)
     return plan
 
 
-def benchmark_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
-    build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
+def benchmark_variant(machine: str, model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """Measure `variant` of `model` here, for `machine`: refused on any other machine class."""
+    here = require_here(machine, root)
+    results = layout.machine_root(machine, root)
+    artifact = layout.built_dir(model, variant, params.machine_built(variant), machine, root)
+    build = read_json(artifact / layout.BUILD_INFO)
     threads = params.bench.resolved_threads()
     metrics: dict[str, Any] = {
         "status": build["status"],
@@ -54,36 +61,40 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
         "precision": build["precision"],
         "device": build.get("target", "cpu"),
         "threads": threads,
+        "machine": here["name"],
     }
-    probe = recorded_probe(metrics["device"], root)
+    probe = recorded_probe(metrics["device"], results)
     if "gpu" in probe:  # a usable GPU target: which GPU the figures belong to
         metrics["gpu"] = {k: probe[k] for k in ("gpu", "driver", "compute_capability")}
     details: dict[str, Any] = {"build": build["build"]}
     profile: dict[str, Any] = {"reason": f"not measured: the variant is {build['status']}"}
     if build["status"] == "ok":
-        artifact = layout.variant_dir(model, variant, root)
         metrics["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
-        start = time.perf_counter()
         try:
-            result = call(
-                "pipeline.bench.worker:measure",
-                {"model": model, "variant": variant, "root": str(root)},
-                timeout=params.bench.timeout_s,
-                env=thread_env(threads),
-                log=layout.log_file(model, variant, "bench", root),
-            )
+            with machine_lock(exclusive=True) as waited:  # the machine to itself: no build, no other benchmark
+                start = time.perf_counter()
+                result = call(
+                    "pipeline.bench.worker:measure",
+                    {"model": model, "artifact": str(artifact), "root": str(root)},
+                    timeout=params.bench.timeout_s,
+                    env=thread_env(threads),
+                    log=layout.log_file(model, variant, "bench", results),
+                )
             metrics |= result["metrics"]
-            details |= result["details"] | {"process_s": round(time.perf_counter() - start, 3)}
+            details |= result["details"] | {
+                "process_s": round(time.perf_counter() - start, 3),
+                "waited_s": round(waited, 3),  # for the machine lock: builds or a benchmark were running
+            }
             profile = result["profile"]
             metrics |= honest_precision(build["precision"], metrics.get("inference_precision"))
             metrics |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
         except IsolatedFailure as failure:
-            command = f"python stages/bench.py {model} {variant}"
+            command = f"python stages/bench.py {machine} {model} {variant}"
             metrics |= {"status": "failed", "reason": f"benchmark failed: {failure.evidence(command)}"}
             profile = {"reason": "not measured: the benchmark failed"}
-    write_json(layout.details_file(model, variant, root), details)
-    write_json(layout.profile_file(model, variant, root), profile)
-    write_json(layout.metrics_file(model, variant, root), metrics)
+    write_json(layout.details_file(model, variant, results), details)
+    write_json(layout.profile_file(model, variant, results), profile)
+    write_json(layout.metrics_file(model, variant, results), metrics)
     return metrics
 
 

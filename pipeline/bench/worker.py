@@ -71,10 +71,11 @@ class Loaded:
     target: str = "cpu"
 
 
-def load_variant(model: str, variant: str, root: Path, sampler: RssSampler | None = None) -> Loaded:
+def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | None = None) -> Loaded:
+    """Load the variant built in folder `artifact` (pipeline.layout.built_dir) for `model`."""
     params = load_params(root / PARAMS_FILE)
     threads = params.bench.resolved_threads()
-    build = read_json(layout.variant_dir(model, variant, root) / layout.BUILD_INFO)
+    build = read_json(artifact / layout.BUILD_INFO)
     target = build.get("target", "cpu")
     reference = DataSet.load(layout.source_dir(model, root) / layout.REFERENCE)
 
@@ -85,16 +86,14 @@ def load_variant(model: str, variant: str, root: Path, sampler: RssSampler | Non
 
     start = time.perf_counter()
     with sampler.phase("load") if sampler else nullcontext():
-        session = adapter.load(
-            layout.variant_dir(model, variant, root) / build["entry"], threads, build["runtime_config"], target
-        )
+        session = adapter.load(artifact / build["entry"], threads, build["runtime_config"], target)
     load_ms = 1000 * (time.perf_counter() - start)
     return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target)
 
 
-def measure_latency_only(model: str, variant: str, root: str = ".") -> dict[str, Any]:
+def measure_latency_only(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
     """Batch-1 latency alone, the way `measure` takes it: for benchmark scripts comparing variants."""
-    loaded = load_variant(model, variant, Path(root))
+    loaded = load_variant(model, Path(artifact), Path(root))
     call = loaded.session.prepare(sample_batch(loaded.reference.inputs, 1))
     config = loaded.params.bench.latency
     warm_up(call, loaded.params.bench.warmup)
@@ -149,11 +148,11 @@ class CpuClock:
         return 100.0 * self.cpu_s / self.wall_s if self.wall_s else 0.0
 
 
-def measure(model: str, variant: str, root: str = ".") -> dict[str, Any]:
-    """Load and benchmark one variant (the bench stage runs this in a fresh process)."""
+def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
+    """Load and benchmark the variant in folder `artifact` (the bench stage runs this in a fresh process)."""
     with RssSampler() as sampler:
         baseline_mb = sampler.now_mb()
-        loaded = load_variant(model, variant, Path(root), sampler)
+        loaded = load_variant(model, Path(artifact), Path(root), sampler)
         load_rss_mb = sampler.now_mb()
         source = read_json(layout.source_dir(model, Path(root)) / layout.SOURCE_INFO)
         config = loaded.params.model(model)

@@ -1,0 +1,221 @@
+"""Machine classes: names, refusals, the per-machine pipeline, and two machines sharing one DVC remote."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline import layout, machines
+from pipeline.compare import key_variants
+from pipeline.errors import ConfigError
+from pipeline.files import write_json
+from tests.conftest import copy_project
+from tests.helpers import metric
+
+
+def fingerprint(vendor="GenuineIntel", family="6", model_id="143", cores=16, gpus="none", name="Xeon") -> dict:
+    return {"cpu": {"vendor": vendor, "family": family, "model_id": model_id, "cores": cores, "model": name},
+            "gpus": gpus}  # fmt: skip
+
+
+def test_hardware_names_come_from_the_fingerprint():
+    assert machines.hardware_name(fingerprint()) == "intel-6-143-16c"
+    two_gpus = fingerprint("AuthenticAMD", "25", "17", 64, "NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3")
+    assert machines.hardware_name(two_gpus) == "amd-25-17-64c-2x-nvidia-h100-80gb-hbm3"
+    arm = fingerprint("ARM", "", "", 8, name="Neoverse-V2")
+    assert machines.hardware_name(arm) == "arm-neoverse-v2-8c"
+
+
+def test_the_environment_names_a_machine_and_a_bad_name_is_one_error(monkeypatch):
+    monkeypatch.delenv(machines.ENV_VAR, raising=False)
+    derived = machines.current()
+    assert derived["source"] == "fingerprint" and derived["name"] == derived["hardware"]
+    monkeypatch.setenv(machines.ENV_VAR, "gpu-server.a100")
+    assert machines.current() == {"name": "gpu-server.a100", "source": "MODELOPT_MACHINE", "hardware": derived["name"]}
+    monkeypatch.setenv(machines.ENV_VAR, "Bad Name")
+    with pytest.raises(ConfigError, match="MODELOPT_MACHINE: machine name 'Bad Name'"):
+        machines.current()
+
+
+def test_a_machine_folder_refuses_other_machines_and_other_hardware(tmp_path, machine):
+    with pytest.raises(ConfigError, match=r"measures machine 'other'; this is 'box' \(from MODELOPT_MACHINE\)"):
+        machines.require_here("other", tmp_path)
+    assert machines.require_here("box", tmp_path)["name"] == "box"
+    env = layout.env_file(layout.machine_root("box", tmp_path))
+    write_json(env, {"machine": {"name": "box", "hardware": "amd-25-17-64c"}})
+    with pytest.raises(ConfigError, match="'box' was measured on amd-25-17-64c, this is"):
+        machines.require_here("box", tmp_path)
+
+
+def test_init_copies_the_template_and_names_the_machine(tmp_path):
+    stage_file = machines.init("alpha", tmp_path)
+    assert stage_file.read_text() == machines.TEMPLATE.read_text()
+    assert yaml.safe_load((stage_file.parent / machines.MACHINE_VARS).read_text()) == {"machine": "alpha"}
+    assert machines.known(tmp_path) == ["alpha"]
+
+
+def test_key_variants_are_the_choice_the_baseline_and_the_fastest_per_target_and_precision():
+    metrics = {
+        "torch_eager": metric(3.0),
+        "onnx_fp32": metric(1.0),
+        "onnx_opt": metric(0.9),
+        "int8_a": metric(0.5) | {"precision": "int8"},
+        "int8_b": metric(0.4) | {"precision": "int8"},
+        "gpu": metric(0.2) | {"device": "cuda:0"},
+        "broken": {"status": "failed"},
+    }
+    assert key_variants(metrics, "int8_a", "torch_eager") == ["int8_a", "torch_eager", "gpu", "int8_b", "onnx_opt"]
+
+
+# Two machines, one DVC remote -----------------------------------------------------------------
+
+FAST_BENCH = {
+    "threads": 1,
+    "warmup": {"iters": 5, "seconds": 0.05},
+    "latency": {"min_iters": 20, "min_seconds": 0.1, "max_seconds": 1.0, "window_seconds": 0.05},
+    "throughput": {"batches": [1, 16], "seconds": 0.1},
+}
+
+
+def sh(cmd: list[str], cwd: Path, machine: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    env = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    env |= {machines.ENV_VAR: machine} if machine else {}
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert not check or done.returncode == 0, f"{' '.join(cmd)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def git(cwd: Path, *args: str) -> str:
+    return sh(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd).stdout
+
+
+def ran(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+def repro(cwd: Path, machine: str) -> set[str]:
+    return ran(sh([sys.executable, "-m", "pipeline", "repro"], cwd, machine).stdout)
+
+
+def tiny_project(folder: Path, onnx_file: Path, models: tuple[str, ...] = ("m",)) -> Path:
+    """The repository's pipeline on copies of the tiny ONNX model: two portable variants, one
+    machine variant, fast benchmark settings."""
+    root = copy_project(folder)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params |= {"models": list(models), "targets": ["cpu"], "train": {}, "bench": FAST_BENCH}
+    spec = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}
+    params["catalog"] = dict.fromkeys(models, spec)
+    params["variants"] = {"onnx_fp32": {}, "onnx_opt": params["variants"]["onnx_opt"]}
+    params["machine_variants"] = {"onnx_int8_dynamic": params["machine_variants"]["onnx_int8_dynamic"]}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for model in models:
+        (root / "models" / model).mkdir()
+        shutil.copy(onnx_file, root / "models" / model / "model.onnx")
+    return root
+
+
+@pytest.mark.slow
+def test_two_machines_share_builds_through_a_dvc_remote_and_commit_side_by_side(tmp_path, tiny_onnx):
+    alpha = tiny_project(tmp_path / "alpha", tiny_onnx)
+    origin, remote = tmp_path / "origin.git", tmp_path / "dvc-remote"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(alpha, "init", "-q", "-b", "main")
+    sh(["dvc", "init", "-q"], alpha)
+    sh(["dvc", "remote", "add", "-d", "shared", str(remote)], alpha)
+    git(alpha, "add", "-A")
+    git(alpha, "commit", "-qm", "project")
+    git(alpha, "remote", "add", "origin", str(origin))
+
+    # Machine alpha builds everything, pushes builds and run cache, commits its results.
+    first = repro(alpha, "alpha")
+    shared_builds = {f"prepare/dvc.yaml:build@m-{v}" for v in ("onnx_fp32", "onnx_opt")}
+    assert shared_builds | {"prepare/dvc.yaml:export@m", "machines/alpha/dvc.yaml:build@m-onnx_int8_dynamic"} <= first
+    sh(["dvc", "push", "--run-cache"], alpha)
+    git(alpha, "add", "-A")
+    git(alpha, "commit", "-qm", "alpha: results")
+    git(alpha, "push", "-q", "origin", "main")
+
+    # Machine beta: a clone with another fingerprint. It pulls the shared builds, builds its own.
+    beta = tmp_path / "beta"
+    git(tmp_path, "clone", "-q", str(origin), str(beta))
+    sh(["dvc", "pull", "--run-cache"], beta)
+    assert (layout.variant_dir("m", "onnx_opt", beta) / layout.BUILD_INFO).is_file()
+    refused = sh(["dvc", "repro", "machines/alpha/dvc.yaml"], beta, "beta", check=False)
+    assert refused.returncode != 0 and "measures machine 'alpha'; this is 'beta'" in refused.stderr + refused.stdout
+    assert layout.env_file(layout.machine_root("alpha", beta)).is_file()  # the refusal deleted nothing
+    second = repro(beta, "beta")
+    assert not {s for s in second if s.startswith("prepare/")}, f"shared stages ran again on beta: {second}"
+    assert {"machines/beta/dvc.yaml:build@m-onnx_int8_dynamic", "machines/beta/dvc.yaml:bench@m-onnx_opt"} <= second
+    assert not {s for s in second if s.startswith("machines/alpha/")}
+
+    # alpha measures again meanwhile; both push: the commits touch disjoint files and merge cleanly.
+    sh(["dvc", "repro", "-s", "-f", "machines/alpha/dvc.yaml:bench@m-onnx_fp32"], alpha, "alpha")
+    git(alpha, "commit", "-qam", "alpha: remeasured")
+    git(alpha, "push", "-q", "origin", "main")
+    git(beta, "add", "-A")
+    git(beta, "commit", "-qm", "beta: results")
+    changed = git(beta, "diff", "--name-only", "HEAD~1", "HEAD").split()
+    assert changed and all(path.startswith("machines/beta/") for path in changed), changed
+    git(beta, "pull", "-q", "--no-rebase", "origin", "main")
+    git(beta, "push", "-q", "origin", "main")
+
+    # Both machines' results side by side; nothing of one under the other.
+    for name in ("alpha", "beta"):
+        results = layout.machine_root(name, beta)
+        env = json.loads(layout.env_file(results).read_text())
+        assert env["machine"]["name"] == name
+        for path in layout.metrics_dir(results).rglob("*.json"):
+            assert json.loads(path.read_text())["machine"] == name, path
+        assert json.loads(layout.selection_file("m", results).read_text())["status"] == "ok"
+    alpha_now = git(alpha, "rev-parse", "HEAD:machines/alpha")
+    assert git(beta, "rev-parse", "HEAD:machines/alpha") == alpha_now  # beta's commit left alpha's files alone
+    table = sh([sys.executable, "-m", "pipeline", "summary", "--machines"], beta).stdout
+    assert "alpha" in table and "beta" in table and "(deploy)" in table
+    sh([sys.executable, "-m", "pipeline", "summary", "--machines", "--output", "reports/machines.md"], beta)
+    page = (beta / "reports" / "machines.md").read_text()
+    assert page.count("| alpha |") >= 2 and page.count("| beta |") >= 2
+    diff = sh(["dvc", "metrics", "diff", "--json", "--targets", "machines/alpha/reports/metrics", "-R", "HEAD~2"], beta)
+    assert all(path.startswith("machines/alpha/") for path in json.loads(diff.stdout))
+
+
+@pytest.mark.slow
+def test_the_experiment_queue_runs_experiments_side_by_side(tmp_path, tiny_onnx):
+    """`dvc exp run --queue` + parallel workers on a machine's pipeline: each experiment's builds
+    may overlap, its benchmarks wait for the machine lock (waited_s), and every result comes back."""
+    root = tiny_project(tmp_path / "project", tiny_onnx, models=("m1", "m2"))
+    git(root, "init", "-q")
+    sh(["dvc", "init", "-q"], root)
+    stage_file = sh([sys.executable, "-c", "from pipeline.machines import init; print(init('q'))"], root, "q").stdout
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "project")
+    for model in ("m1", "m2"):
+        sh(["dvc", "exp", "run", "--queue", stage_file.strip(), "-S", f"models=[{model}]", "-n", model], root, "q")
+    sh(["dvc", "queue", "start", "-j", "2"], root, "q")  # two workers, in the background
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline:
+            status = sh(["dvc", "queue", "status"], root).stdout
+            if not re.search(r"\b(Queued|Running)\b", status):
+                break
+            time.sleep(2)
+    finally:
+        sh(["dvc", "queue", "stop", "--kill"], root, check=False)
+    assert status.count("Success") == 2, status
+    shown = json.loads(sh(["dvc", "exp", "show", "--json"], root).stdout)
+    experiments = {e["name"]: e for run in shown for e in run.get("experiments") or []}
+    assert set(experiments) == {"m1", "m2"}
+    for name, experiment in experiments.items():
+        revision = experiment["revs"][0]
+        metrics = revision["data"]["metrics"]
+        opt = metrics[f"machines/q/reports/metrics/{name}/onnx_opt.json"]["data"]
+        assert opt["status"] == "ok" and opt["machine"] == "q"
+        assert metrics[f"machines/q/reports/selection/{name}.json"]["data"]["status"] == "ok"
