@@ -1,7 +1,7 @@
 """Machine classes: every kind of hardware that benchmarks writes its results in machines/<name>/.
 
 Figures belong to the hardware they were measured on, so each machine class has its own DVC
-pipeline file (machines/<name>/dvc.yaml, the same template for all, its name in machine.yaml),
+pipeline (machines/<name>/dvc.yaml and env/dvc.yaml, the same templates for all, its name in machine.yaml),
 its own dvc.lock and its own results. Two machines committing results touch disjoint files, and
 `dvc metrics diff --targets machines/<name>/reports/metrics -R` compares one machine across revisions.
 
@@ -24,7 +24,9 @@ from pipeline import layout
 from pipeline.errors import ConfigError
 
 MACHINE_VARS = "machine.yaml"  # the machine's name, read by its dvc.yaml as `${machine}`
-TEMPLATE = Path(__file__).with_name("machine_dvc.yaml")
+# The pipeline files of every machine folder and their templates: the pipeline, and its always-run
+# env stage in a file of its own (a small lock to rewrite on every run).
+TEMPLATES = {"dvc.yaml": "machine_dvc.yaml", "env/dvc.yaml": "machine_env_dvc.yaml"}
 ENV_VAR = "MODELOPT_MACHINE"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
@@ -107,11 +109,13 @@ def results_of(machine: str | None, root: Path = Path(".")) -> tuple[str, Path]:
 
 
 def init(name: str, root: Path = Path(".")) -> Path:
-    """machines/<name>/ with the pipeline template and its name; idempotent. Returns its dvc.yaml."""
+    """machines/<name>/ with the pipeline templates and its name; idempotent. Returns its dvc.yaml."""
     folder = layout.machine_root(check_name(name, "machine"), root)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MACHINE_VARS).write_text(f"# This machine class's name (pipeline.machines).\nmachine: {name}\n")
-    shutil.copyfile(TEMPLATE, folder / "dvc.yaml")
+    for target, template in TEMPLATES.items():
+        (folder / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(__file__).with_name(template), folder / target)
     return folder / "dvc.yaml"
 
 

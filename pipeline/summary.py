@@ -31,7 +31,7 @@ COLUMNS = (
     "variant", "target", "runtime", "prec", "size MB", "p50 ms", "p99 ms", "p50 speed-up",
     "peak samples/s (batch)", "RSS MB", "acc Δ", "cosine", "top-1 agree", "status",
 )  # fmt: skip
-LEFT = {"variant", "target", "runtime", "prec", "status"}
+LEFT = {"machine", "measured on", "variant", "target", "runtime", "prec", "status"}  # left-aligned columns
 
 
 def _status(m: dict[str, Any]) -> str:

@@ -54,7 +54,7 @@ def run(cmd: list[str], cwd: Path) -> str:
     return done.stdout
 
 
-ALWAYS_RUN = {"fingerprint/dvc.yaml:software", "env"}
+ALWAYS_RUN = {"fingerprint/dvc.yaml:software", f"machines/{MACHINE}/env/dvc.yaml:env"}
 
 
 def stages_run(output: str) -> set[str]:

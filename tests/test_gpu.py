@@ -4,6 +4,7 @@ with the probe's reason elsewhere, which includes CI and this project's CPU mach
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import numpy as np
 import pytest
@@ -11,13 +12,16 @@ import pytest
 from pipeline import layout, runtimes, variants
 from pipeline.files import read_json, write_json
 from pipeline.target_probe import probe
+from tests.conftest import REPO
 
 CUDA = probe("cuda:0")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not CUDA["available"], reason=CUDA["reason"])]
 
 
 def on_gpu(context):
-    """The tiny model's build context, for cuda:0, with the input spec TensorRT profiles need."""
+    """The tiny model's build context, for cuda:0, with the input spec TensorRT profiles need and
+    a params.yaml (the profile's largest batch comes from its throughput sweep)."""
+    shutil.copy(REPO / "params.yaml", context.root / "params.yaml")
     info = read_json(context.source_dir / layout.SOURCE_INFO)
     write_json(context.source_dir / layout.SOURCE_INFO, info | {"inputs": {"x": {"shape": ["batch", 12]}}, "dims": {}})
     return dataclasses.replace(context, target="cuda:0")

@@ -58,7 +58,8 @@ def test_a_machine_folder_refuses_other_machines_and_other_hardware(tmp_path, ma
 
 def test_init_copies_the_template_and_names_the_machine(tmp_path):
     stage_file = machines.init("alpha", tmp_path)
-    assert stage_file.read_text() == machines.TEMPLATE.read_text()
+    for target, template in machines.TEMPLATES.items():
+        assert (stage_file.parent / target).read_text() == (Path(machines.__file__).parent / template).read_text()
     assert yaml.safe_load((stage_file.parent / machines.MACHINE_VARS).read_text()) == {"machine": "alpha"}
     assert machines.known(tmp_path) == ["alpha"]
 

@@ -19,6 +19,7 @@ STAGE_FILES = (
     ("prepare/dvc.yaml", "prepare/dvc.yaml"),
     ("fingerprint/dvc.yaml", "fingerprint/dvc.yaml"),
     ("pipeline/machine_dvc.yaml", "machines/m/dvc.yaml"),
+    ("pipeline/machine_env_dvc.yaml", "machines/m/env/dvc.yaml"),
 )
 
 
