@@ -20,21 +20,13 @@ from pipeline.evaluate import worst_cosine
 from pipeline.files import read_json
 from pipeline.machines import known
 from pipeline.results import load_env, load_metrics
-from pipeline.summary import markdown_table, rich_table
+from pipeline.summary import hardware, markdown_table, num, rich_table, speedup
 from pipeline.variants import BASELINES
 
 COLUMNS = (
     "machine", "measured on", "variant", "target", "prec", "p50 ms", "p50 speed-up",
     "peak samples/s (batch)", "RSS MB", "acc Δ", "cosine", "status",
 )  # fmt: skip
-
-
-def hardware(env: dict[str, Any]) -> str:
-    """The machine a figure was measured on, as its env stage recorded it."""
-    cpu = env.get("cpu", {})
-    gpus = env.get("gpus", "none")
-    text = f"{cpu.get('model', '?')}, {cpu.get('cores', '?')} cores"
-    return text + (f", {gpus}" if gpus != "none" else "")
 
 
 def key_variants(metrics: dict[str, dict[str, Any]], chosen: str | None, baseline: str) -> list[str]:
@@ -59,29 +51,25 @@ def machine_rows(machine: str, model: str, source: str, root: Path) -> list[list
     selection = layout.selection_file(model, results)
     chosen = read_json(selection)["chosen"] if selection.exists() else None
     baseline_name = BASELINES[source]
-    baseline = metrics.get(baseline_name, {})
+    baseline = metrics.get(baseline_name)
     measured_on = hardware(load_env(results))
     out = []
     for name in key_variants(metrics, chosen, baseline_name):
         m = metrics[name]
-        ok = m.get("status") == "ok"
         latency = m.get("latency_ms") or {}
         throughput = m.get("throughput_sps") or {}
-        speedup = (
-            f"{baseline['latency_ms']['p50'] / latency['p50']:.2f}x" if ok and baseline.get("status") == "ok" else ""
-        )
         out.append([
             machine,
             measured_on,
             f"{name} (deploy)" if name == chosen else name,
             m.get("device", "cpu"),
             m.get("precision", ""),
-            f"{latency['p50']:.4g}" if ok else "",
-            speedup,
+            num(latency.get("p50"), ".4g"),
+            speedup(m, baseline),
             f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
-            f"{m['peak_rss_mb']:.0f}" if m.get("peak_rss_mb") is not None else "",
-            f"{m['accuracy']['delta']:+.4f}" if (m.get("accuracy") or {}).get("delta") is not None else "",
-            f"{worst_cosine(m.get('fidelity')):.4f}" if m.get("fidelity") else "",
+            num(m.get("peak_rss_mb"), ".0f"),
+            num((m.get("accuracy") or {}).get("delta"), "+.4f"),
+            num(worst_cosine(m.get("fidelity")), ".4f"),
             m.get("status", "?"),
         ])  # fmt: skip
     return out

@@ -20,6 +20,7 @@ from pipeline import layout
 from pipeline.config import Params
 from pipeline.errors import PipelineError
 from pipeline.files import read_json
+from pipeline.machines import results_of
 from pipeline.results import load_env, load_metrics
 from pipeline.selection import Candidate, quality_violations, select
 
@@ -189,9 +190,8 @@ def run_gate(
     unknown = sorted(set(models or []) - set(params.models))
     if unknown:
         raise PipelineError(f"gate: unknown model(s) {', '.join(unknown)}; params.yaml has {', '.join(params.models)}")
-    results = layout.machine_root(machine)
-    if not (root / layout.metrics_dir(results)).is_dir():
-        raise PipelineError(f"gate: {results} has no metrics: no results for machine {machine!r} in the workspace")
+    results_of(machine, root)  # one clear error when the workspace has no figures of that machine
+    results = layout.machine_root(machine)  # relative: also a path inside git revisions
     warnings = []
     env_then = _json_at(rev, PurePosixPath(layout.env_file(results).as_posix()), root)
     env_now = load_env(root / results)

@@ -17,11 +17,13 @@ from pipeline.results import load_env, load_metrics
 from pipeline.variants import BASELINES, ordered
 
 
-def _num(value: Any, fmt: str = ".3g") -> str:
+def num(value: Any, fmt: str = ".3g") -> str:
+    """A figure for a table cell; empty when there is none."""
     return "" if value is None else format(value, fmt)
 
 
-def _speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
+def speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
+    """p50 speed-up against `baseline`, measured on the same machine; empty when either is not ok."""
     if not baseline or baseline.get("status") != "ok" or metrics.get("status") != "ok":
         return ""
     return f"{baseline['latency_ms']['p50'] / metrics['latency_ms']['p50']:.2f}x"
@@ -62,15 +64,15 @@ def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: st
             m.get("device", "cpu"),
             m.get("runtime", ""),
             m.get("precision", ""),
-            _num(m.get("size_mb")),
-            _num(latency.get("p50")),
-            _num(latency.get("p99")),
-            _speedup(m, baseline),
+            num(m.get("size_mb")),
+            num(latency.get("p50")),
+            num(latency.get("p99")),
+            speedup(m, baseline),
             f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
-            _num(m.get("peak_rss_mb"), ".0f"),
-            _num(accuracy.get("delta"), "+.4f"),
-            _num(worst_cosine(m.get("fidelity")), ".4f"),
-            _num(next(iter((m.get("fidelity") or {}).values()), {}).get("top1_agreement"), ".4f"),
+            num(m.get("peak_rss_mb"), ".0f"),
+            num(accuracy.get("delta"), "+.4f"),
+            num(worst_cosine(m.get("fidelity")), ".4f"),
+            num(next(iter((m.get("fidelity") or {}).values()), {}).get("top1_agreement"), ".4f"),
             _status(m),
         ])  # fmt: skip
     return out
@@ -102,15 +104,21 @@ def not_ok_notes(metrics: dict[str, dict[str, Any]]) -> list[str]:
     return [f"{', '.join(names)}: {status}: {reason}" for (status, reason), names in grouped.items()]
 
 
+def hardware(env: dict[str, Any]) -> str:
+    """The hardware a machine's env.json recorded: CPU model, cores, GPUs."""
+    cpu = env.get("cpu", {})
+    gpus = f", GPU {env['gpus']}" if env.get("gpus", "none") != "none" else ""
+    return f"{cpu.get('model', '?')} ({cpu.get('cores', '?')} cores{gpus})"
+
+
 def how_measured(params: Params, results: Path) -> str:
     """How the figures in `results` (a machine_root) were measured, in one paragraph."""
     bench = params.bench
     env = load_env(results)
-    cpu, machine = env.get("cpu", {}), env.get("machine", {}).get("name", results.name)
-    gpus = f", GPU {env['gpus']}" if env.get("gpus", "none") != "none" else ""
+    machine = env.get("machine", {}).get("name", results.name)
     latency = bench.latency
     return (
-        f"Measured on machine {machine}: {cpu.get('model', '?')} ({cpu.get('cores', '?')} cores{gpus}), "
+        f"Measured on machine {machine}: {hardware(env)}, "
         f"{bench.resolved_threads()} intra-op threads, each variant in its own process. "
         f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and {bench.warmup.seconds:g} s; "
         f"{latency.segments} segments (before and after the throughput sweep), each >= {latency.min_iters} calls "
