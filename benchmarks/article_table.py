@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks.scratch import scratch_project
-from pipeline import layout
-from pipeline.bench.harness import measure_latency, warm_up
-from pipeline.config import LatencyConfig, WarmupConfig, load_params
-from pipeline.data import DataSet
-from pipeline.files import read_json, write_json
-from pipeline.fingerprint import fingerprint
-from pipeline.isolate import call
+from pipeline.core import layout
+from pipeline.core.config import LatencyConfig, WarmupConfig, load_params
+from pipeline.core.data import DataSet
+from pipeline.core.files import read_json, write_json
+from pipeline.core.isolate import call
+from pipeline.machine.fingerprint import fingerprint
+from pipeline.measure.harness import measure_latency, warm_up
 
 ARTICLE_MS = {"PyTorch": 1.26, "TensorFlow": 6.61, "JAX": 3.15, "ONNX Runtime": 14.75, "OpenVINO": 144.84}
 MODEL = "spam_fnn"

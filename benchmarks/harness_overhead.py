@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import layout
-from pipeline.bench.harness import measure_latency, warm_up
-from pipeline.config import load_params
-from pipeline.data import DataSet, sample_batch
-from pipeline.files import read_json, write_json
-from pipeline.fingerprint import fingerprint
-from pipeline.memory import RssSampler
+from pipeline.core import layout
+from pipeline.core.config import load_params
+from pipeline.core.data import DataSet, sample_batch
+from pipeline.core.files import read_json, write_json
+from pipeline.core.memory import RssSampler
+from pipeline.machine.fingerprint import fingerprint
+from pipeline.measure.harness import measure_latency, warm_up
 from pipeline.runtimes import load
 
 

@@ -1,7 +1,7 @@
 """Goals (issue 3) read from the pipeline's own metrics (run `dvc repro` first): on digits_cnn,
 `openvino_int8` loses at most 1 accuracy point (absolute) against the FP32 source, and
 `openvino_int8_acc` stays within its `max_drop` (params.yaml). Both are measured on the eval split
-by the bench stage; accuracy control also tuned on that split, which the README points out.
+by the bench stage; accuracy control also tuned on that split, which docs/variants.md points out.
 
     python -m benchmarks.openvino_accuracy [--model digits_cnn]
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline import layout
-from pipeline.config import load_params
-from pipeline.files import read_json
+from pipeline.core import layout
+from pipeline.core.config import load_params
+from pipeline.core.files import read_json
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.scratch import entry, latency_in_fresh_process, scratch_project
-from pipeline.files import write_json
-from pipeline.fingerprint import fingerprint
+from pipeline.core.files import write_json
+from pipeline.machine.fingerprint import fingerprint
 
 CASES = {"digits_cnn": {}, "resnet50": {"export": {"generated_samples": 64}}}
 VARIANTS = ["openvino_fp32", "openvino_fp16", "openvino_int8"]

@@ -14,8 +14,8 @@ import statistics
 from pathlib import Path
 
 from benchmarks.scratch import latency_in_fresh_process, scratch_project
-from pipeline.files import write_json
-from pipeline.fingerprint import fingerprint
+from pipeline.core.files import write_json
+from pipeline.machine.fingerprint import fingerprint
 
 FAST_EVAL = {"generated_samples": 64}  # eval and calibration inputs: the goal is speed, keep them few
 

@@ -23,16 +23,15 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import layout
-from pipeline.config import PARAMS_FILE
-from pipeline.files import read_json, write_json
-from pipeline.fingerprint import fingerprint
-from pipeline.machines import current
+from pipeline.core import layout
+from pipeline.core.config import PARAMS_FILE
+from pipeline.core.files import read_json, write_json
+from pipeline.machine.fingerprint import fingerprint
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL, GOAL_S = "resnet50", 180
 COPIED = ("pipeline", "stages", "models", "prepare", "fingerprint", "params.yaml", ".dvcignore")
-REPRO = [sys.executable, "-m", "pipeline", "repro"]  # this machine's pipeline
+REPRO = ["dvc", "repro"]
 
 
 def run(cmd: list[str], cwd: Path) -> float:
@@ -67,15 +66,13 @@ def main() -> None:
     try:
         build_s = run(REPRO, root)
         params = yaml.safe_load((root / PARAMS_FILE).read_text())
-        machine = current()["name"]
-        stage_file = f"{layout.machine_root(machine).as_posix()}/dvc.yaml"
-        stages = [f"{stage_file}:bench@{MODEL}-{v}" for v in params["variants"]]
-        stages += [f"{stage_file}:bench_machine_built@{MODEL}-{v}" for v in params["machine_variants"]]
-        stages += [f"{stage_file}:select@{MODEL}", f"{stage_file}:report"]
+        stages = [f"bench@{MODEL}-{v}" for v in params["variants"]]
+        stages += [f"bench_machine@{MODEL}-{v}" for v in params["machine_variants"]]
+        stages += [f"select@{MODEL}", "report"]
         seconds = {stage: run(["dvc", "repro", "-s", "-f", stage], root) for stage in stages}
         phases: Counter[str] = Counter()
         for variant in [*params["variants"], *params["machine_variants"]]:
-            details = read_json(layout.details_file(MODEL, variant, layout.machine_root(machine, root)))
+            details = read_json(layout.details_file(MODEL, variant, root))
             phases.update(details.get("phase_s", {}))
         total = sum(seconds.values())
         result = {

@@ -13,14 +13,13 @@ from typing import Any
 
 import yaml
 
-from pipeline import layout
-from pipeline.build import build_variant
-from pipeline.config import PARAMS_FILE, load_params, model_dir
-from pipeline.export import export_model
-from pipeline.files import read_json
-from pipeline.gate_ab import latency_in_fresh_process  # noqa: F401  (re-exported for the scripts)
-from pipeline.isolate import call
-from pipeline.machines import current
+from pipeline.build.stage import build_variant
+from pipeline.ci.remeasure import latency_in_fresh_process  # noqa: F401  (re-exported for the scripts)
+from pipeline.core import layout
+from pipeline.core.config import PARAMS_FILE, load_params, model_dir
+from pipeline.core.files import read_json
+from pipeline.core.isolate import call
+from pipeline.prepare.export import export_model
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,9 +40,8 @@ def scratch_project(model: str, variants: list[str], overrides: dict[str, Any] |
     if report["status"] != "ok":
         raise RuntimeError(f"export of {model} failed: {report['reason']}")
     loaded = load_params(root / PARAMS_FILE)
-    machine = current()["name"]
     for variant in variants:
-        info = build_variant(model, variant, machine if loaded.machine_built(variant) else None, loaded, root)
+        info = build_variant(model, variant, loaded, root)
         if info["status"] != "ok":
             raise RuntimeError(f"{model}/{variant}: {info['status']}: {info['reason']}")
     return root
@@ -56,7 +54,6 @@ def export_in(model: str, root: str) -> dict[str, Any]:
 
 def entry(root: Path, model: str, variant: str) -> tuple[Path, dict[str, Any]]:
     """The built file of a variant and its runtime configuration."""
-    machine_built = load_params(root / PARAMS_FILE).machine_built(variant)
-    folder = layout.built_dir(model, variant, machine_built, current()["name"], root)
+    folder = layout.variant_dir(model, variant, root)
     build = read_json(folder / layout.BUILD_INFO)
     return folder / build["entry"], build

@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 from benchmarks.scratch import scratch_project
-from pipeline import layout
-from pipeline.files import read_json, write_json
+from pipeline.core import layout
+from pipeline.core.files import read_json, write_json
 
 GOAL_MAX_ABS_DIFF = 1e-4
 

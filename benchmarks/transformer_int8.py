@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scratch import entry, latency_in_fresh_process, scratch_project
-from pipeline import layout, runtimes
-from pipeline.build import build_variant
-from pipeline.config import load_params
-from pipeline.data import DataSet, run_batched
-from pipeline.evaluate import fidelity_block, worst_cosine
-from pipeline.files import write_json
-from pipeline.fingerprint import fingerprint
-from pipeline.isolate import call
+from pipeline import runtimes
+from pipeline.build.stage import build_variant
+from pipeline.core import layout
+from pipeline.core.config import load_params
+from pipeline.core.data import DataSet, run_batched
+from pipeline.core.evaluate import fidelity_block, worst_cosine
+from pipeline.core.files import write_json
+from pipeline.core.isolate import call
+from pipeline.machine.fingerprint import fingerprint
 
 BASELINE = "onnx_fp32"
 INT8 = ["onnx_int8_dynamic", "onnx_int8_static", "openvino_int8", "openvino_int8_acc"]

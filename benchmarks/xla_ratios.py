@@ -16,8 +16,8 @@ import statistics
 from pathlib import Path
 
 from benchmarks.scratch import latency_in_fresh_process, scratch_project
-from pipeline.files import write_json
-from pipeline.fingerprint import fingerprint
+from pipeline.core.files import write_json
+from pipeline.machine.fingerprint import fingerprint
 
 PAIRS = {"digits_keras": ("tf_graph", "tf_xla"), "digits_jax": ("jax_jit", "jax_xla")}
 FEW_SAMPLES = {"export": {"generated_samples": 16}}

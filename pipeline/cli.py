@@ -12,56 +12,63 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 
 def _summary(args: argparse.Namespace) -> int:
     if args.output and not args.machines:
         raise PipelineError("summary: --output writes the cross-machine page: use it with --machines")
     if args.machines:
-        from pipeline.compare import print_comparison
+        from pipeline.present.compare import print_comparison
 
         print_comparison(models=args.model or None, markdown=args.md, output=args.output)
         return 0
-    from pipeline.machines import results_of
-    from pipeline.summary import print_summary
+    from pipeline.present.summary import print_summary
 
-    machine, _ = results_of(args.machine)
-    print_summary(machine, models=args.model or None, markdown=args.md)
+    print_summary(models=args.model or None, markdown=args.md)
     return 0
 
 
 def _machine(args: argparse.Namespace) -> int:
-    from pipeline.machines import current
+    from pipeline.machine.naming import BRANCH_PREFIX, current
 
     here = current()
-    print(here["name"])  # alone on stdout, for scripts: M=machines/$(python -m pipeline machine)
-    print(f"from {here['source']}; hardware {here['hardware']}", file=sys.stderr)
+    print(here["name"])  # alone on stdout, for scripts: git switch -c results/$(python -m pipeline machine)
+    print(
+        f"from {here['source']}; hardware {here['hardware']}; results branch {BRANCH_PREFIX}{here['name']}",
+        file=sys.stderr,
+    )
     return 0
 
 
 def _repro(args: argparse.Namespace) -> int:
-    """This machine's pipeline: machines/<name>/ from the template, then `dvc repro` of it."""
-    import subprocess
+    from pipeline.progress import repro_with_progress
 
-    from pipeline.machines import current, init
+    return repro_with_progress(args.dvc_args)
 
-    name = current()["name"]
-    stage_file = init(name)
-    print(f"machine {name}: dvc repro {stage_file} {' '.join(args.dvc_args)}".rstrip(), flush=True)
-    return subprocess.call(["dvc", "repro", str(stage_file), *args.dvc_args])
+
+def _stages(args: argparse.Namespace) -> int:
+    from pipeline.stagefile import check_or_write
+
+    return check_or_write(write=args.write)
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from pipeline.present.docs import check_or_write
+
+    return check_or_write(write=args.write)
 
 
 def _env(args: argparse.Namespace) -> int:
-    from pipeline.fingerprint import fingerprint
+    from pipeline.machine.fingerprint import fingerprint
 
     print(json.dumps(fingerprint(), indent=2))
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
-    from pipeline.check import check_models
-    from pipeline.config import load_params
+    from pipeline.core.config import load_params
+    from pipeline.prepare.check import check_models
 
     params = load_params(args.params)
     problems = check_models(params, args.params.parent)
@@ -74,31 +81,25 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from pipeline.predict import run_cli
+    from pipeline.serve.predict import run_cli
 
     run_cli(args.deploy, args.input, args.output, args.threads)
     return 0
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from pipeline.config import load_params
-    from pipeline.gate import print_gate, run_gate
-    from pipeline.machines import current
+    from pipeline.ci.gate import print_gate, run_gate
+    from pipeline.core.config import load_params
 
     params = load_params(args.params)
-    here = current()["name"]
-    machine = args.machine or here
-    if args.remeasure and machine != here:
-        raise PipelineError(f"gate --remeasure: measures here, on {here}; --machine {machine} is another machine")
     percentile = args.percentile or params.select.percentile
-    verdicts, movements, warnings = run_gate(params, machine, args.rev, args.threshold, percentile, args.model or None)
-    print(f"machine: {machine}")
+    verdicts, movements, warnings = run_gate(params, args.rev, args.threshold, percentile, args.model or None)
     print_gate(verdicts, movements, warnings, args.rev, args.threshold, percentile)
     if not args.remeasure:
         return 1 if any(v.failures for v in verdicts) else 0
-    from pipeline.gate_ab import remeasure
+    from pipeline.ci.remeasure import remeasure
 
-    results, origins = remeasure({v.model: (v.before, v.after) for v in verdicts}, args.rev, args.rounds, machine)
+    results, origins = remeasure({v.model: (v.before, v.after) for v in verdicts}, args.rev, args.rounds)
     print(f"\nPaired, measured now: {args.rounds} alternating rounds, each in a fresh process (batch-1 p50)")
     paired_failures = []
     for result in results:
@@ -119,21 +120,24 @@ def _gate(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    summary = commands.add_parser("summary", help="print one table per model from a machine's metrics")
+    summary = commands.add_parser("summary", help="print one table per model from this working tree's figures")
     summary.add_argument("model", nargs="*", help="models to show (default: those in params.yaml)")
-    summary.add_argument("--machine", help="the machine class whose figures to show (default: this one)")
-    summary.add_argument("--machines", action="store_true", help="every machine side by side (alias --targets)")
-    summary.add_argument("--targets", dest="machines", action="store_true", help=argparse.SUPPRESS)
+    summary.add_argument("--machines", action="store_true", help="every machine side by side (results/<name> branches)")
     summary.add_argument("--md", action="store_true", help="Markdown tables instead of terminal tables")
     summary.add_argument("--output", type=Path, help="with --machines: write the Markdown page to this file")
     summary.set_defaults(run=_summary)
     commands.add_parser("machine", help="print this machine class's name").set_defaults(run=_machine)
-    repro = commands.add_parser(
-        "repro", help="run this machine's pipeline: dvc repro machines/<name>/dvc.yaml (extra args go to dvc)"
-    )
+    repro = commands.add_parser("repro", help="dvc repro with one live progress line (extra args go to dvc)")
     repro.add_argument("dvc_args", nargs=argparse.REMAINDER, help="passed to `dvc repro` (e.g. -f, --pull)")
     repro.set_defaults(run=_repro)
     commands.add_parser("env", help="print this machine's environment fingerprint").set_defaults(run=_env)
+    for name, run, what in (
+        ("stages", _stages, "dvc.yaml"),
+        ("docs", _docs, "the generated tables in docs/ and README"),
+    ):
+        command = commands.add_parser(name, help=f"check {what} is up to date with the code (--write: regenerate)")
+        command.add_argument("--write", action="store_true")
+        command.set_defaults(run=run)
     check = commands.add_parser("check", help="validate params.yaml and the listed models' files, running nothing")
     check.add_argument("--params", type=Path, default=Path("params.yaml"))
     check.set_defaults(run=_check)
@@ -151,7 +155,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate.add_argument("--threshold", type=float, default=10.0, help="allowed latency regression, percent (default 10)")
     gate.add_argument("--percentile", choices=["p50", "p90", "p99"], help="default: select.percentile in params.yaml")
     gate.add_argument("--params", type=Path, default=Path("params.yaml"))
-    gate.add_argument("--machine", help="the machine class whose figures to judge (default: this one)")
     gate.add_argument("--remeasure", action="store_true", help="judge latency on A/B figures measured now")
     gate.add_argument("--rounds", type=int, default=4, help="alternating rounds for --remeasure (default 4)")
     gate.set_defaults(run=_gate)

@@ -2,6 +2,9 @@
 the stage's function, and turn a PipelineError into one line on stderr and exit code 2, never a
 traceback the user has to read.
 
+A stage prints one line: its result. Everything else it or its libraries write (TensorFlow's absl
+warnings, NNCF's progress bars, torch.onnx's notices) goes to reports/logs/stages/<stage>.log.
+
 It imports only what it needs, so a stage's `deps` (checked by tests/test_stage_deps.py) list
 what its own work imports and nothing more.
 """
@@ -9,11 +12,15 @@ what its own work imports and nothing more.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 
 def run_stage(
@@ -27,12 +34,10 @@ def run_stage(
     An arg name ending in `?` is optional (None when left out).
 
     `shared_lock` (train, export, build) holds the machine lock shared around the call
-    (pipeline.machine_lock): builds run beside each other; a benchmark, which holds it exclusively
-    while it measures (pipeline.bench.stage), waits for them."""
-    from contextlib import nullcontext
-
-    from pipeline.config import load_params
-    from pipeline.machine_lock import machine_lock
+    (pipeline.machine.lock): builds run beside each other; a benchmark, which holds it exclusively
+    while it measures (pipeline.measure.stage), waits for them."""
+    from pipeline.core.config import load_params
+    from pipeline.machine.lock import machine_lock
 
     parser = argparse.ArgumentParser(description=function.__doc__)
     names = [name.rstrip("?") for name in arg_names]
@@ -40,16 +45,50 @@ def run_stage(
         parser.add_argument(name, nargs="?" if given.endswith("?") else None)
     args = parser.parse_args(argv)
     values = [getattr(args, name) for name in names]
+    words = [Path(sys.argv[0]).stem if sys.argv[0].endswith(".py") else function.__name__, *filter(None, values)]
+    name, log = " ".join(words), LOGS / f"{'-'.join(words)}.log"  # e.g. `build spam_fnn onnx_opt`
     try:
-        params = load_params()
-        with machine_lock(exclusive=False) if shared_lock else nullcontext(0.0) as waited:
-            if waited > 1:
-                print(f"waited {waited:.0f} s for the machine lock (a benchmark was measuring)", file=sys.stderr)
-            result = function(*values, params)
+        with chatter_to(log):
+            params = load_params()
+            with machine_lock(exclusive=False) if shared_lock else nullcontext(0.0) as waited:
+                if waited > 1:
+                    print(f"waited {waited:.0f} s for the machine lock (a benchmark was measuring)", file=sys.stderr)
+                result = function(*values, params)
     except PipelineError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {name}: {error}", file=sys.stderr)
         return 2
+    except BaseException:
+        print(f"error: {name}: crashed; the traceback is in {log}", file=sys.stderr)
+        raise
     if isinstance(result, dict) and "status" in result:
-        line = f"{' '.join(v for v in values if v) or function.__name__}: {result['status']}"
-        print(line + (f" ({result['reason']})" if result.get("reason") else ""))
+        reason = result.get("reason", "")
+        print(f"{name}: {result['status']}" + (f" ({reason.splitlines()[0][:200]})" if reason else ""))
     return 0
+
+
+LOGS = Path("reports/logs/stages")
+
+
+@contextmanager
+def chatter_to(log: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr (file descriptors, so child processes and C++ libraries
+    too) to `log` for the duration; a traceback raised inside is written there before they return."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with log.open("w") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            traceback.print_exc()
+            raise
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)

@@ -1,8 +1,8 @@
-"""DVC stage: export one model to ONNX and freeze its reference data (see pipeline.export)."""
+"""DVC stage: export one model to ONNX and freeze its reference data (see pipeline.prepare.export)."""
 
 import sys
 
-from pipeline.export import export_model
+from pipeline.prepare.export import export_model
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":

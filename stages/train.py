@@ -1,9 +1,9 @@
-"""DVC stage: train one embedded zoo model (see pipeline.training)."""
+"""DVC stage: train one embedded zoo model (see pipeline.prepare.training)."""
 
 import sys
 
+from pipeline.prepare.training import train_model
 from pipeline.stage_runner import run_stage
-from pipeline.training import train_model
 
 if __name__ == "__main__":
     sys.exit(run_stage(train_model, ["model"], shared_lock=True))

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.config import ModelConfig
+from pipeline.core.config import ModelConfig
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,6 +80,7 @@ def models_from(root: Path) -> Iterator[None]:
 def tiny_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A working directory holding models/tiny/; imports of models.* resolve inside it."""
     write_tiny_model(tmp_path)
+    record_this_machine(tmp_path)
     monkeypatch.chdir(tmp_path)
     with models_from(tmp_path):
         yield tmp_path
@@ -88,8 +89,8 @@ def tiny_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 @pytest.fixture(scope="session")
 def tiny_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model exported by the real export code (dynamo, dynamic batch)."""
-    from pipeline.config import ExportConfig
-    from pipeline.sources.pytorch import TorchSource
+    from pipeline.core.config import ExportConfig
+    from pipeline.prepare.sources.pytorch import TorchSource
 
     root = tmp_path_factory.mktemp("tiny_export")
     write_tiny_model(root, name="tiny_export")
@@ -105,10 +106,10 @@ def context(tmp_path: Path, tiny_onnx: Path):
     """A build context whose source folder holds the export, labelled reference data and calibration data."""
     import onnxruntime as ort
 
-    from pipeline import layout
-    from pipeline.data import DataSet, generate_inputs
-    from pipeline.files import write_json
-    from pipeline.passes.base import BuildContext
+    from pipeline.build.passes.base import BuildContext
+    from pipeline.core import layout
+    from pipeline.core.data import DataSet, generate_inputs
+    from pipeline.core.files import write_json
 
     config = tiny_config()
     source = layout.source_dir("tiny", tmp_path)
@@ -136,10 +137,10 @@ def torch_build_context(project: Path, output_names: tuple[str, ...] = ("output"
     """A build context for the tiny torch model in `project`: its source folder records the output
     names and holds eval inputs (enough for passes that start from the PyTorch module and take
     their example inputs from the eval rows, not from the export)."""
-    from pipeline import layout
-    from pipeline.data import DataSet, generate_inputs
-    from pipeline.files import write_json
-    from pipeline.passes.base import BuildContext
+    from pipeline.build.passes.base import BuildContext
+    from pipeline.core import layout
+    from pipeline.core.data import DataSet, generate_inputs
+    from pipeline.core.files import write_json
 
     source = layout.source_dir("tiny", project)
     source.mkdir(parents=True)
@@ -152,7 +153,7 @@ def torch_build_context(project: Path, output_names: tuple[str, ...] = ("output"
 
 def build(ctx, name: str, **params):
     """Run variant `name`'s pass in this process with `params` as its params.yaml section."""
-    from pipeline import variants
+    from pipeline.core import registry as variants
 
     return variants.get(name).pass_class()().run(ctx, variants.validate_variant_params(name, params))
 
@@ -223,17 +224,27 @@ def fixed_batch_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def stage_project(tmp_path: Path) -> Path:
     """A project root whose `tiny` model has an ok export record: enough for the build and bench
     stages' bookkeeping (skips, failures) without running a pass."""
-    from pipeline import layout
-    from pipeline.files import write_json
+    from pipeline.core import layout
+    from pipeline.core.files import write_json
 
     source = layout.source_dir("tiny", tmp_path)
     source.mkdir(parents=True)
     write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok", "reason": ""}})
+    record_this_machine(tmp_path)
     return tmp_path
+
+
+def record_this_machine(root: Path) -> None:
+    """reports/env.json as the env stage writes it here (with the cpu target): bench stages need it."""
+    from pipeline.core import layout
+    from pipeline.core.files import write_json
+    from pipeline.machine.naming import current
+
+    write_json(layout.env_file(root), {"machine": current(), "targets": {"cpu": {"available": True, "reason": ""}}})
 
 
 @pytest.fixture
 def machine(monkeypatch: pytest.MonkeyPatch) -> str:
-    """This machine's class name for the test (MODELOPT_MACHINE): where machine stages write."""
+    """This machine's class name for the test (MODELOPT_MACHINE)."""
     monkeypatch.setenv("MODELOPT_MACHINE", "box")
     return "box"

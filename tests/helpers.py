@@ -7,7 +7,7 @@ import os
 import signal
 import time
 
-from pipeline.errors import ModelFileError
+from pipeline.core.errors import ModelFileError
 
 
 def add(a: int, b: int) -> int:
@@ -23,7 +23,7 @@ def raise_user_error() -> None:
 
 
 def not_applicable() -> None:
-    from pipeline.errors import NotApplicable
+    from pipeline.core.errors import NotApplicable
 
     raise NotApplicable("torchax does not import with this torch")
 
@@ -42,7 +42,7 @@ def metric(
     rss: float = 100.0, noise: float = 1.0, status: str = "ok", value: float = 0.9, precision: str = "fp32",
     cosine: float | None = None,
 ) -> dict:  # fmt: skip
-    """One variant's metrics file, shaped like the bench stage's (reports/metrics/<model>/<variant>.json)."""
+    """One variant's full record, shaped like the bench stage's (reports/details/<model>/<variant>.json)."""
     peak = peak if peak is not None else 1000.0 / p50
     return {
         "status": status, "reason": "" if status == "ok" else "it broke", "runtime": runtime, "precision": precision,

@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.bench.harness import measure_concurrent
-from pipeline.bench.worker import Loaded, measure_loaded
-from pipeline.config import BenchConfig, ModelConfig, Params
-from pipeline.data import Arrays, DataSet
-from pipeline.memory import RssSampler
+from pipeline.core.config import BenchConfig, ModelConfig, Params
+from pipeline.core.data import Arrays, DataSet
+from pipeline.core.memory import RssSampler
+from pipeline.measure.harness import measure_concurrent
+from pipeline.measure.worker import Loaded, measure_loaded
 from pipeline.runtimes.base import Session, ThreadQueue
 
 LOAD_MB = 300  # what the stand-in's weights take once loaded

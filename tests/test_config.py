@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import load_params
-from pipeline.errors import ConfigError
+from pipeline.core.config import load_params
+from pipeline.core.errors import ConfigError
 from tests.conftest import REPO
 
 
@@ -51,10 +51,23 @@ def test_repository_params_are_valid():
             lambda d: d["variants"].update(torch_compile=d["machine_variants"].pop("torch_compile")),
             "variants.torch_compile: its artifact depends on the machine that builds it",
         ),
-        (lambda d: d.update(machine_variants={}), "machine_variants: empty; each machine's select stage"),
         (
             lambda d: d["machine_variants"].update(onnx_fp32={}),
             "machine_variants.onnx_fp32: also listed under 'variants'",
+        ),
+        (
+            lambda d: d.update(gpu_variants={"onnx_cuda_fp32": {}}),
+            'gpu_variants: GPU variants need a cuda target: add "cuda:0" to targets',
+        ),
+        (
+            lambda d: d.update(targets=["cpu", "cuda:0"]) or d["machine_variants"].update(onnx_cuda_fp32={}),
+            "machine_variants.onnx_cuda_fp32: a GPU variant: list it under gpu_variants",
+        ),
+        (
+            lambda d: (
+                d.update(targets=["cpu", "cuda:0"], gpu_variants={"onnx_opt": {}}) or d["variants"].pop("onnx_opt")
+            ),
+            "gpu_variants.onnx_opt: runs on cpu: list it elsewhere",
         ),
         (lambda d: d["models"].append("nope"), "models.5: 'nope' has no entry under 'catalog'"),
         (
@@ -159,7 +172,7 @@ def test_model_overrides_apply_over_the_variant_section():
 
 
 def test_variant_params_are_parsed_by_their_pass():
-    from pipeline.variants import validate_variant_params
+    from pipeline.core.registry import validate_variant_params
 
     config = validate_variant_params("onnx_int8_static", {"calibration_samples": 10})
     assert config.calibration_samples == 10 and config.format == "qdq"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.config import InputSpec
-from pipeline.data import DataSet, batches, check_inputs, concat, generate_inputs, load_user_data
-from pipeline.errors import ModelFileError
+from pipeline.core.config import InputSpec
+from pipeline.core.data import DataSet, batches, check_inputs, concat, generate_inputs, load_user_data
+from pipeline.core.errors import ModelFileError
 
 SPECS = {"x": InputSpec(shape=["batch", 3, 4]), "ids": InputSpec(shape=["batch", 5], dtype="int64", low=0, high=7)}
 

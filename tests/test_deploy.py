@@ -8,25 +8,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import load_params
-from pipeline.deploy import select_model
-from pipeline.errors import ModelFileError
-from pipeline.predict import load
+from pipeline.core.config import load_params
+from pipeline.core.errors import ModelFileError
+from pipeline.decide.deploy import select_model
+from pipeline.serve.predict import load
 from tests.conftest import REPO
 from tests.helpers import metric
 
 
 def test_nothing_feasible_names_the_closest_and_deploys_nothing(tmp_path: Path):
-    results = tmp_path / "machines" / "box"
+    results = tmp_path
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["spam_fnn"]}
     params["select"]["constraints"]["max_latency_ms"] = 0.5
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = results / "reports" / "metrics" / "spam_fnn"
+    folder = results / "reports" / "details" / "spam_fnn"  # the full records select reads
     folder.mkdir(parents=True)
     for name, data in {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "torch_eager": metric(2.0)}.items():
         (folder / f"{name}.json").write_text(json.dumps(data))
 
-    result = select_model("box", "spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
+    result = select_model("spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
 
     assert result == {
         "status": "none",

@@ -39,28 +39,23 @@ GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_i
 GPU_KEPT = ["onnx_cuda_fp32", "tensorrt_int8"]
 
 
-MACHINE = "e2e"  # MODELOPT_MACHINE: this run's machine class
-STAGE_FILE = f"machines/{MACHINE}/dvc.yaml"
-
-
 def run(cmd: list[str], cwd: Path) -> str:
     env = os.environ | {
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         "DVC_NO_ANALYTICS": "1",
-        "MODELOPT_MACHINE": MACHINE,
     }
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
 
-ALWAYS_RUN = {"fingerprint/dvc.yaml:software", f"machines/{MACHINE}/env/dvc.yaml:env"}
+ALWAYS_RUN = {"fingerprint/dvc.yaml:env"}
 
 
 def stages_run(output: str) -> set[str]:
-    """Stages DVC ran; this machine's named without their file, its two bench matrices as one."""
+    """Stages DVC ran, the build and bench groups of each kind of variant named as one."""
     names = re.findall(r"Running stage '([^']+)'", output)
-    return {n.removeprefix(f"{STAGE_FILE}:").replace("bench_machine_built@", "bench@") for n in names}
+    return {re.sub(r"^(build|bench)_(machine|gpu)@", r"\1@", n) for n in names}
 
 
 # The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
@@ -104,8 +99,8 @@ def project(tmp_path_factory, tiny_onnx):
     }
     params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
     params["bench"] = FAST_BENCH
-    for name in set(GPU_VARIANTS) - set(GPU_KEPT):  # two GPU variants show the target plumbing through DVC
-        del params["machine_variants"][name]
+    params["targets"] = ["cpu", "cuda:0"]  # two GPU variants show the target plumbing through DVC
+    params["gpu_variants"] = {name: {} for name in GPU_KEPT}
     params["export"]["max_eval_samples"] = 500
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for name in ("byo_onnx", "broken"):
@@ -121,7 +116,7 @@ def project(tmp_path_factory, tiny_onnx):
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
-    output = run([sys.executable, "-m", "pipeline", "repro"], root)
+    output = run(["dvc", "repro"], root)  # the root pipeline, as a user types it
     return root, output
 
 
@@ -130,10 +125,16 @@ def read(path: Path) -> dict:
 
 
 def results(root: Path) -> Path:
-    return root / "machines" / MACHINE / "reports"
+    return root / "reports"
 
 
 def metrics(root: Path, model: str, variant: str) -> dict:
+    """The full record of a variant (its details file: what the summary, report and selection read)."""
+    return json.loads((results(root) / "details" / model / f"{variant}.json").read_text())
+
+
+def tracked(root: Path, model: str, variant: str) -> dict:
+    """What DVC tracks as the variant's metric."""
     return json.loads((results(root) / "metrics" / model / f"{variant}.json").read_text())
 
 
@@ -157,8 +158,12 @@ def test_every_variant_writes_schema_metrics(project):
         else:
             assert m["energy"] == {"mj_per_inference": None, "reason": m["energy"]["reason"]}
         assert m["accuracy"]["metric"] == "binary_accuracy" and 0.5 < m["accuracy"]["value"] <= 1
-        assert isinstance(m["stable"], bool)
+        assert isinstance(m["stable"], bool) and 0 <= m["waited_s"] < 1  # dvc repro runs one stage at a time
         assert not any(isinstance(v, list) for v in m.values())
+        numbers = tracked(root, "spam_fnn", variant)
+        assert numbers["status"] == "ok" and numbers["p50_ms"] == m["latency_ms"]["p50"]
+        assert numbers["footprint_mb"] == pytest.approx(m["peak_rss_mb"] - m["baseline_rss_mb"])
+        assert all(isinstance(v, float) for k, v in numbers.items() if k != "status"), numbers
     fp32 = metrics(root, "spam_fnn", "onnx_fp32")
     fidelity = fp32["fidelity"]["probability"]
     assert abs(fp32["accuracy"]["delta"]) < 1e-9 and fidelity["max_abs_diff"] < 1e-4 and fidelity["top1_agreement"] == 1
@@ -173,7 +178,11 @@ def test_gpu_variants_run_on_their_target_or_say_why_not(project):
         assert m["device"] == "cuda:0"
         if not probe["available"]:
             assert m["status"] == "skipped" and m["reason"] == f"target cuda:0 is not usable here: {probe['reason']}"
-        assert metrics(root, "spam_fnn", "onnx_fp32")["device"] == "cpu"
+        else:  # a usable GPU: measured, or skipped only for a package the [gpu] extra did not bring
+            assert m["status"] == "ok" or (m["status"] == "skipped" and "not installed" in m["reason"]), m["reason"]
+    gpu_files = {p.stem for p in (results(root) / "metrics" / "spam_fnn").glob("*.json")} & set(GPU_VARIANTS)
+    assert gpu_files == set(GPU_KEPT)  # GPU variants not listed in gpu_variants get no stage and no file
+    assert metrics(root, "spam_fnn", "onnx_fp32")["device"] == "cpu"
     summary = run([sys.executable, "-m", "pipeline", "summary", "spam_fnn"], root)
     if not probe["available"]:
         assert summary.count("target cuda:0 is not usable here") == 1  # one note for both variants
@@ -188,9 +197,7 @@ def test_openvino_variants_record_precision_streams_and_cached_load(project):
     concurrent = int8["throughput_concurrent"]
     assert concurrent["streams"] >= 1 and concurrent["requests"] >= 1 and "AsyncInferQueue" in concurrent["how"]
     assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["top1_agreement"] > 0.9
-    details = json.loads((results(root) / "details" / "spam_fnn" / "openvino_int8_acc.json").read_text())
-    assert details["waited_s"] >= 0  # for the machine lock, held exclusively while it measured
-    build = details["build"]
+    build = metrics(root, "spam_fnn", "openvino_int8_acc")["build"]
     assert build["max_drop"] == 0.01 and build["stopped_by"] == "nncf" and build["reached_max_drop"] is True
     assert build["validation_drop"] <= 0.01 and build["validation_origin"].endswith("calib.npz")  # not scoring rows
 
@@ -211,10 +218,15 @@ def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
     assert "catalog." in metrics(root, model, "onnx_int8_static")["reason"]  # skipped by the model's `skip`
 
 
-def test_torch_xla_records_why_it_is_skipped(project):
+def test_torch_xla_runs_where_torchax_is_installed_and_says_why_not_elsewhere(project):
+    import importlib.util
+
     root, _ = project
     m = metrics(root, "spam_fnn", "torch_xla")
-    assert m["status"] == "ok" or (m["status"] == "skipped" and "torchax" in m["reason"])
+    if importlib.util.find_spec("torchax") is None:
+        assert m["status"] == "skipped" and m["reason"].startswith("torchax is not installed")
+    else:
+        assert m["status"] == "ok", m["reason"]
 
 
 def test_bring_your_own_onnx_without_data(project):
@@ -233,7 +245,12 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
     root, _ = project
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], root))
     files = next(iter(shown.values()))["data"]
-    assert f"machines/{MACHINE}/reports/metrics/spam_fnn/onnx_fp32.json" in files
+    assert set(files["reports/metrics/spam_fnn/onnx_fp32.json"]["data"]) <= {
+        "status", "p50_ms", "p99_ms", "noise_pct", "peak_sps", "footprint_mb", "peak_rss_mb", "size_mb", "load_ms",
+        "acc_delta", "cosine_min",
+    }  # fmt: skip
+    done = subprocess.run(["dvc", "metrics", "show"], cwd=root, capture_output=True, text=True)
+    assert "failed to load" not in done.stderr and max(map(len, done.stdout.splitlines())) <= 160
     summary = run([sys.executable, "-m", "pipeline", "summary"], root)
     assert "spam_fnn" in summary and "onnx_int8_static" in summary and "byo_onnx" in summary
 
@@ -244,40 +261,38 @@ def test_select_deploys_an_explained_verified_choice(project):
     record = read(results(root) / "selection" / "spam_fnn.json")
     chosen = record["chosen"]
     assert record["status"] == "ok" and metrics(root, "spam_fnn", chosen)["status"] == "ok"
-    deploy = root / "machines" / MACHINE / "deploy" / "spam_fnn"
+    deploy = root / "deploy" / "spam_fnn"
     manifest = read(deploy / "manifest.json")
     assert manifest["variant"] == chosen and manifest["runtime"] == record["runtime"]
-    assert manifest["machine"] == MACHINE and manifest["environment"]["machine"]["name"] == MACHINE
+    here = read(results(root) / "env.json")["machine"]["name"]
+    assert manifest["machine"] == here and manifest["environment"]["machine"]["name"] == here
     assert manifest["runtime_version"] != "unknown" and manifest["inputs"]
     for name, digest in manifest["files"].items():
         assert hashlib.sha256((deploy / name).read_bytes()).hexdigest() == digest
     selection = manifest["selection"]
-    others = {p.stem for p in (results(root) / "metrics" / "spam_fnn").glob("*.json")} - {chosen}
+    others = {p.stem for p in (results(root) / "details" / "spam_fnn").glob("*.json")} - {chosen}
     assert set(selection["rejected"]) == others and all(selection["rejected"].values())
     assert chosen in selection["pareto_front"] and selection["constraints"]["max_accuracy_drop"] == 0.01
-    shown = json.loads(run(["dvc", "metrics", "show", "--json"], root))
-    selection_file = f"machines/{MACHINE}/reports/selection/spam_fnn.json"
-    assert next(iter(shown.values()))["data"][selection_file]["data"]["chosen"] == chosen
     report = (results(root) / "report" / "spam_fnn.md").read_text()
     assert f"**Deploy `{chosen}`**" in report and (results(root) / "report" / "img" / "spam_fnn").is_dir()
     plots = json.loads(run(["dvc", "plots", "show", "--json"], root))
     assert not plots.get("errors")
-    assert f"machines/{MACHINE}/reports/plots/latency_accuracy/spam_fnn.json" in plots["data"]
+    assert "reports/plots/latency_accuracy/spam_fnn.json" in plots["data"]
 
 
 def reference(root: Path, model: str):
-    from pipeline.data import DataSet
+    from pipeline.core.data import DataSet
 
     return DataSet.load(root / "artifacts" / model / "source" / "reference.npz").head(64)
 
 
 def test_predict_cli_and_api_run_the_chosen_artifact(project, tmp_path):
-    from pipeline.predict import load
+    from pipeline.serve.predict import load
 
     root, _ = project
     data = reference(root, "spam_fnn")
     np.save(tmp_path / "x.npy", next(iter(data.inputs.values())))
-    deploy = root / "machines" / MACHINE / "deploy" / "spam_fnn"
+    deploy = root / "deploy" / "spam_fnn"
     out = run([sys.executable, "-m", "pipeline", "predict", str(deploy), "x.npy",
                "--output", "y.npy"], tmp_path)  # fmt: skip
     assert "spam_fnn:" in out and "wrote" in out
@@ -303,19 +318,18 @@ def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
     """Pin the choice to one variant (select.constraints.variants) in a side project, then predict."""
     root, _ = project
     side = tmp_path / "side"
-    mine = f"machines/{MACHINE}"
-    (side / mine / "reports").mkdir(parents=True)
-    for name in ("artifacts", "models", f"{mine}/artifacts", f"{mine}/reports/metrics", f"{mine}/reports/env.json"):
+    (side / "reports").mkdir(parents=True)
+    for name in ("artifacts", "models", "reports/details", "reports/metrics", "reports/env.json"):
         (side / name).symlink_to(root / name)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["select"]["constraints"] |= {"variants": [variant], "max_accuracy_drop": None}
     (side / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run([sys.executable, str(root / "stages" / "select_artifact.py"), MACHINE, model], side)
-    manifest = read(side / mine / "deploy" / model / "manifest.json")
+    run([sys.executable, str(root / "stages" / "select_artifact.py"), model], side)
+    manifest = read(side / "deploy" / model / "manifest.json")
     assert manifest["variant"] == variant
     data = reference(root, model)
     np.savez(tmp_path / "x.npz", **data.inputs)
-    deploy = side / mine / "deploy" / model
+    deploy = side / "deploy" / model
     run([sys.executable, "-m", "pipeline", "predict", str(deploy), "x.npz", "--output", "y.npz"], tmp_path)
     with np.load(tmp_path / "y.npz") as got:
         for name, expected in data.outputs.items():
@@ -327,23 +341,44 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     root, _ = project
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first run"], root)
-    repro = [sys.executable, "-m", "pipeline", "repro"]
-    assert stages_run(run(repro, root)) == ALWAYS_RUN
+    repro = [sys.executable, "-m", "pipeline", "repro"]  # dvc repro with the progress line; DVC's output in a log
+
+    def rerun() -> set[str]:
+        shown = run(repro, root)
+        assert "stage(s) to check" in shown and "Running stage" not in shown  # DVC's chatter goes to the log
+        return stages_run((root / "reports" / "logs" / "repro.log").read_text())
+
+    assert rerun() == ALWAYS_RUN
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["machine_variants"]["onnx_int8_static"]["per_channel"] = False
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    ran = stages_run(run(repro, root))
+    ran = rerun()
     rebuilt = {f"build@{m}-onnx_int8_static" for m in MODELS}
     # Models that skip the variant rebuild an identical 'skipped' record, so DVC does not rerun their bench.
     measured = ("spam_fnn", "byo_onnx", "byo_fixed")
     remeasured = {f"bench@{m}-onnx_int8_static" for m in measured}
     reselected = {f"select@{m}" for m in measured} | {"report"}  # their metrics changed
-    planned = {"prepare/dvc.yaml:variant_plan"}  # rewrites every variant's file; only one changes
+    planned = {"plan"}  # rewrites every variant's file; only one changes
     assert ran == ALWAYS_RUN | planned | rebuilt | remeasured | reselected
-    mine = f"machines/{MACHINE}/reports/metrics"
-    diff = json.loads(run(["dvc", "metrics", "diff", "--json", "--targets", mine, "-R"], root))
-    assert f"{mine}/spam_fnn/onnx_int8_static.json" in diff
-    assert f"{mine}/spam_fnn/onnx_fp32.json" not in diff
+    diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
+    assert {path.split("/")[-1] for path in diff} == {"onnx_int8_static.json"}, sorted(diff)
+    assert len(run(["dvc", "metrics", "diff"], root).splitlines()) < 40
+    run(["git", "add", "-A"], root)
+    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "per_channel"], root)
+    # An edit to report code reruns the report stage only; an edit to one pass, that pass's variants only.
+    report_code = root / "pipeline" / "present" / "report.py"
+    report_code.write_text(report_code.read_text() + "\n# an edit\n")
+    assert rerun() == ALWAYS_RUN | {"report"}
+    fp16_pass = root / "pipeline" / "build" / "passes" / "fp16.py"
+    fp16_pass.write_text(fp16_pass.read_text() + "\n# an edit\n")
+    ran = rerun()
+    from pipeline.build.plan import variant_code
+
+    configured = [*params["variants"], *params["machine_variants"], *params["gpu_variants"]]
+    uses_fp16 = {v for v in configured if Path("pipeline/build/passes/fp16.py") in variant_code(v, root)}
+    assert "onnx_fp16" in uses_fp16 and "onnx_int8_static" not in uses_fp16
+    assert {n for n in ran if n.startswith("build@")} == {f"build@{m}-{v}" for m in MODELS for v in uses_fp16}
+    assert {n.partition("-")[2] for n in ran if n.startswith("bench@")} <= uses_fp16
 
 
 def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(project):
@@ -359,7 +394,7 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
     assert (root / "artifacts" / "byo_fixed" / "onnx_fp32" / "model.onnx.data").is_file()
     details = read(results(root) / "details" / "byo_fixed" / "onnx_fp16.json")
     assert details["build"]["load_check"].startswith("ok: loaded by onnxruntime")
-    manifest = read(root / "machines" / MACHINE / "deploy" / "byo_fixed" / "manifest.json")
+    manifest = read(root / "deploy" / "byo_fixed" / "manifest.json")
     assert manifest["fixed_batch"] == 1
 
 
@@ -376,10 +411,10 @@ def test_transformer_deploys_and_predicts_at_any_sequence_length(project, tmp_pa
     assert {role: r["rows"] for role, r in export["held_out"].items()} == {
         r: 256 for r in ("scoring", "calibration", "validation")
     }
-    from pipeline.config import InputSpec
-    from pipeline.data import generate_inputs
+    from pipeline.core.config import InputSpec
+    from pipeline.core.data import generate_inputs
 
-    deploy = root / "machines" / MACHINE / "deploy" / "bert_e2e"
+    deploy = root / "deploy" / "bert_e2e"
     specs = {k: InputSpec.model_validate(v) for k, v in read(deploy / "manifest.json")["inputs"].items()}
     for seq in (7, 29):
         np.savez(tmp_path / f"x{seq}.npz", **generate_inputs(specs, 3, seq, {"seq": seq}, vocab_size=200))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bench.energy import EnergyMeter
+from pipeline.measure.energy import EnergyMeter
 
 
 def fake_powercap(root: Path, start_uj: int, range_uj: int = 2**32) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.evaluate import accuracy_block, fidelity_block, predictions, task_metric, worst_cosine
+from pipeline.core.evaluate import accuracy_block, fidelity_block, predictions, task_metric, worst_cosine
 
 
 def test_predictions_by_metric_and_shape():

@@ -9,14 +9,14 @@ import shutil
 import numpy as np
 import pytest
 
-from pipeline import layout
-from pipeline.bench.stage import benchmark_variant
-from pipeline.build import build_variant
-from pipeline.check import check_models
-from pipeline.config import Params
-from pipeline.errors import PipelineError
-from pipeline.export import export_model
-from pipeline.memory import batch_limit, batch_size, peak_rss_growth_mb
+from pipeline.build.stage import build_variant
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.errors import PipelineError
+from pipeline.core.memory import batch_limit, batch_size, peak_rss_growth_mb
+from pipeline.measure.stage import benchmark_variant
+from pipeline.prepare.check import check_models
+from pipeline.prepare.export import export_model
 from tests.conftest import tiny_config
 
 
@@ -37,8 +37,8 @@ def test_a_broken_source_fails_every_variant_with_its_reason_and_nothing_else(ti
     saved = json.loads(layout.export_report("tiny", tiny_project).read_text())
     assert saved == report
     for variant in ("onnx_fp32", "torch_eager"):
-        assert build_variant("tiny", variant, None, params, tiny_project)["status"] == "failed"
-        metrics = benchmark_variant(machine, "tiny", variant, params, tiny_project)
+        assert build_variant("tiny", variant, params, tiny_project)["status"] == "failed"
+        metrics = benchmark_variant("tiny", variant, params, tiny_project)
         assert metrics["status"] == "failed" and "the source model failed: " in metrics["reason"]
         assert "missing.pt" in metrics["reason"]
 
@@ -48,13 +48,13 @@ def test_a_failed_build_keeps_the_childs_stderr_and_a_command_that_reproduces_it
     export_model("tiny", params, tiny_project)
     exported = layout.source_dir("tiny", tiny_project) / layout.EXPORTED_ONNX
     exported.write_bytes(exported.read_bytes()[:100])  # damaged after the export's own checks
-    info = build_variant("tiny", "onnx_fp32", None, params, tiny_project)
+    info = build_variant("tiny", "onnx_fp32", params, tiny_project)
     log = layout.log_file("tiny", "onnx_fp32", "build", tiny_project)
     assert (
         info["status"] == "failed"
         and f"[log: {log}; reproduce: python stages/build.py tiny onnx_fp32]" in info["reason"]
     )
-    assert "pipeline.build:run_pass failed: " in log.read_text()
+    assert "pipeline.build.stage:run_pass failed: " in log.read_text()
     assert not layout.log_file("tiny", "torch_eager", "build", tiny_project).exists()  # only failures leave logs
 
 

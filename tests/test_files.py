@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipeline.files import atomic_dir, size_mb, tree_digest, write_json
+from pipeline.core.files import atomic_dir, size_mb, tree_digest, write_json
 
 
 def test_atomic_dir_replaces_only_on_success(tmp_path):

@@ -12,10 +12,10 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pipeline import onnx_files
-from pipeline.config import ExportConfig, ModelConfig
-from pipeline.errors import ConfigError, ModelFileError
-from pipeline.sources import load_source
+from pipeline.core import onnx_files
+from pipeline.core.config import ExportConfig, ModelConfig
+from pipeline.core.errors import ConfigError, ModelFileError
+from pipeline.prepare.sources import load_source
 from tests.conftest import models_from, write_fixed_batch_onnx
 
 NETS = textwrap.dedent(
@@ -97,7 +97,7 @@ def test_transformer_keeps_its_sequence_axis_dynamic(project):
         "batch",
         "seq",
     ]
-    from pipeline.data import generate_inputs
+    from pipeline.core.data import generate_inputs
 
     for seq in (5, 37):
         x = generate_inputs(config.inputs, 3, 1, {"seq": seq}, source.vocab_size)

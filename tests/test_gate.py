@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.ci.gate import run_gate
 from pipeline.cli import main
-from pipeline.config import load_params
-from pipeline.gate import run_gate
+from pipeline.core.config import load_params
 from tests.conftest import REPO
 from tests.helpers import metric
 
 MODEL = "spam_fnn"
-RESULTS = Path("machines") / "box"  # the `machine` fixture's folder
+RESULTS = Path(".")
 
 
 def git(root: Path, *args: str) -> None:
@@ -26,7 +26,7 @@ def git(root: Path, *args: str) -> None:
 
 def commit(root: Path, variants: dict[str, dict], chosen: str | None, message: str, record: bool = True) -> None:
     """Write one revision's metrics and (when `record`) its recorded choice, and commit them."""
-    folder = root / RESULTS / "reports" / "metrics" / MODEL
+    folder = root / RESULTS / "reports" / "details" / MODEL  # the full records the gate reads
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, data in variants.items():
@@ -53,7 +53,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine: str) -> Path:
 
 def failures(root: Path, rev: str = "HEAD~1", **options) -> list[str]:
     params = load_params(root / "params.yaml")
-    verdicts, _, _ = run_gate(params, "box", rev, root=root, **options)
+    verdicts, _, _ = run_gate(params, rev, root=root, **options)
     return [f for v in verdicts for f in v.failures]
 
 
@@ -95,7 +95,7 @@ def test_accuracy_fall_and_constraint_are_gated(repo):
 
 def test_nothing_feasible_fails(repo):
     commit(repo, {"onnx_opt": metric(0.8)}, None, "nothing fits")
-    assert failures(repo) == ["no variant meets the constraints now (see the machine's reports/selection)"]
+    assert failures(repo) == ["no variant meets the constraints now (see reports/selection)"]
 
 
 def test_a_base_revision_without_a_recorded_choice_is_selected_again(repo):
@@ -105,7 +105,7 @@ def test_a_base_revision_without_a_recorded_choice_is_selected_again(repo):
 
 
 def test_workspace_changes_are_compared_with_head(repo):
-    (repo / RESULTS / "reports" / "metrics" / MODEL / "onnx_opt.json").write_text(json.dumps(metric(2.0)))
+    (repo / RESULTS / "reports" / "details" / MODEL / "onnx_opt.json").write_text(json.dumps(metric(2.0)))
     assert failures(repo, rev="HEAD") == ["p50 latency regressed +150.0% (threshold 10%)"]
 
 

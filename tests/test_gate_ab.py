@@ -15,10 +15,10 @@ import pytest
 import yaml
 from onnx import TensorProto, helper
 
-from pipeline import layout
-from pipeline.data import DataSet
-from pipeline.files import write_json
-from pipeline.gate_ab import Side, materialize, paired, worktree_at
+from pipeline.ci.remeasure import Side, materialize, paired, worktree_at
+from pipeline.core import layout
+from pipeline.core.data import DataSet
+from pipeline.core.files import write_json
 from tests.conftest import REPO, copy_project
 
 FAST_BENCH = {
@@ -62,7 +62,7 @@ def project(root: Path, matmuls: int) -> Side:
     artifact.mkdir(parents=True)
     onnx.save(chain(matmuls), artifact / "model.onnx")
     write_json(artifact / layout.BUILD_INFO, {"runtime": "onnxruntime", "entry": "model.onnx", "runtime_config": {}})
-    return Side(root, "m", "onnx_fp32", "box")
+    return Side(root, "m", "onnx_fp32")
 
 
 def test_a_deliberately_slower_artifact_fails_and_identical_ones_pass(tmp_path):
@@ -72,7 +72,7 @@ def test_a_deliberately_slower_artifact_fails_and_identical_ones_pass(tmp_path):
     assert regressed.change_pct > 100 and "paired p50 regressed" in regressed.failure(10.0)
     copy = tmp_path / "copy"
     shutil.copytree(fast.root, copy)
-    same = paired("m", fast, Side(copy, "m", "onnx_fp32", "box"), rounds=3)
+    same = paired("m", fast, Side(copy, "m", "onnx_fp32"), rounds=3)
     assert same.failure(50.0) is None  # identical artifacts, timed alternately: no regression
 
 
@@ -83,6 +83,7 @@ def test_a_base_artifact_missing_from_the_dvc_cache_is_rebuilt_in_the_worktree(t
     root = copy_project(tmp_path / "project")
     params = yaml.safe_load((root / "params.yaml").read_text())
     params |= {"models": ["m"], "targets": ["cpu"], "variants": {"onnx_fp32": {}}, "bench": FAST_BENCH}
+    params |= {"machine_variants": {}, "gpu_variants": {}}
     params["catalog"] = {"m": {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}}
     params["train"] = {}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -91,12 +92,12 @@ def test_a_base_artifact_missing_from_the_dvc_cache_is_rebuilt_in_the_worktree(t
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
     commit = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro", "-q", "prepare/dvc.yaml"],
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro", "-q", "build@m-onnx_fp32"],
                 ["git", "add", "-A"], commit):  # fmt: skip
         subprocess.run(cmd, cwd=root, check=True, capture_output=True)
     with worktree_at("HEAD", root) as tree:
         empty = tmp_path / "empty-cache"
         subprocess.run(["dvc", "cache", "dir", "--local", str(empty)], cwd=tree, check=True)
-        assert materialize(tree, "m", "onnx_fp32", "box") == "rebuilt in a worktree"
+        assert materialize(tree, "m", "onnx_fp32") == "rebuilt in a worktree"
         assert (layout.variant_dir("m", "onnx_fp32", tree) / "model.onnx").is_file()
         assert any(empty.rglob("*")), "the rebuild went through DVC (its outputs are cached)"

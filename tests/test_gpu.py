@@ -9,9 +9,11 @@ import shutil
 import numpy as np
 import pytest
 
-from pipeline import layout, runtimes, variants
-from pipeline.files import read_json, write_json
-from pipeline.target_probe import probe
+from pipeline import runtimes
+from pipeline.core import layout
+from pipeline.core import registry as variants
+from pipeline.core.files import read_json, write_json
+from pipeline.machine.probe import probe
 from tests.conftest import REPO
 
 CUDA = probe("cuda:0")
@@ -32,7 +34,7 @@ def on_gpu(context):
 )
 def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
     spec = variants.get(name)
-    reason = runtimes.unavailable_reason(spec.runtime, "cuda:0")
+    reason = variants.unavailable_reason(spec.runtime, "cuda:0")
     if reason:
         pytest.skip(reason)
     ctx = on_gpu(context)
@@ -51,9 +53,9 @@ def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
 
 
 def test_gpu_meter_reads_energy_memory_and_utilisation(context):
-    from pipeline.bench.gpu import GpuMeter
+    from pipeline.measure.gpu import GpuMeter
 
-    if runtimes.unavailable_reason("onnxruntime", "cuda:0"):
+    if variants.unavailable_reason("onnxruntime", "cuda:0"):
         pytest.skip("onnxruntime-gpu is not installed")
     session = runtimes.load("onnxruntime", context.exported_onnx, 1, {"provider": "cuda"}, "cuda:0")
     call = session.prepare({"x": np.zeros((64, 12), np.float32)})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.bench import harness
-from pipeline.bench.stats import LatencyStats, spread_pct
-from pipeline.config import LatencyConfig, WarmupConfig
+from pipeline.core.config import LatencyConfig, WarmupConfig
+from pipeline.measure import harness
+from pipeline.measure.stats import LatencyStats, spread_pct
 
 
 def test_latency_stats_from_ns():

@@ -8,14 +8,14 @@ import shutil
 
 import numpy as np
 
-from pipeline import layout
-from pipeline.bench.stage import in_sample
-from pipeline.config import Params
-from pipeline.data import DataSet, rows_in
-from pipeline.export import export_model
-from pipeline.report import traps
-from pipeline.selection import Selection
-from pipeline.summary import rows
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.data import DataSet, rows_in
+from pipeline.decide.selection import Selection
+from pipeline.measure.stage import in_sample
+from pipeline.prepare.export import export_model
+from pipeline.present.report import traps
+from pipeline.present.summary import rows
 from tests.conftest import tiny_config
 
 

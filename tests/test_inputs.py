@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.config import InputSpec
-from pipeline.data import check_inputs, dims_of, generate_inputs, padded_batches, run_batched
-from pipeline.errors import ConfigError, ModelFileError
+from pipeline.core.config import InputSpec
+from pipeline.core.data import check_inputs, dims_of, generate_inputs, padded_batches, run_batched
+from pipeline.core.errors import ConfigError, ModelFileError
 
 TOKENS = {
     "input_ids": InputSpec(shape=["batch", "seq"], dtype="int64", kind="token_ids", high=500),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.isolate import IsolatedFailure, call
+from pipeline.core.isolate import IsolatedFailure, call
 
 
 def test_returns_the_value():

@@ -7,9 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.machine_lock import machine_lock
+from pipeline.machine.lock import machine_lock
 
-HOLD = "from pipeline.machine_lock import machine_lock; import sys, time, pathlib\n" \
+HOLD = "from pipeline.machine.lock import machine_lock; import sys, time, pathlib\n" \
        "with machine_lock(sys.argv[1] == 'exclusive', pathlib.Path(sys.argv[2])):\n" \
        "    print('held', flush=True); time.sleep(float(sys.argv[3]))\n"  # fmt: skip
 

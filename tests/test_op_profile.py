@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import layout, runtimes
-from pipeline.bench.profile import op_profile
-from pipeline.data import DataSet
+from pipeline import runtimes
+from pipeline.core import layout
+from pipeline.core.data import DataSet
+from pipeline.measure.profile import op_profile
 from tests.conftest import build
 from tests.test_bench_worker import StandIn
 

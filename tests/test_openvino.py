@@ -6,12 +6,13 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from pipeline import layout, runtimes
-from pipeline.bench.harness import measure_concurrent
-from pipeline.data import DataSet
-from pipeline.errors import ConfigError
-from pipeline.passes.openvino import Validation
-from pipeline.variants import validate_variant_params
+from pipeline import runtimes
+from pipeline.build.passes.openvino import Validation
+from pipeline.core import layout
+from pipeline.core.data import DataSet
+from pipeline.core.errors import ConfigError
+from pipeline.core.registry import validate_variant_params
+from pipeline.measure.harness import measure_concurrent
 from tests.conftest import build, tiny_config
 
 
@@ -112,7 +113,7 @@ def test_adapter_offers_its_async_queue_and_a_cached_load(context):
     session = runtimes.load("openvino", context.out_dir / result.entry, 1, result.runtime_config)
     x, _ = reference_outputs(context)
     queue = session.async_queue({"x": x[:4]}, requests=1)  # the plugin's optimal number, not ours
-    assert measure_concurrent(queue, 4, 0.05) > 0  # the timing loop is pipeline.bench's
+    assert measure_concurrent(queue, 4, 0.05) > 0  # the timing loop is pipeline.measure's
     details = queue.details()
     assert details["streams"] >= 1 and details["requests"] >= 1 and "AsyncInferQueue" in details["how"]
     assert session.load_from_cache() is True

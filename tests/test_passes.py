@@ -9,8 +9,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pipeline.data import generate_inputs
-from pipeline.passes.ort_quantize import resolve_reduce_range
+from pipeline.build.passes.ort_quantize import resolve_reduce_range
+from pipeline.core.data import generate_inputs
 from tests.conftest import build, tiny_config, torch_build_context
 
 
@@ -75,7 +75,7 @@ def test_preprocessing_falls_back_and_says_so(context, monkeypatch):
 
 
 def test_reduce_range_auto_follows_vnni(monkeypatch):
-    import pipeline.passes.ort_quantize as quantize
+    import pipeline.build.passes.ort_quantize as quantize
 
     monkeypatch.setattr(quantize, "has_vnni", lambda: False)
     assert quantize.resolve_reduce_range("auto") is True
@@ -85,7 +85,7 @@ def test_reduce_range_auto_follows_vnni(monkeypatch):
 
 
 def test_torch_eager_packages_weights_and_factory(tiny_project):
-    from pipeline.passes.pytorch import ENTRY, TorchEager
+    from pipeline.build.passes.pytorch import ENTRY, TorchEager
     from pipeline.runtimes import load
 
     ctx = torch_build_context(tiny_project, ("logits",))

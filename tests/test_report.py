@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.config import SelectConfig, load_params
-from pipeline.report import traps, write_reports
-from pipeline.selection import select
+from pipeline.core.config import SelectConfig, load_params
+from pipeline.decide.selection import select
+from pipeline.present.report import traps, write_reports
 from tests.conftest import REPO
 from tests.helpers import metric
 
@@ -79,15 +79,15 @@ def test_noisy_failed_skipped_and_infeasible_are_reported():
 
 
 def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
-    results = tmp_path / "machines" / "box"
+    results = tmp_path
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["spam_fnn"]}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = results / "reports" / "metrics" / "spam_fnn"
+    folder = results / "reports" / "details" / "spam_fnn"
     folder.mkdir(parents=True)
     variants = {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "onnx_int8_dynamic": metric(0.5, delta=-0.3)}
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(json.dumps(data))
-    result = write_reports("box", load_params(tmp_path / "params.yaml"), tmp_path)
+    result = write_reports(load_params(tmp_path / "params.yaml"), tmp_path)
     assert result["status"] == "ok"
     report = (results / "reports" / "report" / "spam_fnn.md").read_text()
     assert "**Deploy `onnx_opt`**" in report and "breaks max_accuracy_drop" in report
@@ -106,11 +106,11 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
 
 
 def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp_path: Path):
-    results = tmp_path / "machines" / "box"
+    results = tmp_path
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["minilm_l6"]}
     params["select"]["constraints"] |= {"max_accuracy_drop": None, "min_cosine": None}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = results / "reports" / "metrics" / "minilm_l6"
+    folder = results / "reports" / "details" / "minilm_l6"
     folder.mkdir(parents=True)
     variants = {
         "onnx_fp32": metric(1.0, delta=None, cosine=1.0),
@@ -118,7 +118,7 @@ def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp
     }
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(json.dumps(data))
-    assert write_reports("box", load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
+    assert write_reports(load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
     index = (results / "reports" / "report" / "index.md").read_text()
     assert "| onnx_int8_dynamic |" in index and "cos 0.3000" in index  # no constraint: the fastest wins
     points = json.loads((results / "reports" / "plots" / "latency_accuracy" / "minilm_l6.json").read_text())
@@ -126,9 +126,9 @@ def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp
 
 
 def test_where_the_time_goes_puts_fp32_next_to_int8_per_runtime(tmp_path: Path):
-    from pipeline import layout
-    from pipeline.files import write_json
-    from pipeline.report import where_the_time_goes
+    from pipeline.core import layout
+    from pipeline.core.files import write_json
+    from pipeline.present.report import where_the_time_goes
 
     profiles = {
         "onnx_fp32": {"calls": 10, "top": {"Conv": {"share_pct": 80.0, "executions": 20, "total_ms": 8.0}}},

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline import runtimes
-from pipeline.runtimes import Runtime, unavailable_reason
+from pipeline.core import registry
+from pipeline.core.registry import Runtime, unavailable_reason
 
 
 def test_onnxruntime_session(tiny_onnx):
@@ -19,6 +20,6 @@ def test_onnxruntime_session(tiny_onnx):
 
 
 def test_missing_package_is_a_skip_reason(monkeypatch):
-    monkeypatch.setitem(runtimes.RUNTIMES, "imaginary", Runtime("pipeline.runtimes.ort", ("no_such_package_xyz",), "x"))
+    monkeypatch.setitem(registry.RUNTIMES, "imaginary", Runtime("pipeline.runtimes.ort", ("no_such_package_xyz",), "x"))
     assert unavailable_reason("imaginary") == "no_such_package_xyz is not installed"
     assert unavailable_reason("onnxruntime") is None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import Constraints, SelectConfig
-from pipeline.selection import Candidate, dominates, pareto_front, select
+from pipeline.core.config import Constraints, SelectConfig
+from pipeline.decide.selection import Candidate, dominates, pareto_front, select
 from tests.helpers import metric as m
 
 LATENCY = SelectConfig()

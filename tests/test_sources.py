@@ -9,11 +9,11 @@ import onnx
 import pytest
 import torch
 
-from pipeline.config import ExportConfig
-from pipeline.data import DataSet, generate_inputs
-from pipeline.errors import ConfigError, ModelFileError
-from pipeline.export import check_onnx
-from pipeline.sources import load_source
+from pipeline.core.config import ExportConfig
+from pipeline.core.data import DataSet, generate_inputs
+from pipeline.core.errors import ConfigError, ModelFileError
+from pipeline.prepare.export import check_onnx
+from pipeline.prepare.sources import load_source
 from tests.conftest import tiny_config
 
 

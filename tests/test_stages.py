@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import build as build_module
-from pipeline import layout, variants
-from pipeline.bench.stage import benchmark_variant
-from pipeline.build import build_variant
-from pipeline.config import Params
-from pipeline.files import write_json
-from pipeline.isolate import IsolatedFailure
+from pipeline.build import stage as build_module
+from pipeline.build.stage import build_variant
+from pipeline.core import layout
+from pipeline.core import registry as variants
+from pipeline.core.config import Params
+from pipeline.core.files import write_json
+from pipeline.core.isolate import IsolatedFailure
+from pipeline.measure.stage import benchmark_variant
 from tests.conftest import tiny_config
 
 
@@ -40,17 +41,17 @@ def test_skip_reasons():
 
 def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project, machine):
     params = make_params(source="onnx", factory=None)
-    info = build_variant("tiny", "torch_eager", None, params, stage_project)
+    info = build_variant("tiny", "torch_eager", params, stage_project)
     assert info["status"] == "skipped"
     folder = layout.variant_dir("tiny", "torch_eager", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
-    metrics = benchmark_variant(machine, "tiny", "torch_eager", params, stage_project)
-    saved = json.loads(
-        layout.metrics_file("tiny", "torch_eager", layout.machine_root(machine, stage_project)).read_text()
-    )
-    assert saved == metrics
+    record = benchmark_variant("tiny", "torch_eager", params, stage_project)
+    saved = json.loads(layout.details_file("tiny", "torch_eager", stage_project).read_text())
+    assert saved == record
     assert saved["status"] == "skipped" and "needs a torch source" in saved["reason"]
     assert saved["runtime"] == "torch" and "latency_ms" not in saved
+    tracked = json.loads(layout.metrics_file("tiny", "torch_eager", stage_project).read_text())
+    assert tracked == {"status": "skipped"}  # no text in what DVC tracks: the reason is in the details
 
 
 def test_failed_build_leaves_only_its_record(stage_project, machine, monkeypatch):
@@ -59,13 +60,13 @@ def test_failed_build_leaves_only_its_record(stage_project, machine, monkeypatch
         raise IsolatedFailure("RuntimeError: converter exploded")
 
     monkeypatch.setattr(build_module, "call", failing_call)
-    info = build_variant("tiny", "onnx_fp32", None, make_params(), stage_project)
+    info = build_variant("tiny", "onnx_fp32", make_params(), stage_project)
     assert info["status"] == "failed" and info["reason"] == (
         "build failed: RuntimeError: converter exploded [reproduce: python stages/build.py tiny onnx_fp32]"
     )
     folder = layout.variant_dir("tiny", "onnx_fp32", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
-    metrics = benchmark_variant(machine, "tiny", "onnx_fp32", make_params(), stage_project)
+    metrics = benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
     assert metrics["status"] == "failed" and "converter exploded" in metrics["reason"]
 
 
@@ -76,32 +77,25 @@ def test_failed_export_fails_onnx_variants_only(stage_project, monkeypatch):
     )
     monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "torch_model.json", "build": {}})
     assert (
-        build_variant("tiny", "onnx_fp32", None, make_params(), stage_project)["reason"]
+        build_variant("tiny", "onnx_fp32", make_params(), stage_project)["reason"]
         == "no ONNX export: ONNX export failed: boom"
     )
-    assert build_variant("tiny", "torch_eager", None, make_params(), stage_project)["status"] == "ok"
+    assert build_variant("tiny", "torch_eager", make_params(), stage_project)["status"] == "ok"
 
 
 def test_unconfigured_variant_is_a_config_error(stage_project):
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"variants\.onnx_fp16: not configured"):
-        build_variant("tiny", "onnx_fp16", None, make_params(), stage_project)
+        build_variant("tiny", "onnx_fp16", make_params(), stage_project)
 
 
-def test_a_machine_variant_is_built_per_machine_and_a_portable_one_once(stage_project, machine):
-    from pipeline.errors import ConfigError
+def test_a_benchmark_refuses_an_env_json_from_other_hardware(stage_project, machine):
+    """A bench stage run by hand after a machine change: its env.json is not this hardware's."""
+    from pipeline.core.errors import ConfigError
 
-    params = Params.model_validate(make_params().model_dump() | {"machine_variants": {"torch_compile": {}}})
-    with pytest.raises(ConfigError, match="torch_compile is under machine_variants"):
-        build_variant("tiny", "torch_compile", None, params, stage_project)
-    with pytest.raises(ConfigError, match="onnx_fp32 is under variants"):
-        build_variant("tiny", "onnx_fp32", machine, params, stage_project)
-
-
-def test_a_benchmark_refuses_another_machines_pipeline(stage_project, machine):
-    from pipeline.errors import ConfigError
-
-    with pytest.raises(ConfigError, match="measures machine 'other'; this is 'box'"):
-        benchmark_variant("other", "tiny", "onnx_fp32", make_params(), stage_project)
-    assert not layout.machine_root("other", stage_project).exists()
+    env = layout.env_file(stage_project)
+    write_json(env, json.loads(env.read_text()) | {"machine": {"name": "box", "hardware": "intel-6-167-2c"}})
+    with pytest.raises(ConfigError, match=r"machine.hardware: intel-6-167-2c, this is .*: run `dvc repro`"):
+        benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
+    assert not layout.metrics_file("tiny", "onnx_fp32", stage_project).exists()

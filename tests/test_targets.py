@@ -9,17 +9,20 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline import layout, runtimes, target_probe, variants
-from pipeline.bench.stage import benchmark_variant
-from pipeline.build import build_variant
-from pipeline.config import Constraints, Params, SelectConfig, validate
-from pipeline.errors import ConfigError
-from pipeline.files import write_json
-from pipeline.passes.tensorrt import ort_profile_options, profile_shapes
+from pipeline import runtimes
+from pipeline.build.passes.tensorrt import ort_profile_options, profile_shapes
+from pipeline.build.stage import build_variant
+from pipeline.core import layout
+from pipeline.core import registry as variants
+from pipeline.core.config import Constraints, Params, SelectConfig, validate
+from pipeline.core.errors import ConfigError
+from pipeline.core.files import write_json
+from pipeline.core.targets import Target, target_for
+from pipeline.decide.selection import select
+from pipeline.machine import probe as target_probe
+from pipeline.machine.probe import engine_cache_key, probe
+from pipeline.measure.stage import benchmark_variant
 from pipeline.runtimes import ort
-from pipeline.selection import select
-from pipeline.target_probe import engine_cache_key, probe
-from pipeline.targets import Target, target_for
 from tests.conftest import REPO, tiny_config
 from tests.helpers import metric
 
@@ -53,13 +56,13 @@ def test_the_probe_says_what_is_missing_on_a_host_without_a_gpu():
 
 
 def test_gpu_runtimes_without_their_packages_say_what_to_install(monkeypatch):
-    monkeypatch.setattr(runtimes, "_missing", lambda package: package in ("tensorrt", "cuda.bindings"))
-    assert runtimes.unavailable_reason("tensorrt", "cuda:0") == (
+    monkeypatch.setattr(variants, "_missing", lambda package: package in ("tensorrt", "cuda.bindings"))
+    assert variants.unavailable_reason("tensorrt", "cuda:0") == (
         "tensorrt, cuda.bindings is not installed (pip install -e '.[gpu]')"
     )
-    assert "runs on cpu, not cuda" in runtimes.unavailable_reason("openvino", "cuda:0")
-    monkeypatch.setattr(runtimes, "_missing", lambda package: False)
-    assert runtimes.unavailable_reason("tensorrt", "cpu") == "the tensorrt adapter runs on cuda, not cpu"
+    assert "runs on cpu, not cuda" in variants.unavailable_reason("openvino", "cuda:0")
+    monkeypatch.setattr(variants, "_missing", lambda package: False)
+    assert variants.unavailable_reason("tensorrt", "cpu") == "the tensorrt adapter runs on cuda, not cpu"
 
 
 def test_cpu_onnxruntime_has_no_cuda_provider_and_says_so():
@@ -138,7 +141,7 @@ def gpu_params(targets: list[str]) -> Params:
             "targets": targets,
             "catalog": {"tiny": tiny_config().model_dump()},
             "variants": {"onnx_fp32": {}},
-            "machine_variants": {name: {} for name in GPU_VARIANTS},
+            "gpu_variants": {name: {} for name in GPU_VARIANTS},
         }
     )
 
@@ -146,26 +149,24 @@ def gpu_params(targets: list[str]) -> Params:
 def test_every_gpu_variant_is_skipped_with_the_probe_reason(stage_project, machine):
     reason = "no NVIDIA driver (no /proc/driver/nvidia, no libcuda)"
     probes = {"cpu": {"available": True}, "cuda:0": {"available": False, "reason": reason}}
-    write_json(layout.env_file(layout.machine_root(machine, stage_project)), {"targets": probes})
+    env = layout.env_file(stage_project)
+    write_json(env, json.loads(env.read_text()) | {"targets": probes})
     params = gpu_params(["cpu", "cuda:0"])
     assert len(GPU_VARIANTS) == 7
     for name in GPU_VARIANTS:
-        info = build_variant("tiny", name, machine, params, stage_project)
+        info = build_variant("tiny", name, params, stage_project)
         assert info["status"] == "skipped", name
         assert info["reason"] == f"target cuda:0 is not usable here: {reason}"
         assert info["target"] == "cuda:0"
-        metrics = benchmark_variant(machine, "tiny", name, params, stage_project)
+        metrics = benchmark_variant("tiny", name, params, stage_project)
         assert metrics["status"] == "skipped" and metrics["device"] == "cuda:0" and "latency_ms" not in metrics
-    saved = json.loads(
-        layout.metrics_file("tiny", "tensorrt_int8", layout.machine_root(machine, stage_project)).read_text()
-    )
+    saved = json.loads(layout.details_file("tiny", "tensorrt_int8", stage_project).read_text())
     assert saved["reason"].endswith(reason)
 
 
-def test_without_a_cuda_target_gpu_variants_say_so(stage_project, machine):
-    info = build_variant("tiny", "onnx_cuda_fp32", machine, gpu_params(["cpu"]), stage_project)
-    assert info["status"] == "skipped"
-    assert info["reason"] == "runs on cuda; params.yaml: targets names no cuda target"
+def test_gpu_variants_without_a_cuda_target_are_a_params_error():
+    with pytest.raises(ValueError, match="GPU variants need a cuda target"):
+        gpu_params(["cpu"])
 
 
 def test_devices_constraint_takes_a_kind_or_a_target():
@@ -178,10 +179,10 @@ def test_devices_constraint_takes_a_kind_or_a_target():
 
 
 def test_the_env_stage_records_each_configured_targets_probe(tmp_path, machine):
-    from pipeline.machines import write_env
+    from pipeline.machine.naming import write_env
 
-    result = write_env(machine, gpu_params(["cpu", "cuda:0"]), tmp_path)
-    env = json.loads(layout.env_file(layout.machine_root(machine, tmp_path)).read_text())
+    result = write_env(gpu_params(["cpu", "cuda:0"]), tmp_path)
+    env = json.loads(layout.env_file(tmp_path).read_text())
     assert env["machine"]["name"] == machine and env["machine"]["source"] == "MODELOPT_MACHINE"
     recorded = env["targets"]
     assert recorded["cpu"] == {"available": True, "reason": ""}

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import layout, runtimes
-from pipeline.config import Params
-from pipeline.data import DataSet
-from pipeline.errors import ConfigError, ModelFileError, NotApplicable, PipelineError
-from pipeline.export import export_model
-from pipeline.passes.base import BuildContext
-from pipeline.sources import load_source
+from pipeline import runtimes
+from pipeline.build.passes.base import BuildContext
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.data import DataSet
+from pipeline.core.errors import ConfigError, ModelFileError, NotApplicable, PipelineError
+from pipeline.prepare.export import export_model
+from pipeline.prepare.sources import load_source
 from tests.conftest import build, models_from, tiny_config, torch_build_context
 
 X = {"x": np.random.default_rng(0).standard_normal((6, 12)).astype(np.float32)}
@@ -53,8 +54,8 @@ def keras_model():
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """models/tiny_keras (.keras file), models/tiny_sm (SavedModel), models/tiny_jax (code + params)."""
-    from pipeline.sources.jaxfn import save_params
-    from pipeline.sources.tfkeras import KerasSource
+    from pipeline.prepare.sources.jaxfn import save_params
+    from pipeline.prepare.sources.tfkeras import KerasSource
 
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "__init__.py").touch()

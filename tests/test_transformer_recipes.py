@@ -13,14 +13,14 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pipeline import layout
-from pipeline.config import Params
-from pipeline.data import DataSet
-from pipeline.errors import ConfigError
-from pipeline.evaluate import fidelity_block
-from pipeline.export import export_model
-from pipeline.family import detect
-from pipeline.passes.base import BuildContext
+from pipeline.build.passes.base import BuildContext
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.data import DataSet
+from pipeline.core.errors import ConfigError
+from pipeline.core.evaluate import fidelity_block
+from pipeline.prepare.export import export_model
+from pipeline.prepare.family import detect
 from tests.conftest import build, models_from
 
 REPO = Path(__file__).parents[1]

@@ -31,7 +31,7 @@ def test_the_workflow_passes_the_schema_and_a_broken_one_does_not(tmp_path):
     assert lint(broken).returncode != 0
 
 
-def test_each_machine_measures_on_its_own_runner_and_collect_gates_each():
+def test_each_machine_measures_on_its_own_runner_and_keeps_its_results_branch():
     jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
     measure = jobs["measure"]
     machines = [entry["machine"] for entry in measure["strategy"]["matrix"]["include"]]
@@ -40,9 +40,11 @@ def test_each_machine_measures_on_its_own_runner_and_collect_gates_each():
     assert measure["env"]["MODELOPT_MACHINE"] == "${{ matrix.machine }}"
     assert measure["needs"] == "shared" and jobs["collect"]["needs"] == "measure"
     runs = {name: "\n".join(step.get("run", "") for step in job["steps"]) for name, job in jobs.items()}
-    assert "dvc repro prepare/dvc.yaml" in runs["shared"] and "dvc push --run-cache" in runs["shared"]
+    assert "dvc repro build" in runs["shared"] and "dvc push --run-cache" in runs["shared"]
     assert "python -m pipeline repro" in runs["measure"] and "dvc pull --run-cache" in runs["measure"]
-    assert "summary --machines" in runs["collect"] and "gate --machine" in runs["collect"]
+    assert 'git switch -c "results/$MODELOPT_MACHINE"' in runs["measure"]
+    assert 'gate --rev "origin/results/$MODELOPT_MACHINE"' in runs["measure"]
+    assert "summary --machines" in runs["collect"]
 
 
 def test_every_pipeline_command_in_the_workflow_exists():

@@ -12,7 +12,7 @@ import optax
 
 from models.common import datasets
 from models.digits_jax.net import apply, build
-from pipeline.sources.jaxfn import save_params
+from pipeline.prepare.sources.jaxfn import save_params
 
 
 def train(settings: dict[str, Any], out_dir: Path) -> dict[str, Any]:

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pipeline.data import Arrays
+from pipeline.core.data import Arrays
 
 
 def code_root(config: dict[str, Any]) -> Path:
     """Where a factory-based artifact imports the model's code from: the copy a deploy folder
-    carries (`code_root`, set by pipeline.predict), else the project root (the working directory)."""
+    carries (`code_root`, set by pipeline.serve.predict), else the project root (the working directory)."""
     return Path(config.get("code_root", Path.cwd()))
 
 
@@ -30,7 +30,7 @@ class OpTime:
 
 
 class AsyncQueue(Protocol):
-    """Requests submitted without waiting for their results; the timing loop is pipeline.bench's."""
+    """Requests submitted without waiting for their results; the timing loop is pipeline.measure's."""
 
     requests: int
 
@@ -82,7 +82,7 @@ class ThreadQueue:
 
 
 class Session(ABC):
-    """A loaded model. `run` is for correctness; `prepare` and `async_queue` give what pipeline.bench
+    """A loaded model. `run` is for correctness; `prepare` and `async_queue` give what pipeline.measure
     times (adapters do no timing themselves)."""
 
     input_names: list[str]

@@ -16,11 +16,10 @@ import jax
 import numpy as np
 from flax import serialization
 
-from pipeline.data import Arrays
-from pipeline.files import read_json
+from pipeline.core.data import Arrays
+from pipeline.core.files import read_json
+from pipeline.core.model_code import as_list, import_object
 from pipeline.runtimes.base import Session, code_root
-from pipeline.sources.base import import_object
-from pipeline.sources.jaxfn import as_list
 
 
 class JaxSession(Session):

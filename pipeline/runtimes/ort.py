@@ -6,7 +6,7 @@ never a silent CPU fallback: `get_providers()[0]` is checked after loading. On a
 is `session.run` with numpy arrays, so latency includes the host-device copies a numpy caller pays,
 and it is synchronous (outputs are on the host when it returns).
 TensorRT's engine and timing caches live in the artifact folder under `trt_cache/<key>`, keyed by
-model, TensorRT version and GPU (pipeline.target_probe.engine_cache_key): the build's load check
+model, TensorRT version and GPU (pipeline.machine.probe.engine_cache_key): the build's load check
 builds the engine once, and the benchmark loads it from there.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import onnxruntime as ort
 
-from pipeline.data import Arrays
+from pipeline.core.data import Arrays
 from pipeline.runtimes.base import OpTime, Session
 
 
@@ -50,7 +50,7 @@ def providers(path: Path, target: str, config: dict[str, Any]) -> list[Any]:
 
 
 def tensorrt_options(path: Path, target: str, config: dict[str, Any]) -> dict[str, Any]:
-    from pipeline.target_probe import engine_cache_key, probe_cuda
+    from pipeline.machine.probe import engine_cache_key, probe_cuda
 
     gpu = probe_cuda(int(target.partition(":")[2] or 0))
     cache = path.parent / CACHE_DIR / engine_cache_key(path, tensorrt_version(), gpu)

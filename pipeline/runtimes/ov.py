@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import openvino as ov
 
-from pipeline.data import Arrays
+from pipeline.core.data import Arrays
 from pipeline.runtimes.base import OpTime, Session
 
 DEVICE = "CPU"

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pipeline.data import Arrays
+from pipeline.core.data import Arrays
 from pipeline.runtimes.base import Session
 
 SIGNATURE = "serving_default"

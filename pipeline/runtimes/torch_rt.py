@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipeline.data import Arrays
-from pipeline.files import read_json
+from pipeline.core.data import Arrays
+from pipeline.core.files import read_json
 from pipeline.runtimes.base import OpTime, Session, code_root
-from pipeline.sources.pytorch import as_tuple, build_module
+from pipeline.runtimes.torch_module import as_tuple, build_module
 
 
 def unavailable_on(target: str) -> str | None:

@@ -18,8 +18,8 @@ import numpy as np
 import tensorrt as trt
 from cuda.bindings import runtime as cudart
 
-from pipeline.data import Arrays
-from pipeline.files import read_json
+from pipeline.core.data import Arrays
+from pipeline.core.files import read_json
 from pipeline.runtimes.base import Session
 
 
@@ -45,7 +45,7 @@ def unavailable_on(target: str) -> str | None:
 
 class TrtSession(Session):
     def __init__(self, entry: Path, target: str) -> None:
-        from pipeline.target_probe import probe_cuda
+        from pipeline.machine.probe import probe_cuda
 
         info = read_json(entry)
         index = int(target.partition(":")[2] or 0)

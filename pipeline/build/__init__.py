@@ -1,0 +1,1 @@
+"""The build stage: one pass per variant, each variant's plan (params and code hash)."""

@@ -1,0 +1,95 @@
+"""The contract between the build stage and a pass."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.core import layout
+from pipeline.core.config import ModelConfig
+from pipeline.core.data import Arrays, DataSet
+from pipeline.core.files import read_json
+
+
+class NoConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything a pass may read; it writes only into `out_dir`."""
+
+    model: str
+    config: ModelConfig
+    root: Path
+    out_dir: Path
+    target: str = "cpu"  # where the artifact will run (pipeline.core.targets): per-target passes compile for it
+
+    @property
+    def source_dir(self) -> Path:
+        return layout.source_dir(self.model, self.root)
+
+    @property
+    def exported_onnx(self) -> Path:
+        return self.source_dir / layout.EXPORTED_ONNX
+
+    @cached_property
+    def source_info(self) -> dict[str, Any]:
+        return read_json(self.source_dir / layout.SOURCE_INFO)
+
+    @property
+    def fixed_batch(self) -> int | None:
+        """The batch the exported model is fixed to (None: any); calibration runs in batches of it."""
+        return self.source_info.get("fixed_batch")
+
+    @property
+    def family(self) -> dict[str, Any]:
+        """model_type (transformer | cnn | other) and, for transformers, num_heads / hidden_size."""
+        return self.source_info.get("family", {"model_type": "other"})
+
+    @property
+    def transformer(self) -> bool:
+        return self.family["model_type"] == "transformer"
+
+    def max_batch(self, wanted: int) -> int:
+        """`wanted`, capped to what fits the model's memory budget (exactly a fixed batch)."""
+        from pipeline.core.memory import batch_size
+
+        return batch_size(wanted, self.source_info.get("batching", {}), self.fixed_batch)
+
+    def example(self, n: int = 2) -> Arrays:
+        """`n` real eval rows (the fixed batch, if any): for tracers that specialise size-1 axes, n >= 2."""
+        from pipeline.core.data import sample_batch
+
+        return sample_batch(self.reference().inputs, self.fixed_batch or n)
+
+    def calibration(self) -> DataSet:
+        return DataSet.load(self.source_dir / layout.CALIBRATION)
+
+    def validation(self) -> DataSet:
+        """Rows accuracy control may tune on, with the source's outputs: never the scoring rows."""
+        return DataSet.load(self.source_dir / layout.VALIDATION)
+
+    def reference(self) -> DataSet:
+        return DataSet.load(self.source_dir / layout.REFERENCE)
+
+
+@dataclass
+class BuildResult:
+    entry: str  # the file (or folder) in out_dir that the runtime loads
+    details: dict[str, Any] = field(default_factory=dict)  # recorded under "build" in reports/details
+    runtime_config: dict[str, Any] = field(default_factory=dict)  # how the runtime must load the entry
+
+
+class Pass(ABC):
+    """A transformation registered in pipeline.core.registry; `Config` validates its params.yaml section."""
+
+    Config: ClassVar[type[BaseModel]] = NoConfig
+
+    @abstractmethod
+    def run(self, ctx: BuildContext, config: Any) -> BuildResult: ...

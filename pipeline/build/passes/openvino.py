@@ -1,0 +1,320 @@
+"""OpenVINO IR variants (model.xml + model.bin), converted with openvino.convert_model.
+
+Conversion starts from the checked ONNX export by default (`frontend: onnx`): that file passed the
+parity check against the source, and the same path serves every source kind, ONNX files
+included. `frontend: source` converts a PyTorch source module directly (OpenVINO's PyTorch front
+end), for comparison.
+
+The CPU plugin picks its own inference precision (bf16 on CPUs with AVX512-BF16 or AMX) unless
+told otherwise, so `openvino_fp32` pins f32 by default and every variant records the precision
+the plugin actually used.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.core.config import PARAMS_FILE
+from pipeline.core.data import Arrays, DataSet, padded_batches
+from pipeline.core.errors import ConfigError, PipelineError
+from pipeline.core.evaluate import cosine_per_sample, predictions
+
+if TYPE_CHECKING:
+    import openvino as ov
+
+MODEL_FILE = "model.xml"
+Precision = Literal["f32", "bf16", "f16", "auto"]
+
+
+class OpenVinoConfig(NoConfig):
+    frontend: Literal["onnx", "source"] = "onnx"
+    inference_precision: Precision = "auto"
+
+
+class Fp32Config(OpenVinoConfig):
+    inference_precision: Precision = "f32"
+
+
+class IgnoredScope(NoConfig):
+    """Operations NNCF leaves in float (nncf.IgnoredScope): OpenVINO operation names, types, regexes."""
+
+    names: list[str] = Field(default_factory=list)
+    types: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+
+
+class Int8Config(OpenVinoConfig):
+    preset: Literal["performance", "mixed"] = "performance"
+    subset_size: int = Field(default=300, ge=1)
+    fast_bias_correction: bool = True
+    ignored_scope: IgnoredScope = Field(default_factory=IgnoredScope)
+
+
+class Int8AccuracyConfig(Int8Config):
+    max_drop: float = Field(default=0.01, gt=0)
+    drop_type: Literal["absolute", "relative"] = "absolute"
+    max_num_iterations: int = Field(default=500, ge=1)
+    max_seconds: float | None = Field(default=600, gt=0)  # the search's budget; null: no bound but the build timeout
+
+
+def convert(ctx: BuildContext, frontend: str) -> ov.Model:
+    """An ov.Model from the ONNX export, or from the PyTorch source module."""
+    import openvino as ov
+
+    if frontend == "onnx":
+        return ov.convert_model(ctx.exported_onnx)
+    if ctx.config.source != "torch":
+        raise PipelineError(f"frontend 'source' converts PyTorch models; {ctx.model} is a {ctx.config.source} model")
+    import torch
+
+    from pipeline.build.passes.pytorch import source_module
+
+    module = source_module(ctx)
+    example = tuple(torch.from_numpy(v) for v in ctx.example().values())
+    shapes = [
+        ov.PartialShape([d if isinstance(d, int) else -1 for d in spec.shape]) for spec in ctx.config.inputs.values()
+    ]
+    model = ov.convert_model(module, example_input=example, input=shapes)
+    for port, name in zip(model.inputs, ctx.config.inputs, strict=True):  # the spec's names, as in ONNX
+        port.get_tensor().set_names({name})
+    for port, name in zip(model.outputs, ctx.source_info["output_names"], strict=True):
+        port.get_tensor().set_names({name})
+    return model
+
+
+def save(
+    ctx: BuildContext, model: ov.Model, compress_to_fp16: bool, config: OpenVinoConfig, **details: Any
+) -> BuildResult:
+    import openvino as ov
+
+    ov.save_model(model, str(ctx.out_dir / MODEL_FILE), compress_to_fp16=compress_to_fp16)
+    ops = [op.get_type_name() for op in model.get_ops()]
+    return BuildResult(
+        MODEL_FILE,
+        {
+            "frontend": config.frontend,
+            "compress_to_fp16": compress_to_fp16,
+            "ops": len(ops),
+            "fake_quantize_ops": ops.count("FakeQuantize"),
+            **details,
+        },
+        runtime_config={"inference_precision": config.inference_precision},
+    )
+
+
+class OpenVinoFp32(Pass):
+    Config = Fp32Config
+
+    def run(self, ctx: BuildContext, config: Fp32Config) -> BuildResult:
+        return save(ctx, convert(ctx, config.frontend), compress_to_fp16=False, config=config)
+
+
+class OpenVinoFp16(Pass):
+    Config = OpenVinoConfig
+
+    def run(self, ctx: BuildContext, config: OpenVinoConfig) -> BuildResult:
+        return save(ctx, convert(ctx, config.frontend), compress_to_fp16=True, config=config)
+
+
+def calibration_dataset(ctx: BuildContext) -> Any:
+    """The calibration split one sample per item, as NNCF expects (a fixed batch's worth for
+    models that fix their batch axis)."""
+    import nncf
+
+    return nncf.Dataset([chunk for chunk, _ in padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)])
+
+
+def quantize_kwargs(ctx: BuildContext, config: Int8Config, model: ov.Model) -> dict[str, Any]:
+    """nncf.quantize's arguments: preset, subset, the transformer model type for transformer graphs
+    (pipeline.prepare.family: NNCF then keeps attention-sensitive operations in float), the ignored scope."""
+    import nncf
+
+    scope = config.ignored_scope
+    known = {op.get_friendly_name() for op in model.get_ops()}
+    missing = [name for name in scope.names if name not in known]
+    if missing:
+        raise ConfigError(
+            f"{PARAMS_FILE}: ignored_scope.names (variants section or catalog.{ctx.model}.overrides): "
+            f"{', '.join(missing)} not operations of the OpenVINO model of {ctx.model}"
+        )
+    return {
+        "preset": nncf.QuantizationPreset.PERFORMANCE
+        if config.preset == "performance"
+        else nncf.QuantizationPreset.MIXED,
+        "subset_size": config.subset_size,
+        "fast_bias_correction": config.fast_bias_correction,
+        "model_type": nncf.ModelType.TRANSFORMER if ctx.transformer else None,
+        "ignored_scope": nncf.IgnoredScope(names=scope.names, types=scope.types, patterns=scope.patterns)
+        if scope != IgnoredScope()
+        else None,
+    }
+
+
+class NncfInt8(Pass):
+    """nncf.quantize: post-training INT8 (FakeQuantize) calibrated on the calibration split."""
+
+    Config = Int8Config
+
+    def run(self, ctx: BuildContext, config: Int8Config) -> BuildResult:
+        import nncf
+
+        dataset = calibration_dataset(ctx)
+        model = convert(ctx, config.frontend)
+        quantized = nncf.quantize(model, dataset, **quantize_kwargs(ctx, config, model))
+        return save(ctx, quantized, compress_to_fp16=False, config=config, **_int8_details(ctx, config))
+
+
+def _int8_details(ctx: BuildContext, config: Int8Config) -> dict[str, Any]:
+    calibration = ctx.calibration()
+    return {
+        "preset": config.preset,
+        "model_type": "transformer" if ctx.transformer else "default",
+        "subset_size": min(config.subset_size, len(calibration)),
+        "fast_bias_correction": config.fast_bias_correction,
+        "calibration_origin": calibration.origin,
+        **({"ignored_scope": config.ignored_scope.model_dump()} if config.ignored_scope != IgnoredScope() else {}),
+    }
+
+
+class Validation:
+    """NNCF's validation function over the validation rows (never the scoring rows), one value per item.
+
+    The task metric when the model has one and the rows have labels; otherwise fidelity: each
+    sample's cosine similarity to the FP32 source, the worst over every output, so
+    `max_drop: 0.01` asks for the cosine the selection's `min_cosine: 0.99` checks.
+
+    `max_seconds` bounds the search: once spent, every call answers the FP32 model's own figures,
+    which ends NNCF's loop with the model it holds; the pass then measures that model for real.
+    """
+
+    def __init__(self, ctx: BuildContext, max_seconds: float | None = None) -> None:
+        rows: DataSet = ctx.validation()
+        self.class_scores = ctx.config.metric if ctx.config.metric != "none" and rows.labels is not None else None
+        self.metric = self.class_scores or "cosine"
+        size = ctx.fixed_batch or 1
+        chunks = padded_batches(rows.inputs, size)
+        starts = range(0, len(rows), size)
+        self.items = [
+            (chunk, self._targets(rows, start, real)) for start, (chunk, real) in zip(starts, chunks, strict=True)
+        ]
+        self.samples = len(rows)
+        self.origin = rows.origin
+        self.max_seconds = max_seconds
+        self.started = time.monotonic()
+        self.first: tuple[float, list[float]] | None = None  # the FP32 model's figures: NNCF validates it first
+        self.out_of_time = False
+
+    def _targets(self, rows: DataSet, start: int, real: int) -> Any:
+        if self.class_scores:
+            return rows.labels[start : start + real].reshape(real, -1)[:, 0].astype(np.int64)
+        return [v[start : start + real] for v in rows.outputs.values()]
+
+    def score(self, outputs: list[np.ndarray], target: Any) -> float:
+        """One item's value: task metric (mean over its rows), or the worst output's mean cosine."""
+        real = len(target) if self.class_scores else len(target[0])
+        if self.class_scores:
+            return float(np.mean(predictions(outputs[0][:real], self.class_scores) == target))
+        return min(float(cosine_per_sample(ref, out[:real]).mean()) for ref, out in zip(target, outputs, strict=True))
+
+    def __call__(self, compiled: Any, items: Any) -> tuple[float, list[float]]:
+        if self.first is not None and self.max_seconds and time.monotonic() - self.started > self.max_seconds:
+            self.out_of_time = True
+            return self.first
+        values = [self.score(self.run(compiled, inputs), target) for inputs, target in items]
+        result = float(np.mean(values)), values
+        if self.first is None:
+            self.first = result
+        return result
+
+    @staticmethod
+    def run(compiled: Any, inputs: Arrays) -> list[np.ndarray]:
+        result = compiled(dict(enumerate(inputs.values())))
+        return [np.asarray(result[port]) for port in compiled.outputs]
+
+
+@contextmanager
+def _capturing_restorer_report() -> Any:
+    """NNCF logs, but does not return, which operations it reverted to float; keep its report."""
+    from nncf.quantization.algorithms.accuracy_control.algorithm import QuantizationAccuracyRestorer
+
+    captured: dict[str, Any] = {}
+    original = QuantizationAccuracyRestorer._print_report
+
+    def keep(report: Any, max_num_iterations: int) -> None:
+        captured["report"] = report
+        original(report, max_num_iterations)
+
+    QuantizationAccuracyRestorer._print_report = staticmethod(keep)
+    try:
+        yield captured
+    finally:
+        QuantizationAccuracyRestorer._print_report = staticmethod(original)
+
+
+class NncfInt8AccuracyControl(Pass):
+    """nncf.quantize_with_accuracy_control: INT8, reverting operations to float until the
+    eval-split metric drops by at most `max_drop`."""
+
+    Config = Int8AccuracyConfig
+
+    def run(self, ctx: BuildContext, config: Int8AccuracyConfig) -> BuildResult:
+        import nncf
+        import openvino as ov
+        from nncf.parameters import DropType
+        from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
+
+        validation = Validation(ctx, config.max_seconds)
+        model = convert(ctx, config.frontend)
+        with _capturing_restorer_report() as captured:
+            quantized = nncf.quantize_with_accuracy_control(
+                model,
+                calibration_dataset(ctx),
+                nncf.Dataset(validation.items),
+                validation_fn=validation,
+                max_drop=config.max_drop,
+                drop_type=DropType.ABSOLUTE if config.drop_type == "absolute" else DropType.RELATIVE,
+                advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
+                    max_num_iterations=config.max_num_iterations
+                ),
+                **quantize_kwargs(ctx, config, model),
+            )
+        search_s = time.monotonic() - validation.started
+        report = captured.get("report")
+        validation.max_seconds = None  # the figures below are measured, whatever the budget
+        core = ov.Core()
+        fp32_value, _ = validation(
+            core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), validation.items
+        )
+        int8_value, _ = validation(core.compile_model(quantized, "CPU"), validation.items)
+        drop = fp32_value - int8_value if config.drop_type == "absolute" else (fp32_value - int8_value) / fp32_value
+        details = {
+            **_int8_details(ctx, config),
+            "max_drop": config.max_drop,
+            "drop_type": config.drop_type,
+            "validation_metric": validation.metric,
+            "validation_samples": validation.samples,
+            "validation_origin": validation.origin,
+            "validation_fp32": fp32_value,
+            "validation_int8": int8_value,
+            "validation_drop": drop,
+            # No report means the first quantization already met max_drop: nothing was reverted.
+            "reverted_operations": len(report.reverted_operations) if report else 0,
+            "quantized_operations": report.num_quantized_operations if report else None,
+            "reached_max_drop": bool(drop <= config.max_drop),
+            "search_s": search_s,
+            "max_seconds": config.max_seconds,
+            "stopped_by": "max_seconds" if validation.out_of_time else "nncf",
+        }
+        if validation.out_of_time and drop > config.max_drop:
+            raise PipelineError(
+                f"accuracy control ran out of its budget (max_seconds {config.max_seconds:g}) at a "
+                f"{validation.metric} drop of {drop:.4g} > max_drop {config.max_drop:g} on the validation rows; "
+                f"raise variants.openvino_int8_acc.max_seconds or max_drop"
+            )
+        return save(ctx, quantized, compress_to_fp16=False, config=config, **details)

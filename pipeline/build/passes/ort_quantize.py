@@ -1,0 +1,296 @@
+"""onnx_int8_dynamic and onnx_int8_static: onnxruntime.quantization, nothing hand-written.
+
+`reduce_range: auto` quantizes weights to 7 bits on CPUs without VNNI, where u8s8 multiply-adds
+can saturate (ORT's guidance); with VNNI the full 8 bits are used. The resolved value is recorded.
+
+Transformers (pipeline.prepare.family) get the recipes ORT documents for them, wherever a knob is `auto`:
+- dynamic: the graph fused by ORT's transformer optimizer, MatMul and Attention weights per channel;
+- static QDQ: only the inputs of MatMuls with constant weights (per channel), their outputs left
+  float, so Softmax, LayerNormalization, Gelu, the bias and residual Adds and the attention-score
+  MatMuls compute in float: the activations with outliers that naive INT8 destroys. (A layer
+  norm's output that feeds a MatMul is quantized for every consumer, QDQ's semantics.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.build.passes.onnx_export import MODEL_FILE
+from pipeline.build.passes.ort_optimize import FUSED, fuse_transformer, remove_scratch
+from pipeline.core import onnx_files
+from pipeline.core.config import PARAMS_FILE
+from pipeline.core.data import Arrays, padded_batches
+from pipeline.core.errors import ConfigError, first_line
+from pipeline.core.onnx_files import graph_stats
+from pipeline.machine.fingerprint import has_vnni
+
+QuantType = Literal["qint8", "quint8"]
+CLEAN, PREPROCESSED = "clean.onnx", "preprocessed.onnx"  # scratch files, removed once quantized
+
+
+class DynamicConfig(NoConfig):
+    weight_type: QuantType = "qint8"
+    per_channel: bool | Literal["auto"] = "auto"  # auto: per channel for transformers
+    reduce_range: bool | Literal["auto"] = "auto"
+    preprocess: bool = True  # ORT's quant_pre_process: symbolic shape inference + graph cleanup first
+    op_types: list[str] | None = None  # None: the recipe's (transformers), else the quantizer's defaults
+    nodes_to_exclude: list[str] = Field(default_factory=list)  # node names of the ONNX export kept float
+    extra_options: dict[str, Any] = Field(default_factory=dict)  # passed to quantize_* as documented by ORT
+
+
+class StaticConfig(DynamicConfig):
+    format: Literal["qdq", "qoperator"] = "qdq"
+    activation_type: QuantType = "quint8"
+    per_channel: bool | Literal["auto"] = True
+    calibration_method: Literal["minmax", "entropy", "percentile", "distribution"] = "minmax"
+    calibration_samples: int = Field(default=256, ge=1)
+    calibration_batch: int = Field(default=32, ge=1)
+
+
+def resolve_reduce_range(value: bool | str) -> bool:
+    return (not has_vnni()) if value == "auto" else bool(value)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a quantizer call is given for this model: its knobs resolved against the model family."""
+
+    name: str
+    per_channel: bool
+    op_types: list[str] | None
+    extra_options: dict[str, Any]
+    nodes_to_exclude: list[str]
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "recipe": self.name,
+            "per_channel": self.per_channel,
+            "op_types": self.op_types,
+            **({"nodes_to_exclude": self.nodes_to_exclude} if self.nodes_to_exclude else {}),
+        }
+
+
+def recipe(ctx: BuildContext, config: DynamicConfig, static: bool) -> Recipe:
+    """The transformer recipe (ORT's, for transformer graphs) or the default one, `auto` knobs resolved."""
+    check_nodes(ctx, config.nodes_to_exclude)
+    extra = dict(config.extra_options)
+    per_channel = config.per_channel if isinstance(config.per_channel, bool) else (static or ctx.transformer)
+    excluded = list(config.nodes_to_exclude)
+    if not ctx.transformer:
+        return Recipe("default", per_channel, config.op_types, extra, excluded)
+    if static:
+        # ORT's QDQ quantizer has no MatMulConstBOnly: the attention-score MatMuls are excluded by name.
+        excluded += [name for name in activation_matmuls(ctx.exported_onnx) if name not in excluded]
+        extra.setdefault("OpTypesToExcludeOutputQuantization", ["MatMul"])  # the Adds after them read float
+        return Recipe("transformer: QDQ on weight MatMuls only", per_channel, config.op_types or ["MatMul"], extra,
+                      excluded)  # fmt: skip
+    extra.setdefault("MatMulConstBOnly", True)
+    extra.setdefault("DefaultTensorType", 1)  # onnx.TensorProto.FLOAT: ORT cannot type contrib-op outputs
+    ops = config.op_types or ["MatMul", "Attention"]
+    return Recipe("transformer: fused graph, dynamic MatMul/Attention", per_channel, ops, extra, excluded)
+
+
+def activation_matmuls(path: Path) -> list[str]:
+    """MatMuls with no weight among their inputs: attention scores (Q.K^T, P.V), kept float."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    constants = {i.name for i in graph.initializer}
+    constants |= {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    return [n.name for n in graph.node if n.op_type == "MatMul" and not constants & set(n.input)]
+
+
+def check_nodes(ctx: BuildContext, names: list[str]) -> None:
+    """`nodes_to_exclude` must name nodes of the export: a misspelt name would silently quantize."""
+    if not names:
+        return
+    import onnx
+
+    known = {node.name for node in onnx.load(str(ctx.exported_onnx), load_external_data=False).graph.node}
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise ConfigError(
+            f"{PARAMS_FILE}: nodes_to_exclude (variants section or catalog.{ctx.model}.overrides): "
+            f"{', '.join(missing)} not in the graph of {ctx.exported_onnx}"
+        )
+
+
+def _prepare(ctx: BuildContext, config: DynamicConfig, model: Path | None = None) -> tuple[str, str]:
+    """The model to quantize (default: the export) and how it was pre-processed (ORT's
+    quant_pre_process, when asked).
+
+    ORT's symbolic shape inference cannot type every graph (jax2onnx exports, for one); the
+    pre-processing is an optimisation, so it falls back step by step and says which step it took.
+    """
+    clean, prepared = _without_value_info(ctx, model), str((ctx.out_dir / PREPROCESSED).resolve())
+    if not config.preprocess:
+        return clean, "off"
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    external = {"save_as_external_data": True, "external_data_location": PREPROCESSED + ".data"}
+    external = external if is_external(ctx) else {}
+    # When symbolic shape inference gives up, ORT saves its partial model into the working directory
+    # (sym_shape_infer_temp.onnx and a uuid-named .data file): let it write them in a scratch folder.
+    with tempfile.TemporaryDirectory(prefix="quant-pre-") as scratch, contextlib.chdir(scratch):
+        try:
+            quant_pre_process(clean, prepared, **external)
+            return prepared, "full"
+        except Exception as error:
+            reason = f"{type(error).__name__}: {first_line(error)}"
+        try:
+            quant_pre_process(clean, prepared, skip_symbolic_shape=True, **external)
+            return prepared, f"without symbolic shape inference (it failed: {reason})"
+        except Exception as error:
+            return clean, f"skipped (it failed: {type(error).__name__}: {first_line(error)})"
+
+
+def _without_value_info(ctx: BuildContext, model_path: Path | None = None) -> str:
+    """The export without its value_info: exporters (torch's dynamo, for one) annotate weights with
+    shapes that stop holding once the quantizer rewrites them, and ONNX shape inference then
+    refuses the graph ("Inferred shape and existing shape differ"). The annotations are optional."""
+    import onnx
+
+    model = onnx.load(str(model_path or ctx.exported_onnx))
+    del model.graph.value_info[:]
+    onnx_files.save(model, ctx.out_dir / CLEAN, external=is_external(ctx))
+    return str((ctx.out_dir / CLEAN).resolve())
+
+
+def is_external(ctx: BuildContext) -> bool:
+    """Whether the export keeps its weights in a side file: then so do the quantizer's files."""
+    return onnx_files.uses_external_data(ctx.exported_onnx)
+
+
+def _finish(
+    ctx: BuildContext, config: DynamicConfig, used: Recipe, preprocess: str, details: dict[str, Any]
+) -> BuildResult:
+    remove_scratch(ctx, CLEAN, PREPROCESSED, FUSED)
+    stats = graph_stats(ctx.out_dir / MODEL_FILE)
+    return BuildResult(
+        MODEL_FILE,
+        {
+            **used.details(),
+            "nodes": stats["nodes"],
+            "top_ops": stats["top_ops"],
+            "weight_type": config.weight_type,
+            "reduce_range": resolve_reduce_range(config.reduce_range),
+            "reduce_range_reason": "auto: " + ("CPU has VNNI" if has_vnni() else "CPU lacks VNNI")
+            if config.reduce_range == "auto"
+            else "set in params.yaml",
+            "preprocess": preprocess,
+            **({"extra_options": used.extra_options} if used.extra_options else {}),
+            **details,
+        },
+    )
+
+
+def _qtype(name: str) -> Any:
+    from onnxruntime.quantization import QuantType
+
+    return {"qint8": QuantType.QInt8, "quint8": QuantType.QUInt8}[name]
+
+
+class DynamicInt8(Pass):
+    Config = DynamicConfig
+
+    def run(self, ctx: BuildContext, config: DynamicConfig) -> BuildResult:
+        from onnxruntime.quantization import quantize_dynamic
+
+        used = recipe(ctx, config, static=False)
+        details: dict[str, Any] = {}
+        if ctx.transformer:  # ORT's transformer recipe quantizes the fused graph, as it is (no pre-processing)
+            fused, details = fuse_transformer(ctx)
+            model, preprocess = _without_value_info(ctx, fused), "off: the fused transformer graph is quantized"
+        else:
+            model, preprocess = _prepare(ctx, config)
+        quantize_dynamic(
+            model,
+            str(ctx.out_dir / MODEL_FILE),
+            op_types_to_quantize=used.op_types,
+            nodes_to_exclude=used.nodes_to_exclude,
+            per_channel=used.per_channel,
+            reduce_range=resolve_reduce_range(config.reduce_range),
+            weight_type=_qtype(config.weight_type),
+            extra_options=used.extra_options,
+            use_external_data_format=is_external(ctx),
+        )
+        return _finish(ctx, config, used, preprocess, details)
+
+
+class CalibrationReader:
+    """Feeds the calibration split to ORT's calibrator in batches.
+
+    ORT's CalibrationDataReader accepts any class with `get_next` (its __subclasshook__), so this
+    module need not import onnxruntime until a model is actually quantized.
+    """
+
+    def __init__(self, inputs: Arrays, batch: int) -> None:
+        self._batches = [chunk for chunk, _ in padded_batches(inputs, batch)]  # every batch the same size
+        self._next = iter(self._batches)
+
+    def get_next(self) -> Arrays | None:
+        return next(self._next, None)
+
+    def rewind(self) -> None:
+        self._next = iter(self._batches)
+
+    def __iter__(self) -> CalibrationReader:
+        return self
+
+    def __next__(self) -> Arrays:
+        batch = self.get_next()
+        if batch is None:
+            raise StopIteration
+        return batch
+
+
+class StaticInt8(Pass):
+    Config = StaticConfig
+
+    def run(self, ctx: BuildContext, config: StaticConfig) -> BuildResult:
+        from onnxruntime.quantization import CalibrationMethod, QuantFormat, quantize_static
+
+        used = recipe(ctx, config, static=True)
+        calibration = ctx.calibration().head(config.calibration_samples)
+        reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch))
+        model, preprocess = _prepare(ctx, config)
+        quantize_static(
+            model,
+            str(ctx.out_dir / MODEL_FILE),
+            calibration_data_reader=reader,
+            quant_format=QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
+            op_types_to_quantize=used.op_types,
+            nodes_to_exclude=used.nodes_to_exclude,
+            per_channel=used.per_channel,
+            reduce_range=resolve_reduce_range(config.reduce_range),
+            activation_type=_qtype(config.activation_type),
+            weight_type=_qtype(config.weight_type),
+            calibrate_method={
+                "minmax": CalibrationMethod.MinMax,
+                "entropy": CalibrationMethod.Entropy,
+                "percentile": CalibrationMethod.Percentile,
+                "distribution": CalibrationMethod.Distribution,
+            }[config.calibration_method],
+            extra_options=used.extra_options,
+            use_external_data_format=is_external(ctx),
+        )
+        return _finish(
+            ctx,
+            config,
+            used,
+            preprocess,
+            {
+                "format": config.format,
+                "activation_type": config.activation_type,
+                "calibration_method": config.calibration_method,
+                "calibration_samples": len(calibration),
+                "calibration_origin": calibration.origin,
+            },
+        )

@@ -1,0 +1,111 @@
+"""The build stage: one variant of one model, written atomically to artifacts/<model>/<variant>/.
+
+The pass runs in a fresh process (pipeline.core.isolate). Whatever happens, the folder ends up with a
+build.json saying ok / skipped / failed and why, so the bench stage can record the outcome and one
+failing variant never stops the others.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline.build.passes.base import BuildContext
+from pipeline.core import layout
+from pipeline.core import registry as variants
+from pipeline.core.config import PARAMS_FILE, Params, load_params
+from pipeline.core.errors import one_line
+from pipeline.core.files import atomic_dir, read_json, remove, write_json
+from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.targets import target_for
+from pipeline.machine.probe import recorded_probe
+
+
+def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: str = "cpu") -> dict[str, Any]:
+    """Child-process side: run the variant's pass into `out_dir` for `target`; return entry and details."""
+    params = load_params(Path(root) / PARAMS_FILE)
+    spec = variants.get(variant)
+    config = variants.validate_variant_params(variant, params.variant_params(variant, model))
+    ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir), target)
+    start = time.perf_counter()
+    result = spec.pass_class()().run(ctx, config)
+    result.runtime_config |= dict(spec.runtime_options)
+    seconds = time.perf_counter() - start
+    if not (ctx.out_dir / result.entry).exists():
+        raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")
+    return {
+        "entry": result.entry,
+        "runtime_config": result.runtime_config,
+        "build": {"seconds": seconds, **result.details, "load_check": prove_loadable(ctx, spec.runtime, result)},
+    }
+
+
+def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
+    """Load the artifact with its own runtime and run one batch: a build that its runtime refuses
+    (an FP16 graph with a mistyped Cast, say) is a failed build, never an ok one."""
+    from pipeline.runtimes import load
+
+    example = ctx.example()
+    try:
+        config = result.runtime_config | {"code_root": str(ctx.root)}
+        session = load(runtime, ctx.out_dir / result.entry, 1, config, ctx.target)
+        outputs = session.run(example)
+    except Exception as error:
+        raise RuntimeError(
+            f"the built artifact does not run in {runtime}: {type(error).__name__}: {one_line(error)}"
+        ) from None
+    missing = set(ctx.source_info["output_names"]) - set(outputs)
+    if missing:
+        raise RuntimeError(f"the built artifact runs in {runtime} but lacks outputs {sorted(missing)}")
+    rows = len(next(iter(example.values())))
+    return f"ok: loaded by {runtime} and ran a batch of {rows}"
+
+
+def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """Build one variant; returns build.json's content (also written into the variant folder)."""
+    spec = variants.get(variant)
+    params.variant_params(variant)  # a variant in the matrix must be configured
+    config = params.model(model)
+    target = target_for(spec.device, params.targets)
+    probe = recorded_probe(target, root) if target else {}
+    info: dict[str, Any] = {
+        "status": "ok",
+        "reason": "",
+        "variant": variant,
+        "runtime": spec.runtime,
+        "precision": spec.precision,
+        "target": target or spec.device,
+        "per_target": spec.per_target,
+        "entry": "",
+        "runtime_config": {},
+        "build": {},
+    }
+    source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
+    export = source["export"]
+    with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
+        reason = variants.skip_reason(spec, model, config, target, probe)
+        if reason:
+            info |= {"status": "skipped", "reason": reason}
+        elif source.get("status") == "failed":
+            info |= {"status": "failed", "reason": f"the source model failed: {source['reason']}"}
+        elif spec.needs_export and export["status"] != "ok":
+            info |= {"status": "failed", "reason": f"no ONNX export: {export['reason']}"}
+        else:
+            try:
+                info |= call(
+                    "pipeline.build.stage:run_pass",
+                    {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root), "target": target},
+                    timeout=params.build.timeout_s,
+                    log=layout.log_file(model, variant, "build", root),
+                )
+            except IsolatedFailure as failure:
+                for leftover in tmp.iterdir():
+                    remove(leftover)
+                if failure.not_applicable:
+                    info |= {"status": "skipped", "reason": str(failure)}
+                else:
+                    command = f"python stages/build.py {model} {variant}"
+                    info |= {"status": "failed", "reason": f"build failed: {failure.evidence(command)}"}
+        write_json(tmp / layout.BUILD_INFO, info)
+    return info

@@ -1,0 +1,1 @@
+"""The regression gate and its paired re-measurement."""

@@ -1,0 +1,267 @@
+"""The regression gate for CI: compare each model's chosen artifact now with a git revision's.
+
+It fails (exit 1) when, for any model, the chosen artifact's latency percentile got worse by more
+than the threshold, its accuracy drop passes the model's constraint (vs the FP32 source, or vs the
+revision's choice), the choice moved to a slower artifact (by more than the noise both runs
+measured), or nothing meets the constraints any more. Everything is read from the metrics files
+the pipeline commits (reports/details and reports/selection), so it needs git, not the DVC cache.
+When the revision's figures come from other hardware (reports/env.json) it says so: use
+--remeasure, which times both choices here, side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.errors import PipelineError
+from pipeline.core.files import read_json
+from pipeline.core.records import load_details, load_env
+from pipeline.decide.selection import Candidate, quality_violations, select
+
+Metrics = dict[str, dict[str, Any]]
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+
+
+def check_revision(rev: str, root: Path) -> str:
+    """The commit `rev` names, or one clear error (shallow CI clones often lack HEAD~1)."""
+    result = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    if result.returncode != 0:
+        raise PipelineError(
+            f"gate: git revision '{rev}' not found in {root.resolve()} "
+            "(in CI, fetch more history: `git fetch --depth=2` or `fetch-depth: 0`)"
+        )
+    return result.stdout.strip()
+
+
+def _json_at(rev: str, path: PurePosixPath, root: Path) -> Any:
+    result = _git(root, "show", f"{rev}:{path}")
+    if result.returncode != 0:
+        return None
+    try:
+        return json.loads(result.stdout)
+    except json.JSONDecodeError as error:
+        raise PipelineError(f"gate: {path} at {rev} is not valid JSON ({error})") from error
+
+
+def metrics_at(rev: str, model: str, root: Path, results: Path = Path(".")) -> Metrics:
+    """Every variant's full record (details) for `model` as committed at `rev` ({} when the model
+    was not there)."""
+    folder = PurePosixPath(layout.details_dir(results).as_posix()) / model
+    listing = _git(root, "ls-tree", "--name-only", f"{rev}:{folder}")
+    names = [n for n in listing.stdout.split() if n.endswith(".json")] if listing.returncode == 0 else []
+    return {PurePosixPath(n).stem: _json_at(rev, folder / n, root) for n in sorted(names)}
+
+
+def chosen_at(
+    rev: str | None, model: str, metrics: Metrics, params: Params, root: Path, results: Path = Path(".")
+) -> str | None:
+    """The variant the select stage recorded in `results` at `rev` (None: the workspace); recomputed
+    with the current select params from that revision's metrics when it predates the select stage."""
+    path = layout.selection_file(model, results)
+    record = (
+        _json_at(rev, PurePosixPath(path.as_posix()), root)
+        if rev
+        else (read_json(root / path) if (root / path).exists() else None)
+    )
+    if record is None:
+        if not metrics:
+            return None
+        record = {"chosen": select(metrics, params.select, params.select.constraints_for(model)).chosen}
+    chosen = record.get("chosen")
+    return chosen if chosen and chosen != "none" and chosen in metrics else None
+
+
+@dataclass
+class Verdict:
+    model: str
+    before: str | None
+    after: str | None
+    before_ms: float | None = None
+    after_ms: float | None = None
+    before_delta: float | None = None
+    after_delta: float | None = None
+    noise_pct: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.before_ms and self.after_ms is not None:
+            return 100.0 * (self.after_ms / self.before_ms - 1.0)
+        return None
+
+
+def _accuracy(metrics: dict[str, Any]) -> dict[str, Any]:
+    return metrics.get("accuracy") or {}
+
+
+def judge(
+    model: str,
+    before: Metrics,
+    after: Metrics,
+    chosen_before: str | None,
+    chosen_after: str | None,
+    params: Params,
+    threshold_pct: float,
+    percentile: str,
+) -> Verdict:
+    """One model's verdict: the failures (if any) and what moved."""
+    limit = params.select.constraints_for(model).max_accuracy_drop
+    verdict = Verdict(model, chosen_before, chosen_after)
+    if chosen_after is None:
+        verdict.failures.append("no variant meets the constraints now (see reports/selection)")
+        return verdict
+    now = after[chosen_after]
+    verdict.after_ms, verdict.after_delta = now["latency_ms"][percentile], _accuracy(now).get("delta")
+    constraints = params.select.constraints_for(model)
+    for broken in quality_violations(Candidate.from_metrics(chosen_after, now, percentile), constraints):
+        verdict.failures.append(f"{broken.message} vs the FP32 source ({broken.constraint})")
+    if chosen_before is None:
+        verdict.notes.append(
+            "nothing met the constraints at the base revision" if before else "not in the base revision (new model)"
+        )
+        return verdict
+    then = before[chosen_before]
+    verdict.before_ms, verdict.before_delta = then["latency_ms"][percentile], _accuracy(then).get("delta")
+    verdict.noise_pct = max(then.get("noise_pct", 0.0), now.get("noise_pct", 0.0))
+    change = verdict.change_pct or 0.0
+    if change > threshold_pct:
+        verdict.failures.append(f"{percentile} latency regressed {change:+.1f}% (threshold {threshold_pct:g}%)")
+        if change <= verdict.noise_pct:
+            verdict.notes.append(f"within the runs' measured noise (±{verdict.noise_pct:.0f}%): rerun to confirm")
+    elif chosen_before != chosen_after and change > verdict.noise_pct:
+        verdict.failures.append(
+            f"choice changed to a slower artifact: {chosen_after} is {change:+.1f}% vs {chosen_before} "
+            f"(beyond the ±{verdict.noise_pct:.1f}% noise)"
+        )
+    was, now_acc = _accuracy(then), _accuracy(now)
+    comparable = was.get("metric") == now_acc.get("metric") and None not in (was.get("value"), now_acc.get("value"))
+    if limit is not None and comparable:
+        fall = was["value"] - now_acc["value"]
+        if fall > limit:
+            verdict.failures.append(
+                f"{now_acc['metric']} fell {fall:.4g} since the base revision ({was['value']:.4g} -> "
+                f"{now_acc['value']:.4g}), more than max_accuracy_drop {limit}"
+            )
+    return verdict
+
+
+def moved(before: Metrics, after: Metrics, percentile: str, threshold_pct: float) -> list[tuple[str, float, float]]:
+    """Variants (chosen or not) whose latency moved by more than the threshold either way: context, not failures."""
+    out = []
+    for variant in sorted(set(before) & set(after)):
+        a, b = before[variant], after[variant]
+        if a.get("status") == b.get("status") == "ok":
+            old, new = a["latency_ms"][percentile], b["latency_ms"][percentile]
+            if old and abs(new / old - 1.0) * 100.0 > threshold_pct:
+                out.append((variant, old, new))
+    return out
+
+
+def _cpu(env: dict[str, Any] | None) -> str:
+    cpu = (env or {}).get("cpu", {})
+    return f"{cpu.get('model', '?')} family {cpu.get('family', '?')} model {cpu.get('model_id', '?')}"
+
+
+def run_gate(
+    params: Params,
+    rev: str = "HEAD~1",
+    threshold_pct: float = 10.0,
+    percentile: str | None = None,
+    models: list[str] | None = None,
+    root: Path = Path("."),
+) -> tuple[list[Verdict], dict[str, list[tuple[str, float, float]]], list[str]]:
+    """Compare the figures in the workspace with those at `rev`: per-model verdicts, variants that
+    moved, warnings."""
+    if threshold_pct < 0:
+        raise PipelineError(f"gate: --threshold must be >= 0 percent, got {threshold_pct}")
+    percentile = percentile or params.select.percentile
+    check_revision(rev, root)
+    unknown = sorted(set(models or []) - set(params.models))
+    if unknown:
+        raise PipelineError(f"gate: unknown model(s) {', '.join(unknown)}; params.yaml has {', '.join(params.models)}")
+    figures = layout.details_dir(root)
+    if not figures.is_dir():
+        raise PipelineError(f"gate: {figures}: no figures in the workspace: run `dvc repro` first")
+    results = Path(".")  # relative: also a path inside git revisions
+    warnings = []
+    env_then = _json_at(rev, PurePosixPath(layout.env_file(results).as_posix()), root)
+    env_now = load_env(root / results)
+    if env_then and env_now and _cpu(env_then) != _cpu(env_now):
+        warnings.append(
+            f"the base revision was measured on another CPU ({_cpu(env_then)} vs {_cpu(env_now)}): latency changes "
+            "may be the machine, not the change"
+        )
+    verdicts, movements = [], {}
+    for model in models or list(params.models):
+        before, after = metrics_at(rev, model, root, results), load_details(model, root / results)
+        verdicts.append(
+            judge(
+                model,
+                before,
+                after,
+                chosen_at(rev, model, before, params, root, results),
+                chosen_at(None, model, after, params, root, results),
+                params,
+                threshold_pct,
+                percentile,
+            )
+        )
+        movements[model] = moved(before, after, percentile, threshold_pct)
+    return verdicts, movements, warnings
+
+
+def print_gate(
+    verdicts: list[Verdict],
+    movements: dict[str, list[tuple[str, float, float]]],
+    warnings: list[str],
+    rev: str,
+    threshold_pct: float,
+    percentile: str,
+) -> None:
+    """The table of what moved, and one line per failure."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=160)
+    table = Table(title=f"Regression gate: workspace vs {rev} ({percentile} latency, threshold {threshold_pct:g}%)")
+    for column in ("model", "chosen", f"{percentile} ms", "change", "noise", "accuracy Δ", "verdict"):
+        table.add_column(column, justify="right" if column in ("change", "noise") else "left")
+
+    def pair(a: Any, b: Any, fmt: str) -> str:
+        show = lambda v: "-" if v is None else format(v, fmt)  # noqa: E731
+        return show(b) if a == b else f"{show(a)} -> {show(b)}"
+
+    for v in verdicts:
+        table.add_row(
+            v.model,
+            pair(v.before or "none", v.after or "none", ""),
+            pair(v.before_ms, v.after_ms, ".4g"),
+            "" if v.change_pct is None else f"{v.change_pct:+.1f}%",
+            f"±{v.noise_pct:.1f}%" if v.before_ms else "",
+            pair(v.before_delta, v.after_delta, "+.4f"),
+            "[red]FAIL[/red]" if v.failures else "ok",
+        )
+    console.print(table)
+    for model, rows in movements.items():
+        if rows:
+            listed = ", ".join(f"{name} {a:.4g} -> {b:.4g} ms ({100 * (b / a - 1):+.0f}%)" for name, a, b in rows)
+            console.print(f"{model}: variants that moved more than {threshold_pct:g}%: {listed}")
+    for line in warnings:
+        console.print(f"[yellow]warning:[/yellow] {line}")
+    for v in verdicts:
+        for failure in v.failures:
+            console.print(f"[red]FAIL[/red] {v.model}: {failure}")
+        for note in v.notes:
+            console.print(f"note {v.model}: {note}")
+    failed = sum(bool(v.failures) for v in verdicts)
+    console.print(f"gate: {'FAILED' if failed else 'passed'} ({failed} of {len(verdicts)} model(s) regressed)")

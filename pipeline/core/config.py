@@ -1,0 +1,437 @@
+"""params.yaml: load it once, validate all of it, and name the file and field of any mistake.
+
+The file is grouped by stage (models/catalog, train, export, variants, bench, build). Variant
+sections are validated by the config class that each pass declares (see pipeline.core.registry), so a
+typo in a variant's knob is caught before anything is built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pipeline.core.errors import ConfigError
+from pipeline.core.layout import PARAMS_FILE
+from pipeline.core.validation import FieldError, validate
+
+MODELS_DIR = Path("models")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
+SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "jax"]
+DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
+MetricName = Literal["accuracy", "binary_accuracy", "none"]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a misspelt knob must not be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+InputKind = Literal["values", "token_ids", "attention_mask", "token_type_ids"]
+TOKEN_KINDS = ("token_ids", "attention_mask", "token_type_ids")
+
+
+class InputSpec(Strict):
+    """One model input. The first dimension is the batch axis: a symbol (e.g. 'batch') when the
+    model takes any batch size, or a positive integer when the model fixes it (an ONNX file exported
+    with batch 1, say). Any other dimension is a positive integer or a named symbol (e.g. 'seq')
+    whose value for generated inputs and batch-1 latency comes from the model's `dims`.
+
+    `kind` says what the values mean, so generated inputs look like real ones: `token_ids` are
+    uniform in [low, high) (high: the vocabulary size), `attention_mask` is a run of 1s then 0s
+    (lengths seeded between `low`, default 1, and the full length), `token_type_ids` 0s then 1s.
+    """
+
+    shape: list[int | str] = Field(min_length=1)
+    dtype: DType = "float32"
+    kind: InputKind = "values"
+    low: float | None = None  # range of generated values when no data file is given
+    high: float | None = None
+
+    @field_validator("shape")
+    @classmethod
+    def _dims(cls, shape: list[int | str]) -> list[int | str]:
+        for dim in shape:
+            if isinstance(dim, int) and dim <= 0:
+                raise ValueError(f"dimensions must be positive integers or symbol names, got {dim!r}")
+            if isinstance(dim, str) and not re.fullmatch(r"[A-Za-z_]\w*", dim):
+                raise ValueError(f"a symbolic dimension must be a name (letters, digits, '_'), got {dim!r}")
+        return shape
+
+    @model_validator(mode="after")
+    def _kind_fits_dtype(self) -> InputSpec:
+        if self.kind in TOKEN_KINDS and not self.dtype.startswith("int"):
+            raise FieldError("kind", f"{self.kind} inputs are integers; dtype {self.dtype} does not fit")
+        if self.kind != "values" and len(self.shape) < 2:
+            raise FieldError("kind", f"{self.kind} inputs have a sequence axis after the batch axis")
+        return self
+
+    @property
+    def batch_dim(self) -> int | str:
+        return self.shape[0]
+
+    @property
+    def fixed_batch(self) -> int | None:
+        """The batch size the model is fixed to, or None when the batch axis is symbolic."""
+        return self.shape[0] if isinstance(self.shape[0], int) else None
+
+    @property
+    def symbols(self) -> list[str]:
+        """Symbolic dimensions after the batch axis (they need a value from `dims`)."""
+        return [d for d in self.shape[1:] if isinstance(d, str)]
+
+    def shape_for(self, batch: int, dims: dict[str, int] | None = None) -> tuple[int, ...]:
+        dims = dims or {}
+        return (batch, *(d if isinstance(d, int) else dims[d] for d in self.shape[1:]))
+
+
+class ModelConfig(Strict):
+    """A model in the catalog. Its files live in models/<name>/ (the folder DVC watches)."""
+
+    source: SourceKind
+    file: str | None = Field(default=None, description="model file inside the model folder: weights, .onnx, ...")
+    init_seed: int = Field(
+        default=0, description="seeds the factory's own initialisation when a code model has no file"
+    )
+    factory: str | None = Field(default=None, description="'module:function' returning the model (code models)")
+    factory_args: dict[str, Any] = Field(default_factory=dict)
+    inputs: dict[str, InputSpec] = Field(min_length=1)
+    outputs: list[str] | None = None
+    eval_data: str | None = None
+    calib_data: str | None = None
+    metric: MetricName = "none"
+    task: Literal["auto", "classification", "other"] = Field(
+        default="auto", description="classification: the first output holds class scores (top-1 agreement)"
+    )
+    dims: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict, description="values of symbolic dimensions (e.g. seq: 128) for generated inputs"
+    )
+    dim_sweep: dict[str, list[Annotated[int, Field(ge=1)]]] = Field(
+        default_factory=dict, description="batch-1 latency at each value of a symbolic dimension"
+    )
+    make_batch_dynamic: bool = False  # ONNX files with a fixed batch: try to relax it, keep it only if proven
+    model_type: Literal["auto", "transformer", "cnn", "other"] = Field(
+        default="auto", description="picks the quantization recipes; auto: attention patterns in the ONNX graph"
+    )
+    num_heads: int | None = Field(default=None, ge=1, description="attention heads (transformers; else from the model)")
+    hidden_size: int | None = Field(default=None, ge=1, description="hidden size (transformers; else from the model)")
+    torch_exporter: Literal["dynamo", "torchscript"] | None = Field(
+        default=None, description="this model's torch.onnx exporter, over export.torch_exporter"
+    )
+    skip: list[str] = Field(default_factory=list)
+    overrides: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per-variant knobs for this model, over the variants.<name> sections"
+    )
+
+    @field_validator("factory")
+    @classmethod
+    def _factory_shape(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[\w.]+:[\w.]+", value):
+            raise ValueError(f"expected 'module:function', got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelConfig:
+        if self.source in ("torch", "jax") and not self.factory:
+            raise FieldError("factory", f"{self.source} models need 'factory: module:function' (the model's code)")
+        if self.source in ("onnx", "savedmodel") and not self.file:
+            raise FieldError("file", f"{self.source} models need 'file:' (a path inside models/<name>/)")
+        if self.source == "keras" and not (self.file or self.factory):
+            raise FieldError("file", "keras models need 'file:' (a .keras file) or 'factory:'")
+        self._check_dims()
+        if self.torch_exporter and self.source != "torch":
+            raise FieldError("torch_exporter", f"applies to torch models; this is a {self.source} model")
+        if self.make_batch_dynamic and (self.source != "onnx" or self.fixed_batch is None):
+            raise FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
+        return self
+
+    def _check_dims(self) -> None:
+        """One batch axis for all inputs; every other symbol gets a value from `dims` or the eval data."""
+        first, *others = self.inputs.items()
+        for name, spec in others:
+            if spec.batch_dim != first[1].batch_dim:
+                raise FieldError(
+                    f"inputs.{name}.shape",
+                    f"batch axis {spec.batch_dim!r} differs from {first[0]}'s {first[1].batch_dim!r} "
+                    "(all inputs share one batch axis)",
+                )
+        batch, symbols = self.batch_dim, self.symbols
+        for name in self.dims:
+            if name == batch:
+                raise FieldError(f"dims.{name}", "the batch axis takes every batch size the benchmark asks for")
+            if name not in symbols:
+                raise FieldError(f"dims.{name}", f"no input has a dimension named {name!r} (symbols: {symbols})")
+        for name in symbols:
+            if name not in self.dims and not self.eval_data:
+                raise FieldError(
+                    f"dims.{name}", f"symbolic dimension {name!r} needs a value (e.g. {name}: 128) or eval_data"
+                )
+        for name in self.dim_sweep:
+            if name not in symbols:
+                raise FieldError(f"dim_sweep.{name}", f"not a symbolic dimension after the batch axis ({symbols})")
+
+    @property
+    def class_scores(self) -> str | None:
+        """How to read classes off the first output (the metric), or None when it holds no class scores."""
+        if self.metric != "none":
+            return self.metric
+        return "accuracy" if self.task == "classification" else None
+
+    @property
+    def batch_dim(self) -> int | str:
+        return next(iter(self.inputs.values())).batch_dim
+
+    @property
+    def fixed_batch(self) -> int | None:
+        return next(iter(self.inputs.values())).fixed_batch
+
+    @property
+    def symbols(self) -> list[str]:
+        """Symbolic dimensions after the batch axis, across inputs, in order of appearance."""
+        return list(dict.fromkeys(s for spec in self.inputs.values() for s in spec.symbols))
+
+
+class HoldOut(Strict):
+    """Eval data without calib_data is split, seeded, into calibration rows, validation rows (what
+    accuracy control tunes on) and scoring rows (the rest): no variant is scored on rows it was
+    fitted to. Fractions of the eval rows."""
+
+    calibration: float = Field(default=0.25, gt=0, lt=0.5)
+    validation: float = Field(default=0.25, gt=0, lt=0.5)
+
+
+class ExportConfig(Strict):
+    opset: int = Field(default=20, ge=13, le=23)
+    torch_exporter: Literal["dynamo", "torchscript"] = "dynamo"
+    atol: float = Field(default=1e-4, gt=0)
+    rtol: float = Field(default=1e-3, ge=0)
+    generated_samples: int = Field(default=256, ge=8)
+    max_eval_samples: int = Field(default=2000, ge=8)
+    seed: int = 0
+    # Memory one batch of the source model's activations may take: reference prediction, parity
+    # check, calibration, evaluation and the throughput sweep use batches that fit it (measured).
+    memory_budget_mb: float = Field(default=3072, gt=0)
+    split: HoldOut = Field(default_factory=lambda: HoldOut())
+
+
+class WarmupConfig(Strict):
+    iters: int = Field(default=20, ge=1)
+    seconds: float = Field(default=0.3, ge=0)
+
+
+class LatencyConfig(Strict):
+    """Batch-1 latency, measured in `segments` apart in time (before and after the throughput
+    sweep). Each segment runs in windows until `min_iters`/`min_seconds` are met and its last
+    `stable_windows` windows agree within `stability_pct` (Triton Model Navigator's rule), or
+    `max_seconds` runs out. The result is flagged noisy when the segments' p50s differ by more
+    than `stability_pct`."""
+
+    segments: int = Field(default=2, ge=1)
+    min_iters: int = Field(default=100, ge=10)
+    min_seconds: float = Field(default=1.0, gt=0)
+    max_seconds: float = Field(default=5.0, gt=0)
+    window_seconds: float = Field(default=0.25, gt=0)
+    stable_windows: int = Field(default=3, ge=2)
+    stability_pct: float = Field(default=10.0, gt=0)
+
+
+class ThroughputConfig(Strict):
+    """One synchronous caller per batch size, the same loop for every runtime. The sweep stops when
+    a batch gains less than `min_gain_pct` over the previous one, or before a batch whose single call
+    takes longer than `max_call_s`. `concurrent_requests` batch-1 requests are then kept in flight
+    (null: one per thread; OpenVINO uses its plugin's optimal number)."""
+
+    batches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 8, 32, 128], min_length=1)
+    seconds: float = Field(default=0.5, gt=0)
+    min_gain_pct: float = Field(default=5.0, ge=0)
+    max_call_s: float = Field(default=1.0, gt=0)
+    concurrent_requests: int | None = Field(default=None, ge=1)
+
+
+class BenchConfig(Strict):
+    threads: int | Literal["auto"] = "auto"
+    warmup: WarmupConfig = WarmupConfig()
+    latency: LatencyConfig = LatencyConfig()
+    throughput: ThroughputConfig = ThroughputConfig()
+    eval_batch: int = Field(default=64, ge=1)
+    profile_calls: int = Field(default=20, ge=1)  # batch-1 runs under each runtime's operator profiler
+    timeout_s: float = Field(default=1800, gt=0)
+
+    @field_validator("threads")
+    @classmethod
+    def _positive(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("threads must be a positive integer or 'auto'")
+        return value
+
+    def resolved_threads(self) -> int:
+        """'auto' means one thread per core this process may run on."""
+        if self.threads == "auto":
+            return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return int(self.threads)
+
+
+class Constraints(Strict):
+    """What a deployable variant must satisfy; None means no limit."""
+
+    max_accuracy_drop: float | None = Field(default=0.01, ge=0)  # absolute, on the task metric's delta
+    min_cosine: float | None = Field(default=0.99, gt=0, le=1)  # every output's fidelity cosine_mean, without labels
+    max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
+    max_size_mb: float | None = Field(default=None, gt=0)
+    max_memory_mb: float | None = Field(default=None, gt=0)  # peak RSS of the benchmark process
+    variants: list[str] | None = None  # allowed variants (e.g. only those your serving stack runs)
+    runtimes: list[str] | None = None  # allowed runtimes (onnxruntime, openvino, torch, tensorflow, jax)
+    devices: list[str] | None = None  # allowed devices: a kind (cpu, cuda) or a target (cuda:1)
+
+
+class SelectConfig(Strict):
+    """The select stage: constraints (global, and per model over them) and one objective."""
+
+    objective: Literal["latency", "throughput", "size"] = "latency"
+    percentile: Literal["p50", "p90", "p99"] = "p50"  # the latency percentile for objective and budget
+    constraints: Constraints = Constraints()
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-model constraint overrides
+
+    def constraints_for(self, model: str) -> Constraints:
+        merged = self.constraints.model_dump() | self.models.get(model, {})
+        return validate(Constraints, merged, PARAMS_FILE, prefix=f"select.models.{model}")
+
+
+class BuildConfig(Strict):
+    timeout_s: float = Field(default=3600, gt=0)
+
+
+class Params(Strict):
+    models: list[str] = Field(min_length=1)
+    targets: list[str] = Field(default=["cpu"], min_length=1)  # cpu, cuda:N (pipeline.core.targets)
+    catalog: dict[str, ModelConfig]
+    train: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    export: ExportConfig = ExportConfig()
+    variants: dict[str, dict[str, Any] | None] = Field(min_length=1)  # portable: built once, shared
+    machine_variants: dict[str, dict[str, Any] | None] = Field(default_factory=dict)  # built on each machine
+    gpu_variants: dict[str, dict[str, Any] | None] = Field(default_factory=dict)  # built and run on a cuda target
+    bench: BenchConfig = BenchConfig()
+    build: BuildConfig = BuildConfig()
+    select: SelectConfig = SelectConfig()
+
+    @field_validator("targets")
+    @classmethod
+    def _known_targets(cls, targets: list[str]) -> list[str]:
+        from pipeline.core.targets import Target
+
+        parsed = []
+        for i, name in enumerate(targets):
+            try:
+                parsed.append(str(Target.parse(name)))
+            except ValueError as error:
+                raise FieldError(str(i), str(error)) from None
+        return parsed
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Params:
+        groups = {
+            "variants": self.variants,
+            "machine_variants": self.machine_variants,
+            "gpu_variants": self.gpu_variants,
+        }
+        seen: dict[str, str] = {}
+        for group, names in groups.items():
+            for name in names:
+                if name in seen:
+                    raise FieldError(f"{group}.{name}", f"also listed under '{seen[name]}': keep it in one group")
+                seen[name] = group
+        if self.gpu_variants and not any(t.startswith("cuda") for t in self.targets):
+            raise FieldError("gpu_variants", 'GPU variants need a cuda target: add "cuda:0" to targets')
+        for name in [*self.catalog, *self.all_variants]:
+            if not NAME_PATTERN.match(name):
+                raise ValueError(f"name {name!r} may use only letters, digits and '_' (it becomes a DVC stage name)")
+        for i, name in enumerate(self.models):
+            if name not in self.catalog:
+                raise FieldError(
+                    f"models.{i}", f"{name!r} has no entry under 'catalog' (known: {', '.join(self.catalog)})"
+                )
+        for i, name in enumerate(self.select.constraints.variants or []):
+            if name not in self.all_variants:
+                known = ", ".join(self.all_variants)
+                raise FieldError(f"select.constraints.variants.{i}", f"{name!r} is not a variant (known: {known})")
+        return self
+
+    @property
+    def all_variants(self) -> dict[str, dict[str, Any] | None]:
+        """Every variant built for each model: portable, machine and GPU ones."""
+        return self.variants | self.machine_variants | self.gpu_variants
+
+    def built_here(self, variant: str) -> bool:
+        """Whether this machine builds its own `variant` (native code, engines, an ISA-chosen recipe)
+        instead of sharing one built anywhere with the same software."""
+        return variant not in self.variants
+
+    def model(self, name: str) -> ModelConfig:
+        if name not in self.catalog:
+            raise ConfigError(f"{PARAMS_FILE}: catalog.{name}: no such model (known: {', '.join(self.catalog)})")
+        return self.catalog[name]
+
+    def variant_params(self, name: str, model: str | None = None) -> dict[str, Any]:
+        """The `variants.<name>` knobs, with `model`'s `overrides` for it applied on top."""
+        if name not in self.all_variants:
+            raise ConfigError(
+                f"{PARAMS_FILE}: variants.{name}: not configured (configured: {', '.join(self.all_variants)})"
+            )
+        overrides = self.model(model).overrides.get(name, {}) if model else {}
+        return dict(self.all_variants[name] or {}) | overrides
+
+
+def model_dir(name: str, root: Path = Path(".")) -> Path:
+    """Every model has a folder models/<name>/ holding its files; DVC watches the whole folder."""
+    return root / MODELS_DIR / name
+
+
+def load_params(path: Path | str = PARAMS_FILE) -> Params:
+    """Read and validate params.yaml, variant sections included."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found (run from the project root)") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where}: not valid YAML: {getattr(error, 'problem', error)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    params = validate(Params, raw, str(path))
+    from pipeline.core.registry import VARIANTS, validate_variant_params
+
+    for group in ("variants", "machine_variants", "gpu_variants"):
+        for name, section in getattr(params, group).items():
+            validate_variant_params(name, section or {}, str(path), group)
+            if group == "gpu_variants" and VARIANTS[name].device != "cuda":
+                raise ConfigError(f"{path}: gpu_variants.{name}: runs on {VARIANTS[name].device}: list it elsewhere")
+            if group != "gpu_variants" and VARIANTS[name].device == "cuda":
+                raise ConfigError(f"{path}: {group}.{name}: a GPU variant: list it under gpu_variants")
+            if group == "variants" and VARIANTS[name].per_target:
+                raise ConfigError(
+                    f"{path}: variants.{name}: its artifact depends on the machine that builds it "
+                    "(native code, an engine, an ISA-chosen recipe): list it under machine_variants"
+                )
+    for model in params.select.models:
+        params.model(model)
+        unknown = set(params.select.constraints_for(model).variants or []) - set(params.all_variants)
+        if unknown:
+            raise ConfigError(f"{path}: select.models.{model}.variants: no such variant(s) {sorted(unknown)}")
+    for model, config in params.catalog.items():
+        for i, name in enumerate(config.skip):
+            if name not in VARIANTS:
+                raise ConfigError(
+                    f"{path}: catalog.{model}.skip.{i}: {name!r} is not a variant (known: {', '.join(VARIANTS)})"
+                )
+        for name in config.overrides:
+            if name not in params.all_variants:
+                raise ConfigError(f"{path}: catalog.{model}.overrides.{name}: not a configured variant")
+            validate_variant_params(name, params.variant_params(name, model), str(path), f"catalog.{model}.overrides")
+    return params

@@ -1,0 +1,113 @@
+"""Accuracy and fidelity of a variant against its FP32 source, answered separately.
+
+- `accuracy`: does the variant still do the task? The task metric on the eval labels and its
+  delta against the source's own score; `metric: none` (and no labels) leaves it empty.
+- `fidelity`: does it compute the same function? For every output, against the FP32 source on
+  the same rows: cosine similarity per sample (outputs flattened per sample; mean and worst),
+  relative L2 error, max abs diff, and top-1 agreement for outputs that are class scores only.
+  A destroyed INT8 embedding (cosine 0.3) and a good one (0.999) differ here on any output; the
+  argmax of a flattened hidden state, which this used to compare, could not tell them apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pipeline.core.data import Arrays
+
+FIDELITY_KEYS = ("cosine_mean", "cosine_min", "rel_l2", "max_abs_diff", "top1_agreement")
+
+
+def predictions(output: np.ndarray, metric: str) -> np.ndarray | None:
+    """Predicted classes: a 0.5 threshold for one probability, argmax over the last axis otherwise."""
+    if output.ndim == 0 or output.shape[0] == 0:
+        return None
+    flat = output.reshape(len(output), -1)
+    if metric == "binary_accuracy" or flat.shape[1] == 1:
+        return None if metric == "none" else (flat[:, 0] > 0.5).astype(np.int64)
+    return flat.argmax(axis=1)
+
+
+def task_metric(metric: str, output: np.ndarray, labels: np.ndarray | None) -> float | None:
+    """The task metric of one output against labels; None when there is nothing to score."""
+    if metric == "none" or labels is None:
+        return None
+    predicted = predictions(output, metric)
+    if predicted is None:
+        return None
+    return float(np.mean(predicted == labels.reshape(len(labels), -1)[:, 0].astype(np.int64)))
+
+
+def cosine_per_sample(reference: np.ndarray, output: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each sample's flattened output with the reference's.
+
+    A sample whose reference and output are both negligible (norms under 1e-6 of the largest
+    reference norm: an all-zero ReLU embedding, a sigmoid underflowing to 0 in one runtime and
+    1e-40 in another) counts as identical: its direction is noise. An output with one value per
+    sample has no direction to compare per sample, so its cosine is taken over the whole column."""
+    r = reference.reshape(len(reference), -1).astype(np.float64)
+    o = output.reshape(len(output), -1).astype(np.float64)
+    if r.shape[1] == 1:
+        r, o = r.T, o.T
+    r_norm, o_norm = np.linalg.norm(r, axis=1), np.linalg.norm(o, axis=1)
+    negligible = 1e-6 * max(float(r_norm.max(initial=0.0)), np.finfo(np.float64).tiny)
+    denominator = r_norm * o_norm
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosine = np.where(denominator > 0, np.einsum("ij,ij->i", r, o) / np.where(denominator > 0, denominator, 1), 0.0)
+    return np.where((r_norm <= negligible) & (o_norm <= negligible), 1.0, np.clip(cosine, -1.0, 1.0))
+
+
+def output_fidelity(reference: np.ndarray, output: np.ndarray, class_scores: str | None) -> dict[str, float | None]:
+    """One output's fidelity block; `class_scores` is the metric whose predictions top-1 compares
+    (None: not class scores, no top-1)."""
+    ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
+    cosine = cosine_per_sample(ref, got) if len(ref) else np.ones(1)
+    scale = float(np.linalg.norm(ref))
+    error = float(np.linalg.norm(got - ref))
+    agreement = None
+    if class_scores is not None:
+        ref_pred, got_pred = predictions(ref, class_scores), predictions(got, class_scores)
+        agreement = None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
+    return {
+        "cosine_mean": float(cosine.mean()),
+        "cosine_min": float(cosine.min()),
+        "rel_l2": error / scale if scale > 0 else (0.0 if error == 0 else float("inf")),
+        "max_abs_diff": float(np.abs(got - ref).max(initial=0.0)),
+        "top1_agreement": agreement,
+    }
+
+
+def fidelity_block(reference: Arrays, outputs: Arrays, class_scores: str | None) -> dict[str, dict[str, Any]]:
+    """Fidelity of every output (by name); top-1 agreement only on the first, the class scores."""
+    block = {}
+    for i, (name, ref) in enumerate(reference.items()):
+        if name not in outputs:
+            raise ValueError(f"output {name!r} missing (got {', '.join(outputs)})")
+        got = np.asarray(outputs[name])
+        if got.shape != ref.shape:
+            raise ValueError(f"output {name!r} has shape {got.shape}, the source gave {ref.shape}")
+        block[name] = output_fidelity(ref, got, class_scores if i == 0 else None)
+    return block
+
+
+def accuracy_block(metric: str, labels: np.ndarray | None, reference: Arrays, outputs: Arrays) -> dict[str, Any]:
+    """The `accuracy` block of a metrics file: the task metric of the first output, its value for
+    the source and the delta; all None when there are no labels or no task metric."""
+    primary = next(iter(reference))
+    value = task_metric(metric, outputs[primary], labels)
+    source_value = task_metric(metric, reference[primary], labels)
+    scored = value is not None and source_value is not None
+    return {
+        "metric": metric if scored else "none",
+        "value": value if scored else None,
+        "source_value": source_value if scored else None,
+        "delta": value - source_value if scored else None,
+    }
+
+
+def worst_cosine(fidelity: dict[str, dict[str, Any]] | None) -> float | None:
+    """The lowest cosine_mean over a variant's outputs: the figure `min_cosine` is checked on."""
+    values = [f["cosine_mean"] for f in (fidelity or {}).values() if f.get("cosine_mean") is not None]
+    return min(values) if values else None

@@ -1,0 +1,91 @@
+"""Where every file of the pipeline lives; dvc.yaml (pipeline.stagefile) uses the same paths.
+
+One working tree holds one machine's figures (reports/env.json names it); other machines keep
+theirs on their own git branches (docs/machines.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ARTIFACTS = Path("artifacts")
+REPORTS = Path("reports")
+DEPLOY = Path("deploy")
+MANIFEST = "manifest.json"
+PARAMS_FILE = "params.yaml"  # every knob; read by pipeline.core.config only
+
+EXPORTED_ONNX = "model.onnx"
+REFERENCE = "reference.npz"
+CALIBRATION = "calib.npz"
+VALIDATION = "validation.npz"
+SOURCE_INFO = "source.json"
+BUILD_INFO = "build.json"
+
+
+def source_dir(model: str, root: Path = Path(".")) -> Path:
+    """Output of the export stage: what every variant of `model` is built from and compared with."""
+    return root / ARTIFACTS / model / "source"
+
+
+def variant_dir(model: str, variant: str, root: Path = Path(".")) -> Path:
+    """Output of a build stage: the variant's files plus build.json."""
+    return root / ARTIFACTS / model / variant
+
+
+def metrics_file(model: str, variant: str, root: Path = Path(".")) -> Path:
+    return root / REPORTS / "metrics" / model / f"{variant}.json"
+
+
+def details_file(model: str, variant: str, root: Path = Path(".")) -> Path:
+    return details_dir(root) / model / f"{variant}.json"
+
+
+def details_dir(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "details"
+
+
+def metrics_dir(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "metrics"
+
+
+def profile_file(model: str, variant: str, root: Path = Path(".")) -> Path:
+    """Where the time goes in one variant: its top operator types (pipeline.measure.profile)."""
+    return root / REPORTS / "profile" / model / f"{variant}.json"
+
+
+def log_file(model: str, variant: str, stage: str, root: Path = Path(".")) -> Path:
+    """A failed build's or benchmark's child stderr (kept, not committed)."""
+    return root / REPORTS / "logs" / model / f"{variant}.{stage}.log"
+
+
+def export_report(model: str, root: Path = Path(".")) -> Path:
+    return root / REPORTS / "export" / f"{model}.json"
+
+
+def selection_file(model: str, root: Path = Path(".")) -> Path:
+    """The select stage's choice for `model`, a DVC metric (its `chosen` field is a string)."""
+    return root / REPORTS / "selection" / f"{model}.json"
+
+
+def deploy_dir(model: str, root: Path = Path(".")) -> Path:
+    """The chosen artifact, ready to ship: its files, the model code it needs, manifest.json."""
+    return root / DEPLOY / model
+
+
+def plan_dir(root: Path = Path(".")) -> Path:
+    """<variant>.json per variant: its params and its code's hash, what its builds and benches depend on."""
+    return root / REPORTS / "plan"
+
+
+def bench_plan(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "bench_plan.json"
+
+
+def env_file(root: Path = Path(".")) -> Path:
+    """This machine's hardware fingerprint and target probes, which every measurement depends on."""
+    return root / REPORTS / "env.json"
+
+
+def software_file(root: Path = Path(".")) -> Path:
+    """The software fingerprint the shared stages depend on."""
+    return root / REPORTS / "software.json"

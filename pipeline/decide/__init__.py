@@ -1,0 +1,1 @@
+"""The select stage: constraints, the Pareto front, the objective, and the deploy folder."""

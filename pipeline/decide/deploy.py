@@ -1,0 +1,160 @@
+"""The select stage: choose a model's deployment artifact from the figures measured on this machine,
+and write deploy/<model>/.
+
+deploy/<model>/ holds the chosen variant's files, the model's code when its runtime needs it
+(torch_eager and jax_jit name a factory), and manifest.json: what it is, how to run it, the numbers
+it was chosen on, sha256 of every file, the constraints, why it won and why every other variant
+did not. reports/selection/<model>.json records the choice (committed), which the CI gate compares
+between revisions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pipeline import __version__
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.files import atomic_dir, iter_files, read_json, sha256, write_json
+from pipeline.core.records import load_details, load_env
+from pipeline.core.registry import RUNTIMES
+from pipeline.decide.selection import Candidate, Selection, decided_by, select
+
+CODE = "code"
+
+
+def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """Run the select stage for one model on this machine's figures; returns its status and one
+    line saying what it chose and why."""
+    config, constraints = params.select, params.select.constraints_for(model)
+    results = root
+    machine = load_env(root).get("machine", {}).get("name", "?")
+    metrics = load_details(model, results)
+    selection = select(metrics, config, constraints)
+    chosen = metrics.get(selection.chosen) if selection.chosen else None
+    with atomic_dir(layout.deploy_dir(model, results)) as tmp:
+        manifest = {"model": model, "variant": selection.chosen, "machine": machine}
+        if selection.chosen and chosen:
+            artifact = layout.variant_dir(model, selection.chosen, root)
+            manifest |= _package(model, artifact, chosen, params, root, tmp)
+        manifest["selection"] = _explanation(selection, metrics, params, model)
+        manifest["environment"] = load_env(results)
+        manifest["pipeline_version"] = __version__
+        write_json(tmp / layout.MANIFEST, manifest)
+    winner = Candidate.from_metrics(selection.chosen, chosen, config.percentile) if chosen else None
+    record = {
+        "status": "ok" if selection.chosen else "none",
+        "chosen": selection.chosen or "none",
+        "runtime": chosen["runtime"] if chosen else "",
+        "objective": f"{config.objective}" + (f" ({config.percentile})" if config.objective == "latency" else ""),
+        "value": winner.value(config.objective) if winner else None,
+        "latency_ms": winner.latency_ms if winner else None,
+        "accuracy_delta": chosen["accuracy"]["delta"] if chosen else None,
+        "cosine": winner.cosine if winner else None,
+        "size_mb": winner.size_mb if winner else None,
+        "feasible": len(selection.feasible),
+        "candidates": sum(m.get("status") == "ok" for m in metrics.values()),
+        "reason": "" if selection.chosen else selection.why,
+    }
+    write_json(layout.selection_file(model, results), record)
+    return {
+        "status": record["status"],
+        "reason": f"chose {selection.chosen}: {selection.why}" if chosen else selection.why,
+    }
+
+
+def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params, root: Path, out: Path) -> dict:
+    """Copy the chosen artifact (and the code it imports) into `out`; describe it for the manifest."""
+    build = read_json(artifact / layout.BUILD_INFO)
+    for path in artifact.iterdir():
+        if path.name != layout.BUILD_INFO:
+            (shutil.copytree if path.is_dir() else shutil.copy2)(path, out / path.name)
+    entry = out / build["entry"]
+    factory = read_json(entry).get("factory") if entry.suffix == ".json" else None
+    if factory:
+        copy_module_code(factory.partition(":")[0], root, out / CODE)
+    config = params.model(model)
+    source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
+    runtime = RUNTIMES[build["runtime"]]
+    return {
+        "runtime": build["runtime"],
+        "runtime_version": _version(runtime.distribution),
+        "precision": metrics.get("precision", build["precision"]),  # as executed (bench stage)
+        "precision_declared": build["precision"],
+        "device": build.get("target", "cpu"),  # where it was measured; pipeline.serve.predict loads it there
+        "entry": build["entry"],
+        "runtime_config": build["runtime_config"],
+        "code": CODE if factory else None,
+        "inputs": source["inputs"],  # symbolic dimensions take any size; a fixed batch is padded to
+        "fixed_batch": source["fixed_batch"],
+        "dims": source["dims"],  # the values the metrics were measured at
+        "outputs": source["output_names"],
+        "source": {"kind": config.source, "metric": config.metric},
+        "metrics": metrics,
+        "build": build["build"],
+        "files": {str(p.relative_to(out)): sha256(p) for p in iter_files(out)},
+    }
+
+
+def copy_module_code(module: str, root: Path, dest: Path) -> None:
+    """Copy a factory's module, its package __init__ files and its sibling .py files under `dest`.
+
+    Enough for a model folder's net.py (models/<name>/*.py); a factory that imports code from
+    elsewhere needs that code installed where the artifact is deployed.
+    """
+    if str(root.resolve()) not in sys.path:
+        sys.path.insert(0, str(root.resolve()))
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return
+    origin = Path(spec.origin).resolve()
+    base = origin.parents[module.count(".")]  # the directory holding the top-level package
+    files = set(origin.parent.glob("*.py"))
+    parts = module.split(".")
+    for depth in range(1, len(parts)):
+        init = base.joinpath(*parts[:depth], "__init__.py")
+        if init.exists():
+            files.add(init)
+    for path in sorted(files):
+        target = dest / path.relative_to(base)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _explanation(selection: Selection, metrics: dict[str, Any], params: Params, model: str) -> dict[str, Any]:
+    config = params.select
+    front = {
+        c.variant: {
+            "latency_ms": c.latency_ms,
+            "accuracy_drop": c.accuracy_drop,
+            "cosine": c.cosine,
+            "size_mb": c.size_mb,
+        }
+        for c in (Candidate.from_metrics(v, metrics[v], config.percentile) for v in selection.pareto)
+    }
+    constraints = config.constraints_for(model)
+    chosen = metrics.get(selection.chosen or "")
+    winner = Candidate.from_metrics(selection.chosen, chosen, config.percentile) if chosen else None
+    return {
+        "objective": config.objective,
+        "percentile": config.percentile,
+        "constraints": constraints.model_dump(),
+        "quality_decided_by": decided_by(winner, constraints),
+        "why": selection.why,
+        "feasible": selection.feasible,
+        "pareto_front": front,
+        "rejected": selection.rejected,
+        "closest": selection.closest,
+    }

@@ -1,0 +1,167 @@
+"""The environment fingerprint: what a benchmark number depends on besides the model.
+
+Written by the always-run `env` stage (pipeline.machine.naming.write_env) in two files:
+reports/software.json (library versions, no hardware), which the portable builds depend on, and
+reports/env.json (all of it), which this machine's builds and every benchmark depend on. On another
+CPU or with other library versions a file changes, so DVC reruns instead of replaying old numbers
+from its run cache. It must stay cheap (no framework imports) and stable (nothing that changes
+between two runs on the same machine).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# ISA features that decide which precisions can be fast on a CPU.
+ISA_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
+PACKAGES = (
+    "numpy",
+    "torch",
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "onnxslim",
+    "onnxconverter-common",
+    "openvino",
+    "nncf",
+    "tensorflow-cpu",
+    "keras",
+    "tf2onnx",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "jax2onnx",
+    "torchax",  # optional: recorded as absent when not installed
+    "transformers",
+    "scikit-learn",
+    "dvc",
+)
+
+
+def _cpuinfo() -> dict[str, str]:
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # first processor is enough
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return fields
+
+
+@cache
+def cpu_flags() -> frozenset[str]:
+    return frozenset(_cpuinfo().get("flags", "").split())
+
+
+def has_vnni() -> bool:
+    """VNNI (AVX512-VNNI or AVX-VNNI) is what makes u8s8 INT8 matmuls fast without overflow."""
+    return bool(cpu_flags() & {"avx512_vnni", "avx_vnni", "amx_int8"})
+
+
+def has_native_fp16() -> bool:
+    """FP16 arithmetic (not just conversion, which F16C gives) on this CPU."""
+    return bool(cpu_flags() & {"avx512_fp16", "amx_fp16"})
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _memory_gib() -> float | None:
+    try:
+        with open("/proc/meminfo") as f:
+            kib = int(f.readline().split()[1])
+        return round(kib / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def gpus() -> list[str]:
+    """NVIDIA GPUs the driver exposes (no CUDA import needed); empty on this project's CPU boxes."""
+    models = []
+    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
+        for line in info.read_text(errors="replace").splitlines():
+            if line.startswith("Model:"):
+                models.append(line.partition(":")[2].strip())
+    return models
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# The same module from another distribution: a GPU machine's onnxruntime is onnxruntime-gpu.
+ALTERNATIVES = {"onnxruntime": ("onnxruntime-gpu",), "tensorflow-cpu": ("tensorflow",)}
+
+
+def _shared_version(package: str) -> str:
+    """The version that decides what a build writes: the first installed distribution of the
+    module, without the local build tag (torch 2.13.0+cpu and +cu130 export the same graphs)."""
+    for name in (package, *ALTERNATIVES.get(package, ())):
+        version = _version(name)
+        if version != "not installed":
+            return version.split("+")[0]
+    return "not installed"
+
+
+def software() -> dict[str, Any]:
+    """What the shared builds depend on, and nothing of the hardware: equal on every machine
+    installed the same way, so those builds are made once and pulled from the DVC remote."""
+    return {
+        "os": platform.system(),
+        "arch": platform.machine(),
+        "python": platform.python_version(),
+        "packages": {name: _shared_version(name) for name in PACKAGES},
+    }
+
+
+def fingerprint() -> dict[str, Any]:
+    info = _cpuinfo()
+    flags = cpu_flags()
+    return {
+        "cpu": {
+            "model": info.get("model name", platform.processor() or "unknown"),
+            "vendor": info.get("vendor_id", "unknown"),
+            "family": info.get("cpu family", ""),
+            "model_id": info.get("model", ""),
+            "arch": platform.machine(),
+            "cores": cores(),
+            "isa": {flag: flag in flags for flag in ISA_FLAGS},
+            "vnni": has_vnni(),
+            "native_fp16": has_native_fp16(),
+        },
+        "memory_gib": _memory_gib(),
+        "gpus": ", ".join(gpus()) or "none",
+        "os": platform.system(),
+        "python": platform.python_version(),
+        "packages": {name: _version(name) for name in PACKAGES},
+    }

@@ -1,0 +1,119 @@
+"""The bench stage: measure one built variant in a fresh process, holding the machine to itself.
+
+Its record always gets written, with status ok / skipped / failed and a one-line reason, through
+pipeline.core.records: the numbers users diff in reports/metrics/, the evidence (reason, every
+percentile, per-batch figures, build facts, runtime settings, stability windows) in reports/details/.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline.core import layout, records
+from pipeline.core.config import Params
+from pipeline.core.files import read_json, size_mb, write_json
+from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.machine.lock import machine_lock
+from pipeline.machine.naming import require_same_hardware
+from pipeline.machine.probe import recorded_probe
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Thread pools that read the environment get the runtime's thread count.
+
+    OpenMP, MKL and OpenBLAS take a number. XLA's CPU backend (JAX) has no count, only one thread
+    or all cores, so with one thread it is told to stay single-threaded.
+    """
+    env = dict.fromkeys(("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"), str(threads))
+    if threads == 1:
+        env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    return env
+
+
+def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """The bench settings with `threads` resolved for this machine: what every bench stage follows.
+
+    Bench stages depend on this file rather than on the `bench` params directly: DVC reads
+    params.yaml once per stage that declares params, and one stage reading it instead of 64 keeps
+    a no-op `dvc repro` fast. Changing `bench` reruns this stage, which reruns every benchmark.
+    """
+    plan = params.bench.model_dump(mode="json") | {"threads_resolved": params.bench.resolved_threads()}
+    write_json(layout.bench_plan(root), plan)
+    return plan
+
+
+def benchmark_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """Measure `variant` of `model` here; refused when reports/env.json describes other hardware."""
+    here = require_same_hardware(root)
+    artifact = layout.variant_dir(model, variant, root)
+    build = read_json(artifact / layout.BUILD_INFO)
+    threads = params.bench.resolved_threads()
+    record: dict[str, Any] = {
+        "status": build["status"],
+        "reason": build["reason"],
+        "runtime": build["runtime"],
+        "precision": build["precision"],
+        "device": build.get("target", "cpu"),
+        "threads": threads,
+        "machine": here["name"],
+        "build": build["build"],
+    }
+    probe = recorded_probe(record["device"], root)
+    if "gpu" in probe:  # a usable GPU target: which GPU the figures belong to
+        record["gpu"] = {k: probe[k] for k in ("gpu", "driver", "compute_capability")}
+    profile: dict[str, Any] = {"reason": f"not measured: the variant is {build['status']}"}
+    if build["status"] == "ok":
+        record["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
+        try:
+            with machine_lock(exclusive=True) as waited:  # the machine to itself: no build, no other benchmark
+                start = time.perf_counter()
+                result = call(
+                    "pipeline.measure.worker:measure",
+                    {"model": model, "artifact": str(artifact), "root": str(root)},
+                    timeout=params.bench.timeout_s,
+                    env=thread_env(threads),
+                    log=layout.log_file(model, variant, "bench", root),
+                )
+            record |= result["metrics"] | result["details"]
+            record |= {
+                "process_s": round(time.perf_counter() - start, 3),
+                "waited_s": round(waited, 3),  # for the machine lock: builds or a benchmark were running
+            }
+            profile = result["profile"]
+            record |= honest_precision(build["precision"], record.get("inference_precision"))
+            record |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
+        except IsolatedFailure as failure:
+            command = f"python stages/bench.py {model} {variant}"
+            record |= {"status": "failed", "reason": f"benchmark failed: {failure.evidence(command)}"}
+            profile = {"reason": "not measured: the benchmark failed"}
+    write_json(layout.profile_file(model, variant, root), profile)
+    records.write(model, variant, record, root)
+    return record
+
+
+OV_PRECISIONS = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
+
+
+def honest_precision(declared: str, executed: str | None) -> dict[str, str]:
+    """`precision` as executed: OpenVINO's CPU plugin runs float parts in bf16 on CPUs with
+    AVX512-BF16/AMX unless pinned, so an `fp16` IR runs as bf16 and an INT8 model as int8 + bf16.
+    The catalogue's precision stays as `precision_declared`."""
+    if executed is None:
+        return {}
+    name = OV_PRECISIONS.get(executed, executed)
+    actual = f"int8+{name}" if declared == "int8" else name
+    return {"precision": actual, "precision_declared": declared}
+
+
+def in_sample(build: dict[str, Any], source: dict[str, Any]) -> dict[str, str]:
+    """`in_sample`: why this variant's figures are not held out (the user's calib_data repeats
+    scoring rows), or nothing. Calibrated variants record calibration_origin, tuned ones validation_origin."""
+    held_out = source.get("held_out", {})
+    shared = [
+        f"{held_out[role]['rows_in_scoring']} of the scoring rows are {role} rows"
+        for role, used in (("calibration", "calibration_origin"), ("validation", "validation_origin"))
+        if used in build and held_out.get(role, {}).get("rows_in_scoring")
+    ]
+    return {"in_sample": "; ".join(shared)} if shared else {}

@@ -1,0 +1,53 @@
+"""`python -m pipeline check`: find what `dvc repro` would stumble on, before any stage runs.
+
+params.yaml is validated as a whole (pipeline.core.config); then every model that `models` lists has
+its files opened: an ONNX file is checked (by path, so external weights count) and its inputs
+compared with the spec, data files are read and checked against the spec, other model files must
+exist. Each problem is one line naming the file and the params.yaml field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.core.config import PARAMS_FILE, Params, model_dir
+from pipeline.core.data import load_user_data
+from pipeline.core.errors import PipelineError
+
+TRAINED = "trained"  # the train stage's output folder inside models/<name>/ (dvc.yaml)
+
+
+def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
+    """Raise the first problem with model `name`'s files, as a PipelineError."""
+    from pipeline.prepare.export import resolve_dims
+
+    config = params.model(name)
+    folder = model_dir(name, root)
+    if name in params.train and not (folder / TRAINED).exists():
+        return  # an embedded zoo model: the train stage writes its files
+    if config.file:
+        path = folder / config.file
+        if not path.exists():
+            raise PipelineError(f"{path}: not found ({PARAMS_FILE}: catalog.{name}.file)")
+        if config.source == "onnx":
+            from pipeline.prepare.sources.onnxfile import check_spec, read_model
+
+            check_spec(read_model(path, f"catalog.{name}"), config, path, f"catalog.{name}")
+    evaluation = None
+    for field in ("eval_data", "calib_data"):
+        relative = getattr(config, field)
+        if relative:
+            data = load_user_data(folder / relative, config.inputs, f"catalog.{name}.{field}")
+            evaluation = evaluation or data
+    resolve_dims(name, config, evaluation)
+
+
+def check_models(params: Params, root: Path = Path(".")) -> list[str]:
+    """One line per model with a problem (empty: all fine)."""
+    problems = []
+    for name in params.models:
+        try:
+            check_model(name, params, root)
+        except PipelineError as error:
+            problems.append(str(error))
+    return problems

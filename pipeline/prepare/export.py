@@ -1,0 +1,278 @@
+"""The export stage: freeze what every variant of a model is built from and compared with.
+
+Writes artifacts/<model>/source/ atomically:
+  model.onnx      the ONNX export (or the user's ONNX file), checked and parity-tested
+                  (+ model.onnx.data when the weights live in a side file)
+  reference.npz   scoring rows: inputs, the FP32 source's outputs on them, labels when known
+  calib.npz       calibration rows for static quantization
+  validation.npz  rows accuracy control tunes on (with the source's outputs); never scoring rows
+  source.json     spec, dims, batching, digests and the export check, read by build and bench
+and reports/export/<model>.json, the export check as a DVC metric.
+
+Nothing here stops `dvc repro` for the other models: a failed ONNX export is recorded (native
+variants still run), and a source that cannot even be loaded writes a failed source.json that
+every variant of the model then reports, with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.core import layout, onnx_files
+from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig, Params, model_dir
+from pipeline.core.data import DataSet, dims_of, generate_inputs, load_user_data, rows_in, run_batched, sample_batch
+from pipeline.core.errors import ConfigError, PipelineError, first_line
+from pipeline.core.evaluate import task_metric
+from pipeline.core.files import atomic_dir, tree_digest, write_json
+from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.memory import batch_limit, batch_size
+from pipeline.prepare.family import model_family
+from pipeline.prepare.sources import load_source
+from pipeline.prepare.sources.base import SourceModel
+
+PREDICT_BATCH = 256  # at most; memory decides below that
+# Timings go to the export metrics only: source.json stays byte-identical when the export is,
+# so rerunning the export does not rebuild every variant.
+TIMINGS = {"export_s", "export_process_s", "source_load_s", "source_predict_ms_per_sample"}
+
+
+def user_eval_set(name: str, params: Params, root: Path) -> DataSet | None:
+    config = params.model(name)
+    if not config.eval_data:
+        return None
+    data = load_user_data(model_dir(name, root) / config.eval_data, config.inputs, f"catalog.{name}.eval_data")
+    return data.head(params.export.max_eval_samples)
+
+
+def resolve_dims(name: str, config: ModelConfig, evaluation: DataSet | None) -> dict[str, int]:
+    """Values of the symbolic dimensions: the catalog's `dims`, else the eval data's sizes."""
+    found = dims_of(evaluation.inputs, config.inputs) if evaluation else {}
+    for dim, value in config.dims.items():
+        if dim in found and found[dim] != value:
+            raise ConfigError(
+                f"{PARAMS_FILE}: catalog.{name}.dims.{dim}: {value} declared, the eval data has {found[dim]} "
+                f"({config.eval_data}); drop the value to take the data's"
+            )
+    return found | dict(config.dims)
+
+
+def generated_set(config: ModelConfig, source: SourceModel, n: int, seed: int, role: str) -> DataSet:
+    inputs = generate_inputs(config.inputs, n, seed, source.dims, source.vocab_size, source.field)
+    return DataSet(inputs, origin=f"{role} inputs generated from the input spec ({n} samples, seed {seed})")
+
+
+def held_out_sets(
+    name: str, params: Params, root: Path, evaluation: DataSet | None, source: SourceModel
+) -> dict[str, DataSet]:
+    """The three disjoint roles of input rows: `calibration` (static INT8), `validation` (what
+    accuracy control tunes on) and `scoring` (what every variant is measured on).
+
+    With calib_data, it serves calibration and validation and every eval row scores. With eval data
+    alone, the eval rows are split (export.split, seeded). Without either, each role is generated
+    from the spec with its own seed."""
+    config = params.model(name)
+    if evaluation is None:
+        n, seed = params.export.generated_samples, params.export.seed
+        return {
+            role: generated_set(config, source, n, seed + offset, role)
+            for offset, role in enumerate(("scoring", "calibration", "validation"))
+        }
+    if config.calib_data:
+        data = load_user_data(model_dir(name, root) / config.calib_data, config.inputs, f"catalog.{name}.calib_data")
+        return {"scoring": evaluation, "calibration": data, "validation": data}
+    split = params.export.split
+    parts = evaluation.split({"calibration": split.calibration, "validation": split.validation}, params.export.seed)
+    return {"scoring": parts.pop("rest"), **parts}
+
+
+def held_out_record(sets: dict[str, DataSet]) -> dict[str, Any]:
+    """Counts and origins of each role, and how many scoring rows the others share (0 unless the
+    user's calib_data repeats eval rows: then the report marks the figures in-sample)."""
+    scoring = sets["scoring"]
+    return {
+        role: {"rows": len(data), "origin": data.origin}
+        | ({} if role == "scoring" else {"rows_in_scoring": rows_in(scoring.inputs, data.inputs)})
+        for role, data in sets.items()
+    }
+
+
+def check_onnx(
+    path: Path, reference: DataSet, atol: float, rtol: float, batch: int = PREDICT_BATCH, fixed: bool = False
+) -> dict[str, Any]:
+    """onnx.checker (full, by path: external weights included) plus numerical parity of ONNX Runtime
+    against the source's outputs."""
+    import onnx
+    import onnxruntime as ort
+
+    onnx.checker.check_model(str(path), full_check=True)
+    model = onnx.load(str(path), load_external_data=False)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = list(reference.outputs)
+
+    def run(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return dict(zip(names, session.run(names, chunk), strict=True))
+
+    outputs = run_batched(run, reference.inputs, batch, fixed)
+    worst, passed = 0.0, True
+    for name, expected in reference.outputs.items():
+        got = outputs[name].astype(np.float64)
+        want = expected.astype(np.float64)
+        worst = max(worst, float(np.abs(got - want).max(initial=0.0)))
+        passed &= bool(np.allclose(got, want, atol=atol, rtol=rtol))
+    return {
+        "checker": "ok",
+        "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0),
+        "nodes": len(model.graph.node),
+        "external_data": onnx_files.uses_external_data(path),
+        "parity_max_abs_diff": worst,
+        "parity_atol": atol,
+        "parity_rtol": rtol,
+        "parity": "ok" if passed else "failed",
+    }
+
+
+def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """Run the export stage for one model; returns the export report (also written to reports/)."""
+    try:
+        return _export(name, params, root)
+    except PipelineError as error:  # the model's own files or spec: this model fails, the others go on
+        reason = str(error)
+    except Exception as error:
+        traceback.print_exc()
+        reason = f"loading the source failed: {type(error).__name__}: {first_line(error)}"
+    report = {"status": "failed", "reason": reason, "source": params.model(name).source}
+    with atomic_dir(layout.source_dir(name, root)) as tmp:
+        write_json(tmp / layout.SOURCE_INFO, {"model": name, "status": "failed", "reason": reason, "export": report})
+    write_json(layout.export_report(name, root), report)
+    return report
+
+
+def export_onnx_file(
+    model: str, config: dict[str, Any], export: dict[str, Any], out: str, dims: dict[str, int], root: str = "."
+) -> dict[str, Any]:
+    """Child-process side of the export: load the source and write its ONNX file to `out`.
+
+    Converters can take many times a model's size (tf2onnx on VGG19 goes past 20 GB), so the
+    conversion runs alone in its own process, memory-watched (pipeline.core.isolate), before this
+    stage loads the source for its reference outputs; its memory is returned when it ends."""
+    source = load_source(model, ModelConfig.model_validate(config), Path(root), dims)
+    return source.export_onnx(Path(out), ExportConfig.model_validate(export))
+
+
+def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
+    config = params.model(name)
+    folder = model_dir(name, root)
+    evaluation = user_eval_set(name, params, root)
+    dims = resolve_dims(name, config, evaluation)
+    with atomic_dir(layout.source_dir(name, root)) as tmp:
+        onnx_path = tmp / layout.EXPORTED_ONNX
+        start = time.perf_counter()
+        try:
+            exported = call(
+                "pipeline.prepare.export:export_onnx_file",
+                {
+                    "model": name,
+                    "config": config.model_dump(mode="json"),
+                    "export": params.export.model_dump(mode="json"),
+                    "out": str(onnx_path),
+                    "dims": dims,
+                    "root": str(root),
+                },
+                timeout=params.build.timeout_s,
+            )
+            export_failure = ""
+        except IsolatedFailure as failure:
+            exported, export_failure = {}, f"ONNX export failed: {failure}"
+        exported["export_process_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        source = load_source(name, config, root, dims)  # a model that cannot load fails here, alone
+        load_s = time.perf_counter() - start
+        sets = held_out_sets(name, params, root, evaluation, source)
+        evaluation, calibration, validation = sets["scoring"], sets["calibration"], sets["validation"]
+        fixed = config.fixed_batch
+        batching = batch_limit(
+            lambda n: source.predict(sample_batch(evaluation.inputs, n)), params.export.memory_budget_mb, fixed
+        )
+        batch = batch_size(PREDICT_BATCH, batching, fixed)
+        start = time.perf_counter()
+        evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
+        reference_s = time.perf_counter() - start
+        validation.outputs = run_batched(source.predict, validation.inputs, batch, fixed is not None)
+        source_metric = task_metric(config.metric, next(iter(evaluation.outputs.values())), evaluation.labels)
+        report: dict[str, Any] = {
+            "status": "ok",
+            "reason": "",
+            "source": config.source,
+            "source_metric": {"metric": config.metric, "value": source_metric},
+            "eval_samples": len(evaluation),
+            "calib_samples": len(calibration),
+            "held_out": held_out_record(sets),
+            "dims": dims,
+            "fixed_batch": fixed,
+            "max_batch": batching["max_batch"],
+            "source_load_s": load_s,
+            "source_predict_ms_per_sample": 1000 * reference_s / len(evaluation),
+            **exported,
+        }
+        evaluation.save(tmp / layout.REFERENCE)
+        calibration.save(tmp / layout.CALIBRATION)
+        validation.save(tmp / layout.VALIDATION)
+        fixed = report.get("fixed_batch", fixed)  # an ONNX file whose batch was proven relaxable
+        try:
+            if export_failure:
+                raise PipelineError(export_failure)
+            report |= check_onnx(
+                onnx_path, evaluation, params.export.atol, params.export.rtol, batch, fixed is not None
+            )
+            if report["parity"] != "ok":
+                report["status"] = "failed"
+                report["reason"] = (
+                    f"ONNX output differs from the source: max abs diff {report['parity_max_abs_diff']:.3g} "
+                    f"exceeds atol {params.export.atol:g} + rtol {params.export.rtol:g} (export.atol/rtol)"
+                )
+        except Exception as error:  # a converter failure is a result to record, not a crash
+            if not isinstance(error, PipelineError):
+                traceback.print_exc()
+            report |= {"status": "failed", "reason": str(error) if isinstance(error, PipelineError) else
+                       f"ONNX check failed: {type(error).__name__}: {first_line(error)}"}  # fmt: skip
+        if report["status"] != "ok":
+            for leftover in tmp.glob(layout.EXPORTED_ONNX + "*"):
+                leftover.unlink()
+        declared = {k: v for k in ("num_heads", "hidden_size") if (v := getattr(config, k)) is not None}
+        report["family"] = model_family(onnx_path, config.model_type, source.attention | declared)
+        write_json(
+            tmp / layout.SOURCE_INFO,
+            {
+                "model": name,
+                "status": "ok",
+                "config": config.model_dump(mode="json"),
+                "inputs": _effective_inputs(config, fixed),
+                "output_names": source.output_names,
+                "dims": dims,
+                "fixed_batch": fixed,
+                "vocab_size": source.vocab_size,
+                "batching": batching,
+                "model_digest": tree_digest(folder),  # any change to the model's folder rebuilds its variants
+                "eval_origin": evaluation.origin,
+                "calib_origin": calibration.origin,
+                "held_out": report["held_out"],
+                "family": report["family"],
+                "export": {k: v for k, v in report.items() if k not in TIMINGS},
+            },
+        )
+    write_json(layout.export_report(name, root), report)
+    return report
+
+
+def _effective_inputs(config: ModelConfig, fixed: int | None) -> dict[str, Any]:
+    """The input spec the artifacts accept: the catalog's, with a batch axis made dynamic if it was."""
+    specs = {name: spec.model_dump(mode="json", exclude_none=True) for name, spec in config.inputs.items()}
+    if fixed is None and config.fixed_batch is not None:
+        for spec in specs.values():
+            spec["shape"] = ["batch", *spec["shape"][1:]]
+    return specs

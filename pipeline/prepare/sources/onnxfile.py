@@ -1,0 +1,162 @@
+"""ONNX source: an existing .onnx file (weights inside, or in external data files beside it).
+
+The reference outputs come from ONNX Runtime at FP32. Files from other exporters often fix the
+batch (to 1) and bake it into Reshape shapes: such a model is taken as it is, run at its batch,
+and the spec declares it (`shape: [1, 3, 224, 224]`). `make_batch_dynamic: true` tries to relax
+the batch axis and keeps the result only when it is proven: batch 2 must equal two batch-1 calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from pipeline.core import onnx_files
+from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
+from pipeline.core.data import Arrays
+from pipeline.core.errors import ConfigError, ModelFileError, first_line
+from pipeline.prepare.sources.base import SourceModel, output_names
+
+ONNX_DTYPES = {
+    "float32": onnx.TensorProto.FLOAT,
+    "float16": onnx.TensorProto.FLOAT16,
+    "float64": onnx.TensorProto.DOUBLE,
+    "int64": onnx.TensorProto.INT64,
+    "int32": onnx.TensorProto.INT32,
+    "int8": onnx.TensorProto.INT8,
+    "uint8": onnx.TensorProto.UINT8,
+    "bool": onnx.TensorProto.BOOL,
+}
+RELAXED_BATCH = "batch"
+
+
+def graph_inputs(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    initializers = {i.name for i in model.graph.initializer}
+    return {i.name: i for i in model.graph.input if i.name not in initializers}
+
+
+def input_dims(value: onnx.ValueInfoProto) -> list[int | str]:
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in value.type.tensor_type.shape.dim]
+
+
+def check_spec(model: onnx.ModelProto, config: ModelConfig, path: Path, field: str) -> None:
+    """The catalog's input spec must name the graph's inputs with matching rank, dims and dtype.
+
+    A dimension the file fixes must be declared with that number (a fixed batch included); a
+    dimension the file leaves open may be declared as a symbol or a number."""
+    inputs = graph_inputs(model)
+    if set(inputs) != set(config.inputs):
+        raise ConfigError(
+            f"{PARAMS_FILE}: {field}.inputs: names {sorted(config.inputs)} "
+            f"do not match the inputs of {path}: {sorted(inputs)}"
+        )
+    for name, spec in config.inputs.items():
+        tensor = inputs[name].type.tensor_type
+        dims = input_dims(inputs[name])
+        where = f"{PARAMS_FILE}: {field}.inputs.{name}"
+        if tensor.elem_type != ONNX_DTYPES[spec.dtype]:
+            actual = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+            raise ConfigError(f"{where}.dtype: {spec.dtype} declared, {path} expects {actual}")
+        if len(dims) != len(spec.shape):
+            raise ConfigError(f"{where}.shape: rank {len(spec.shape)} declared, {path} has {dims}")
+        for i, (declared, actual) in enumerate(zip(spec.shape, dims, strict=True)):
+            if isinstance(actual, int) and actual > 0 and declared != actual:
+                what = "the batch axis" if i == 0 else f"dimension {i}"
+                raise ConfigError(
+                    f"{where}.shape: {path} fixes {what} to {actual}; declare it as {actual} (got {declared!r}; "
+                    f"file shape {dims})"
+                )
+
+
+def read_model(path: Path, field: str) -> onnx.ModelProto:
+    """The graph without its weights, checked; any failure names the file and the field."""
+    try:
+        onnx.checker.check_model(str(path))  # by path: weights in external data files are checked too
+        return onnx.load(str(path), load_external_data=False)
+    except Exception as error:
+        raise ModelFileError(
+            f"{path}: not a valid ONNX model ({PARAMS_FILE}: {field}.file): {first_line(error)}"
+        ) from None
+
+
+class OnnxSource(SourceModel):
+    kind = "onnx"
+
+    def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
+        super().__init__(name, config, root, dims)
+        path = self.require_file()
+        model = read_model(path, self.field)
+        check_spec(model, config, path, self.field)
+        found = [o.name for o in model.graph.output]
+        self._names = output_names(config, len(found), self.field, found)
+        if self._names != found:
+            raise ConfigError(
+                f"{PARAMS_FILE}: {self.field}.outputs: {self._names} do not match the outputs of {path}: {found}"
+            )
+        self._session = _session(path)
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._names
+
+    def predict(self, inputs: Arrays) -> Arrays:
+        return dict(zip(self._names, self._session.run(self._names, inputs), strict=True))
+
+    def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
+        """The user's file, weights included: external data is kept external, in one side file."""
+        model = onnx.load(str(self.path))
+        external = onnx_files.uses_external_data(self.path)
+        report: dict[str, Any] = {"exporter": "none (ONNX source copied)", "export_s": 0.0}
+        if self.config.make_batch_dynamic:
+            relaxed, outcome = self._relax_batch(model, path, external)
+            report["make_batch_dynamic"] = outcome
+            if relaxed:
+                report["fixed_batch"] = None
+                return report
+        onnx_files.save(model, path, external=external)
+        return report
+
+    def _relax_batch(self, model: onnx.ModelProto, path: Path, external: bool) -> tuple[bool, str]:
+        """Make the batch axis symbolic; keep it only if batch 2 equals two batch-1 calls."""
+        relaxed = onnx.ModelProto()
+        relaxed.CopyFrom(model)
+        del relaxed.graph.value_info[:]
+        for value in [*graph_inputs(relaxed).values(), *relaxed.graph.output]:
+            dims = value.type.tensor_type.shape.dim
+            if len(dims):
+                dims[0].Clear()
+                dims[0].dim_param = RELAXED_BATCH
+        onnx_files.save(relaxed, path, external=external)
+        first = self.example()  # a batch of the fixed size
+        second = {k: _other_row(v) for k, v in first.items()}
+        n = 2 * len(next(iter(first.values())))
+        try:
+            together = _session(path).run(self._names, {k: np.concatenate([first[k], second[k]]) for k in first})
+        except Exception as error:
+            return False, f"kept fixed: the relaxed model fails at batch {n} ({first_line(error)})"
+        apart = [self._session.run(self._names, half) for half in (first, second)]
+        for i, name in enumerate(self._names):
+            expected = np.concatenate([apart[0][i], apart[1][i]])
+            if together[i].shape != expected.shape or not np.allclose(together[i], expected, atol=1e-5, rtol=1e-4):
+                return False, f"kept fixed: at batch {n} output {name!r} differs from two calls at the fixed batch"
+        return True, f"relaxed: batch {n} equals two calls at the fixed batch"
+
+
+def _other_row(value: np.ndarray) -> np.ndarray:
+    """A second sample unlike the first, so a model mixing samples across the batch shows it."""
+    if value.dtype.kind == "f":
+        return value * -0.5 + 0.25
+    return value[:, ::-1].copy() if value.ndim > 1 else value
+
+
+def _session(path: Path) -> Any:
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> OnnxSource:
+    return OnnxSource(name, config, root, dims)

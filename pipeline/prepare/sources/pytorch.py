@@ -1,0 +1,104 @@
+"""PyTorch source: a `module:factory` building the nn.Module plus a state_dict file."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pipeline.core.config import ExportConfig, InputSpec, ModelConfig
+from pipeline.core.data import Arrays
+from pipeline.prepare.sources.base import SourceModel, output_names
+from pipeline.runtimes.torch_module import as_tuple, build_module, flat_outputs
+
+
+def dynamic_shapes(specs: dict[str, InputSpec], named: bool = True) -> tuple[dict[int, Any], ...]:
+    """torch.export's dynamic_shapes: one Dim per symbol, shared by every input axis that names it.
+
+    `named=False` gives Dim.DYNAMIC instead: torch.export then infers each axis' range (a BERT's
+    sequence axis stops at its 512 positions) rather than refusing a range it cannot prove."""
+    symbols = {d for spec in specs.values() for d in spec.shape if isinstance(d, str)}
+    dims = {name: torch.export.Dim(name) if named else torch.export.Dim.DYNAMIC for name in sorted(symbols)}
+    return tuple({axis: dims[d] for axis, d in enumerate(spec.shape) if isinstance(d, str)} for spec in specs.values())
+
+
+class TorchSource(SourceModel):
+    kind = "torch"
+
+    def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
+        super().__init__(name, config, root, dims)
+        weights = self.require_file() if config.file else None
+        self.module = build_module(
+            config.factory or "", config.factory_args, weights, root, self.field, config.init_seed
+        )
+        found = self.probe(lambda example: flat_outputs(self._call(example))[0])
+        self._names = output_names(config, len(found), self.field, found)
+
+    @property
+    def vocab_size(self) -> int | None:
+        """Hugging Face models (and any module with a `config.vocab_size`) declare their vocabulary."""
+        size = getattr(getattr(self.module, "config", None), "vocab_size", None)
+        return int(size) if isinstance(size, int) else None
+
+    @property
+    def attention(self) -> dict[str, int]:
+        """A Hugging Face config's num_attention_heads and hidden_size, when the module has one."""
+        config = getattr(self.module, "config", None)
+        found = {"num_heads": "num_attention_heads", "hidden_size": "hidden_size"}
+        values = {key: getattr(config, attribute, None) for key, attribute in found.items()}
+        return {key: value for key, value in values.items() if isinstance(value, int)}
+
+    def _call(self, inputs: Arrays) -> Any:
+        with torch.inference_mode():
+            return self.module(*(torch.from_numpy(np.ascontiguousarray(v)) for v in inputs.values()))
+
+    def _weight_bytes(self) -> int:
+        tensors = [*self.module.parameters(), *self.module.buffers()]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._names
+
+    def predict(self, inputs: Arrays) -> Arrays:
+        return {n: t.numpy() for n, t in zip(self._names, as_tuple(self._call(inputs)), strict=True)}
+
+    def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
+        import onnx
+
+        from pipeline.core import onnx_files
+
+        example = tuple(torch.from_numpy(v) for v in self.example().values())
+        exporter = self.config.torch_exporter or export.torch_exporter
+        dynamo = exporter == "dynamo"
+        exported_names = [f"__output{i}" for i in range(len(self._names))]  # renamed below, collision-safe
+        if dynamo:
+            dynamic: dict[str, Any] = {"dynamic_shapes": dynamic_shapes(self.config.inputs)}
+        else:
+            specs = self.config.inputs
+            axes = {n: {i: d for i, d in enumerate(s.shape) if isinstance(d, str)} for n, s in specs.items()}
+            if self.config.fixed_batch is None:
+                axes |= {n: {0: str(self.config.batch_dim)} for n in exported_names}
+            dynamic = {"dynamic_axes": axes, "output_names": exported_names}
+        start = time.perf_counter()
+        torch.onnx.export(
+            self.module,
+            example,
+            str(path),
+            input_names=list(self.config.inputs),
+            opset_version=export.opset,
+            dynamo=dynamo,
+            external_data=self._weight_bytes() > onnx_files.EXTERNAL_ABOVE,
+            **dynamic,
+        )
+        model = onnx.load(str(path))
+        onnx_files.name_outputs(model, self._names)  # after export: a chosen name may collide with a tensor's
+        onnx_files.save(model, path)
+        return {"exporter": f"torch.onnx ({exporter})", "export_s": time.perf_counter() - start}
+
+
+def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> TorchSource:
+    return TorchSource(name, config, root, dims)

@@ -1,0 +1,402 @@
+"""The report stage: one Markdown report per model and an index, with PNG plots, under reports/report/;
+and the plot data under reports/plots/ that dvc.yaml declares as plots, so `dvc plots show` and
+`dvc plots diff REV` draw the same numbers across revisions.
+
+The report explains the choice (recomputed by pipeline.decide.selection from the same metrics and params
+as the select stage) and warns about the traps it can see in the numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.evaluate import worst_cosine
+from pipeline.core.files import atomic_dir, read_json, write_json
+from pipeline.core.records import load_details, load_env
+from pipeline.core.registry import BASELINES, VARIANTS, ordered, should_beat
+from pipeline.decide.selection import Candidate, Selection, select
+from pipeline.present.summary import how_measured, markdown_table, rows
+
+Metrics = dict[str, dict[str, Any]]
+REPORT_DIR = layout.REPORTS / "report"
+PLOTS_DIR = layout.REPORTS / "plots"
+PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory")
+# Variants that trade precision for speed, and the variant of the same runtime they should beat.
+FP16_PAIRS, INT8_PAIRS = should_beat("fp16"), should_beat("int8")
+
+
+MIN_GAIN = 0.05  # an INT8 variant less than 5% faster than its FP32 counterpart is "not faster"
+
+
+def _ok(metrics: Metrics, *variants: str) -> bool:
+    return all(metrics.get(v, {}).get("status") == "ok" for v in variants)
+
+
+def _p50(metrics: Metrics, variant: str) -> float:
+    return metrics[variant]["latency_ms"]["p50"]
+
+
+def _margin(metrics: Metrics, *variants: str) -> float:
+    """The relative difference below which two p50s are not told apart: their noise, at least 5%."""
+    return max(5.0, *(metrics[v].get("noise_pct", 0.0) for v in variants)) / 100.0
+
+
+def on_gpu(metrics: dict[str, Any]) -> str:
+    """For a variant measured on a GPU: where (the CPU's ISA says nothing there); else empty."""
+    if metrics.get("device", "cpu") == "cpu":
+        return ""
+    gpu = metrics.get("gpu", {})
+    return (
+        f"measured on {metrics['device']} ({gpu.get('gpu', '?')}, compute capability "
+        f"{gpu.get('compute_capability', '?')}); nothing here measured where the time goes"
+    )
+
+
+def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[str]:
+    """Known traps visible in one model's numbers, one sentence each."""
+    found = []
+    if selection.chosen is None:
+        found.append(f"No variant meets the constraints: {selection.why}. Nothing was deployed.")
+    for fp16, fp32 in FP16_PAIRS.items():
+        if _ok(metrics, fp16, fp32) and _p50(metrics, fp16) > _p50(metrics, fp32) * (1 + _margin(metrics, fp16, fp32)):
+            cause = on_gpu(metrics[fp16]) or (
+                "this CPU has no native FP16 arithmetic (reports/env.json: no AVX512-FP16 or AMX-FP16), so FP16 "
+                "only saves size here"
+                if not cpu.get("native_fp16")
+                else "although this CPU has native FP16 arithmetic (reports/env.json)"
+            )
+            found.append(
+                f"`{fp16}` is slower than `{fp32}` at batch 1 (p50 {_p50(metrics, fp16):.4g} vs "
+                f"{_p50(metrics, fp32):.4g} ms): {cause}."
+            )
+    for int8, fp32 in INT8_PAIRS.items():
+        # "No faster" needs INT8 within 5% of FP32; noise widens no claim here (a noisy pair is flagged below).
+        if _ok(metrics, int8, fp32) and _p50(metrics, int8) > _p50(metrics, fp32) * (1 - MIN_GAIN):
+            peak = metrics[int8]["throughput_sps"]["peak"] / metrics[fp32]["throughput_sps"]["peak"]
+            evidence = on_gpu(metrics[int8]) or (
+                "this CPU lacks VNNI (reports/env.json), which INT8 matrix products need to be fast"
+                if not cpu.get("vnni")
+                else "the CPU has VNNI (reports/env.json), so the ISA is not the cause; nothing here measured "
+                "where the time goes"
+            )
+            batched = (
+                f"; at its best batch size it does reach {peak:.2f}x FP32's peak throughput" if peak > 1.05 else ""
+            )
+            found.append(
+                f"`{int8}` is not faster than `{fp32}` at batch 1 beyond noise (p50 {_p50(metrics, int8):.4g} vs "
+                f"{_p50(metrics, fp32):.4g} ms): {evidence}{batched}."
+            )
+    noisy = {
+        v: m.get("noise_pct", 0) for v, m in metrics.items() if m.get("status") == "ok" and not m.get("stable", True)
+    }
+    if noisy:
+        listed = ", ".join(f"`{v}` (±{n:.0f}%)" for v, n in sorted(noisy.items()))
+        found.append(
+            f"Noisy measurements: {listed}. Their two latency segments disagreed; compare them with care "
+            "and rerun with nothing else on the machine."
+        )
+    for variant, m in sorted(metrics.items()):
+        if m.get("in_sample"):
+            found.append(
+                f"`{variant}`'s accuracy and fidelity are in-sample: {m['in_sample']} (the catalog's calib_data "
+                "repeats eval rows); give calibration rows the eval data does not hold."
+            )
+    for variant, m in sorted(metrics.items()):
+        if m.get("status") == "failed":
+            found.append(f"`{variant}` failed: {m.get('reason')}")
+    not_applicable = [
+        v for v, m in metrics.items() if m.get("status") == "skipped" and "source;" in m.get("reason", "")
+    ]
+    skipped: dict[str, list[str]] = {}
+    for variant, m in sorted(metrics.items()):
+        if m.get("status") == "skipped" and variant not in not_applicable:
+            skipped.setdefault(m.get("reason", ""), []).append(f"`{variant}`")
+    for why, names in skipped.items():
+        found.append(f"{', '.join(names)} {'was' if len(names) == 1 else 'were'} skipped: {why}")
+    if not_applicable:
+        found.append(
+            f"{len(not_applicable)} variant(s) do not apply to this source kind: {', '.join(sorted(not_applicable))}."
+        )
+    return found
+
+
+def _loss(variant: str, metrics: dict[str, Any], percentile: str) -> float | None:
+    loss = Candidate.from_metrics(variant, metrics, percentile).loss
+    return None if loss == float("inf") else loss
+
+
+def _quality(metrics: dict[str, Any]) -> str:
+    """The chosen artifact's quality figure: the task metric's delta, else the worst output cosine."""
+    delta = (metrics.get("accuracy") or {}).get("delta")
+    if delta is not None:
+        return f"{delta:+.4f}"
+    cosine = worst_cosine(metrics.get("fidelity"))
+    return f"cos {cosine:.4f}" if cosine is not None else ""
+
+
+def plot_data(metrics: Metrics, selection: Selection, percentile: str) -> dict[str, list[dict[str, Any]]]:
+    """The records behind each plot, for DVC (reports/plots/<kind>/<model>.json) and matplotlib."""
+    ok = {v: m for v, m in metrics.items() if m.get("status") == "ok"}
+    order = [v for v in VARIANTS if v in ok]
+    return {
+        "latency_accuracy": [
+            {
+                "variant": v,
+                "latency_ms": ok[v]["latency_ms"][percentile],
+                "quality_loss": _loss(v, ok[v], percentile),
+                "size_mb": ok[v]["size_mb"],
+                "feasible": v in selection.feasible,
+                "pareto": v in selection.pareto,
+                "chosen": v == selection.chosen,
+            }
+            for v in order
+        ],
+        "size": [{"variant": v, "size_mb": ok[v]["size_mb"]} for v in order],
+        "throughput": [
+            {"variant": v, "batch": int(key[1:]), "samples_per_s": value}
+            for v in order
+            for key, value in ok[v]["throughput_sps"]["by_batch"].items()
+        ],
+        "memory": [{"variant": v, "peak_rss_mb": ok[v]["peak_rss_mb"]} for v in order],
+    }
+
+
+def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, folder: Path) -> dict[str, str]:
+    """PNG plots (matplotlib, Agg) in folder/img/<model>/ (images only: dvc.yaml declares that folder as
+    image plots); returns kind -> path relative to `folder`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    (folder / "img" / model).mkdir(parents=True, exist_ok=True)
+    files = {}
+    for kind in PLOT_KINDS:
+        records = data[kind]
+        if not records:
+            continue
+        figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
+        if kind == "latency_accuracy":
+            _draw_tradeoff(axes, records, percentile)
+        elif kind == "throughput":
+            colors = plt.get_cmap("tab20").colors  # more variants than tab10 has colours
+            for index, variant in enumerate(dict.fromkeys(r["variant"] for r in records)):
+                points = [(r["batch"], r["samples_per_s"]) for r in records if r["variant"] == variant]
+                axes.plot(*zip(*points, strict=True), marker="o", label=variant, color=colors[index % len(colors)])
+            axes.set(xscale="log", yscale="log", xlabel="batch size", ylabel="samples / s")
+            axes.set_xticks([r["batch"] for r in records], labels=[str(r["batch"]) for r in records])
+            axes.legend(fontsize=7, ncol=2)
+        else:
+            value = {"size": "size_mb", "memory": "peak_rss_mb"}[kind]
+            axes.barh([r["variant"] for r in records], [r[value] for r in records], color="#4c72b0")
+            axes.set_xlabel({"size": "artifact size (MB)", "memory": "peak RSS of the benchmark process (MB)"}[kind])
+            axes.invert_yaxis()
+        axes.set_title(f"{model}: {kind.replace('_', ' vs ')}", fontsize=10)
+        axes.grid(alpha=0.3)
+        figure.tight_layout()
+        name = f"img/{model}/{kind}.png"
+        figure.savefig(folder / name, metadata={"Software": None})  # no version stamp: same data, same bytes
+        plt.close(figure)
+        files[kind] = name
+    return files
+
+
+def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) -> None:
+    """Latency vs quality loss: every variant, the Pareto front of the feasible ones, the choice."""
+    for feasible, style in ((False, {"marker": "x", "color": "#999999"}), (True, {"marker": "o", "color": "#4c72b0"})):
+        points = [r for r in records if r["feasible"] == feasible and r["quality_loss"] is not None]
+        if points:
+            axes.scatter(
+                [r["latency_ms"] for r in points],
+                [r["quality_loss"] for r in points],
+                label="meets constraints" if feasible else "rejected",
+                **style,
+            )
+    front = sorted((r for r in records if r["pareto"] and r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
+    if front:
+        axes.step(
+            [r["latency_ms"] for r in front],
+            [r["quality_loss"] for r in front],
+            where="post",
+            color="#dd8452",
+            label="Pareto front",
+        )
+    labelled = sorted((r for r in records if r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
+    for rank, r in enumerate(labelled):  # staggered heights: variants often share a loss
+        axes.annotate(
+            r["variant"],
+            (r["latency_ms"], r["quality_loss"]),
+            fontsize=6,
+            alpha=0.85,
+            xytext=(3, 4 + 8 * (rank % 4)),
+            textcoords="offset points",
+            arrowprops={"arrowstyle": "-", "alpha": 0.3, "lw": 0.5},
+        )
+        if r["chosen"]:
+            axes.scatter(
+                [r["latency_ms"]],
+                [r["quality_loss"]],
+                marker="*",
+                s=220,
+                color="#c44e52",
+                zorder=5,
+                label=f"chosen: {r['variant']}",
+            )
+    axes.margins(y=0.25)  # room for the labels above the top points
+    axes.set(
+        xscale="log",
+        xlabel=f"latency {percentile} (ms, batch 1)",
+        ylabel="loss vs FP32 source (accuracy drop; 1 - cosine without labels)",
+    )
+    axes.legend(fontsize=7)
+
+
+def model_report(
+    model: str, params: Params, metrics: Metrics, cpu: dict[str, Any], folder: Path, root: Path
+) -> dict[str, Any]:
+    """Write one model's Markdown report and plots into `folder`; return its index row."""
+    results = root
+    deploy = layout.deploy_dir(model).as_posix()
+    config = params.select
+    constraints = config.constraints_for(model)
+    selection = select(metrics, config, constraints)
+    data = plot_data(metrics, selection, config.percentile)
+    images = draw(model, data, config.percentile, folder)
+    warnings = traps(metrics, cpu, selection)
+    baseline = BASELINES[params.model(model).source]
+    limits = ", ".join(f"{k} {v}" for k, v in constraints.model_dump().items() if v is not None) or "none"
+    lines = [f"# {model}", ""]
+    if selection.chosen:
+        chosen = metrics[selection.chosen]
+        lines += [
+            f"**Deploy `{selection.chosen}`** ({chosen['runtime']}, {chosen['precision']}): {selection.why}.",
+            "",
+            f"The artifact is in `{deploy}/` with its `manifest.json`; run it with "
+            f"`python -m pipeline predict {deploy} INPUT.npy`.",
+        ]
+    else:
+        lines += [f"**Nothing deployed**: {selection.why}."]
+    lines += ["", f"Objective: {config.objective} ({config.percentile}). Constraints: {limits}.", ""]
+    if warnings:
+        lines += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
+    lines += [
+        f"## Variants (speed-up against `{baseline}`)",
+        "",
+        markdown_table(rows(metrics, ordered(params.all_variants), baseline)),
+        "",
+    ]
+    if selection.rejected:
+        lines += ["## Why not the others", "", "| variant | reason |", "|---|---|"]
+        lines += [
+            f"| {v} | {reason} |"
+            for v, reason in sorted(selection.rejected.items())
+            if metrics[v]["status"] != "skipped"
+        ]
+        lines += [""]
+    if selection.pareto:
+        lines += [
+            f"Pareto front over ({config.percentile} latency, quality loss, size): {', '.join(selection.pareto)}.",
+            "",
+        ]
+    titles = {
+        "latency_accuracy": "Latency vs quality loss",
+        "size": "Size per variant",
+        "throughput": "Throughput vs batch size",
+        "memory": "Peak memory per variant",
+    }
+    lines += where_the_time_goes(model, metrics, results)
+    lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
+    lines += [f"_{how_measured(params, results)}_", ""]
+    (folder / f"{model}.md").write_text("\n".join(lines))
+    chosen_metrics = metrics.get(selection.chosen or "", {})
+    base = metrics.get(baseline, {})
+    speedup = (
+        f"{base['latency_ms']['p50'] / chosen_metrics['latency_ms']['p50']:.2f}x"
+        if chosen_metrics and base.get("status") == "ok"
+        else ""
+    )
+    return {
+        "model": model,
+        "source": params.model(model).source,
+        "chosen": selection.chosen or "none",
+        "p50_ms": f"{chosen_metrics['latency_ms']['p50']:.4g}" if chosen_metrics else "",
+        "speedup": speedup,
+        "baseline": baseline,
+        "delta": _quality(chosen_metrics) if chosen_metrics else "",
+        "size": f"{chosen_metrics['size_mb']:.3g}" if chosen_metrics else "",
+        "warnings": len(warnings),
+        "data": data,
+    }
+
+
+def where_the_time_goes(model: str, metrics: Metrics, root: Path, rows_per_variant: int = 5) -> list[str]:
+    """One table per runtime: each profiled variant's share of time by operator type (FP32 next to
+    its INT8 variants), from reports/profile/. Runtimes name operators differently, hence per runtime."""
+    lines: list[str] = []
+    by_runtime: dict[str, dict[str, dict[str, Any]]] = {}
+    for variant in VARIANTS:
+        path = layout.profile_file(model, variant, root)
+        if metrics.get(variant, {}).get("status") == "ok" and path.is_file():
+            profile = read_json(path)
+            if profile.get("top"):
+                by_runtime.setdefault(metrics[variant]["runtime"], {})[variant] = profile
+    for runtime, profiles in by_runtime.items():
+        ops: list[str] = []
+        for profile in profiles.values():
+            ops += [op for op in list(profile["top"])[:rows_per_variant] if op not in ops]
+        header = " | ".join(f"`{v}`" for v in profiles)
+        lines += [f"**{runtime}**", "", f"| operator type | {header} |", "|---|" + "---:|" * len(profiles)]
+        for op in ops:
+            cells = []
+            for profile in profiles.values():
+                entry = profile["top"].get(op)
+                cells.append(
+                    f"{entry['share_pct']:.0f}% ({entry['total_ms'] / profile['calls']:.3g} ms)" if entry else ""
+                )
+            lines.append(f"| {op} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if not lines:
+        return []
+    return [
+        "## Where the time goes",
+        "",
+        "Share of each variant's profiled time by operator type, and its time per batch-1 call, from the "
+        "runtime's own profiler on a separate instance after the timed runs (`reports/profile/`).",
+        "",
+        *lines,
+    ]
+
+
+def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
+    """The report stage: reports/report/ (Markdown + PNG) and reports/plots/ (data for DVC), from
+    the figures measured on this machine."""
+    results = root
+    env = load_env(results)
+    cpu, machine = env.get("cpu", {}), env.get("machine", {}).get("name", "?")
+    index = []
+    with atomic_dir(results / REPORT_DIR) as folder:
+        for model in params.models:
+            metrics = load_details(model, results)
+            if metrics:
+                index.append(model_report(model, params, metrics, cpu, folder, root))
+        lines = [
+            f"# Deployment report: machine {machine}",
+            "",
+            "| model | source | deploy | p50 ms | speed-up | vs | accuracy Δ / cosine | size MB | warnings |",
+            "|---|---|---|---:|---:|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| [{r['model']}]({r['model']}.md) | {r['source']} | {r['chosen']} | {r['p50_ms']} | {r['speedup']} | "
+            f"{r['baseline']} | {r['delta']} | {r['size']} | {r['warnings']} |"
+            for r in index
+        ]
+        lines += ["", f"_{how_measured(params, results)}_", ""]
+        (folder / "index.md").write_text("\n".join(lines))
+    with atomic_dir(results / PLOTS_DIR) as folder:
+        for row in index:
+            for kind, records in row["data"].items():
+                write_json(folder / kind / f"{row['model']}.json", records)
+    return {"status": "ok", "reason": f"{len(index)} model report(s) in {REPORT_DIR}/index.md"}

@@ -1,0 +1,78 @@
+"""`python -m pipeline repro`: `dvc repro` with one live progress line instead of DVC's stage chatter.
+
+DVC visits every stage of the pipeline in order and says of each that it runs it or that it did
+not change: the display counts both against the stage list (`dvc stage list -R`), and estimates the
+time left from the stages run so far (an upper bound: unchanged stages take no time).
+Each stage's one-line result is printed as it finishes;
+everything else DVC prints goes to reports/logs/repro.log (and each stage's library chatter to its
+own log under reports/logs/stages/, pipeline.stage_runner).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+RUNNING = re.compile(r"^Running stage '([^']+)'")
+UNCHANGED = re.compile(r"^Stage '([^']+)' didn't change")
+RESULT = re.compile(r"^[\w .:/-]+: ((?:ok|skipped|failed|none)\b.*)$")  # pipeline.stage_runner's result line
+LOG = Path("reports/logs/repro.log")
+
+
+def stage_count() -> int:
+    """How many stages the repository's pipeline has (every dvc.yaml)."""
+    listed = subprocess.run(["dvc", "stage", "list", "-R", "--name-only"], capture_output=True, text=True, check=False)
+    return len(listed.stdout.split())
+
+
+def _clock(seconds: float) -> str:
+    return time.strftime("%M:%S" if seconds < 3600 else "%H:%M:%S", time.gmtime(seconds))
+
+
+def status_line(stage: str, done: int, total: int, started: float, durations: list[float]) -> Text:
+    """`[k/N] model variant  elapsed  ~left`, the time left from the mean of the stages so far."""
+    elapsed = time.monotonic() - started
+    group, _, item = stage.partition("@")
+    left = f"~{_clock(sum(durations) / len(durations) * (total - done))} left" if durations and total > done else ""
+    return Text(f"[{done + 1}/{max(total, done + 1)}] {group} {item.replace('-', ' ')}  {_clock(elapsed)}  {left}")
+
+
+def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> int:
+    console = console or Console(stderr=True)
+    total = stage_count()
+    console.print(f"dvc repro: {total} stage(s) to check; DVC's output: {LOG}")
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    started, durations, done, current, stage_start = time.monotonic(), [], 0, "", time.monotonic()
+    with LOG.open("w") as log, Live(console=console, transient=True, refresh_per_second=2) as live:
+        process = subprocess.Popen(
+            ["dvc", "repro", *dvc_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            log.flush()
+            running, unchanged = RUNNING.match(line), UNCHANGED.match(line)
+            if running or unchanged:
+                if current:
+                    durations.append(time.monotonic() - stage_start)
+                    done += 1
+                current, stage_start = (running[1], time.monotonic()) if running else ("", stage_start)
+                done += bool(unchanged)
+            elif line.startswith(("error:", "ERROR")):
+                console.print(line.rstrip(), markup=False, highlight=False, soft_wrap=True)
+            elif current and (result := RESULT.match(line)):  # the stage's one line: named by its DVC stage
+                console.print(f"{current}: {result[1]}", markup=False, highlight=False, soft_wrap=True)
+            if current:
+                live.update(status_line(current, done, total, started, durations))
+        code = process.wait()
+    total = _clock(time.monotonic() - started)
+    console.print(
+        f"dvc repro {'finished' if code == 0 else f'failed (exit {code})'} in {total}; log: {LOG}", soft_wrap=True
+    )
+    return code

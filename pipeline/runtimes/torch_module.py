@@ -1,0 +1,71 @@
+"""A PyTorch model as code plus weights: built the same way by the torch source (export) and the
+torch runtime (torch_eager, predict), so the eager baseline is exactly the exported model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pipeline.core.errors import ConfigError, ModelFileError, first_line, one_line
+from pipeline.core.layout import PARAMS_FILE
+from pipeline.core.model_code import import_object
+
+
+def build_module(
+    factory_ref: str, factory_args: dict[str, Any], weights: Path | None, root: Path, field: str, init_seed: int = 0
+) -> torch.nn.Module:
+    """Instantiate the factory and load the weights; shared by the source and the torch runtime.
+
+    Without a weights file the factory's own initialisation is used, seeded: an architecture
+    benchmarked for speed (like Keras' weights=None), measured for fidelity to itself.
+    """
+    factory = import_object(factory_ref, root, f"{field}.factory")
+    torch.manual_seed(init_seed)
+    try:
+        module = factory(**factory_args)
+    except Exception as error:
+        raise ConfigError(f"{PARAMS_FILE}: {field}.factory: calling {factory_ref} failed: {one_line(error)}") from None
+    if not isinstance(module, torch.nn.Module):
+        raise ConfigError(f"{PARAMS_FILE}: {field}.factory: returned {type(module).__name__}, expected torch.nn.Module")
+    if weights is None:
+        return module.eval()
+    try:
+        state = torch.load(weights, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise ModelFileError(
+            f"{weights}: not a readable PyTorch state_dict ({PARAMS_FILE}: {field}.file): "
+            f"{type(error).__name__}: {first_line(error)}"
+        ) from None
+    try:
+        module.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError) as error:
+        raise ModelFileError(
+            f"{weights}: does not fit {factory_ref} ({PARAMS_FILE}: {field}.file): {one_line(error)}"
+        ) from None
+    return module.eval()
+
+
+def flat_outputs(result: Any) -> tuple[list[str], list[torch.Tensor]]:
+    """The model's output tensors in torch.export's (pytree) order, with stable names.
+
+    A tensor is `output`; a tuple gives `output0`, `output1`; dict keys (and Hugging Face
+    ModelOutput fields) give their own names; nesting joins them with '_' (`output0_1`).
+    """
+    from torch.utils import _pytree
+
+    leaves = [
+        (path, leaf) for path, leaf in _pytree.tree_flatten_with_path(result)[0] if isinstance(leaf, torch.Tensor)
+    ]
+    names = []
+    for path, _ in leaves:
+        parts = [str(getattr(key, "key", getattr(key, "idx", getattr(key, "name", key)))) for key in path]
+        if not parts or parts[0].isdigit():
+            parts = ["output" + (parts[0] if parts else ""), *parts[1:]]
+        names.append("_".join(parts))
+    return names, [leaf for _, leaf in leaves]
+
+
+def as_tuple(result: Any) -> tuple[torch.Tensor, ...]:
+    return tuple(flat_outputs(result)[1])

@@ -1,0 +1,116 @@
+"""Run a deployment artifact: `python -m pipeline predict deploy/<model> INPUT`, or in Python:
+
+    from pipeline.serve.predict import load
+    predictor = load("deploy/spam_fnn")
+    outputs = predictor({"features": x})        # or predictor(x) for a single-input model
+
+The manifest says which runtime loads the artifact and how (its recorded runtime config); inputs
+are checked against the input spec, files against their sha256, before anything runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.core import layout
+from pipeline.core.config import InputSpec
+from pipeline.core.data import Arrays, check_inputs, run_batched
+from pipeline.core.errors import ModelFileError
+from pipeline.core.files import read_json, sha256
+from pipeline.machine.fingerprint import cores
+from pipeline.runtimes import load as load_runtime
+
+
+class Predictor:
+    """A loaded deployment artifact."""
+
+    def __init__(self, folder: Path, threads: int | None = None, verify: bool = True) -> None:
+        manifest_path = folder / layout.MANIFEST
+        if not manifest_path.is_file():
+            raise ModelFileError(f"{manifest_path}: not found (is {folder} a deploy/<model> folder?)")
+        self.manifest = read_json(manifest_path)
+        if not self.manifest.get("variant"):
+            why = self.manifest.get("selection", {}).get("why", "")
+            raise ModelFileError(f"{folder}: no artifact was chosen for {self.manifest.get('model')}: {why}")
+        if verify:
+            for name, digest in self.manifest["files"].items():
+                if not (folder / name).is_file() or sha256(folder / name) != digest:
+                    raise ModelFileError(f"{folder / name}: missing or changed since selection (sha256 mismatch)")
+        self.inputs = {name: InputSpec.model_validate(spec) for name, spec in self.manifest["inputs"].items()}
+        config = dict(self.manifest["runtime_config"])
+        if self.manifest.get("code"):
+            config["code_root"] = str(folder / self.manifest["code"])
+        self.session = load_runtime(
+            self.manifest["runtime"],
+            folder / self.manifest["entry"],
+            threads or cores(),
+            config,
+            self.manifest.get("device", "cpu"),
+        )
+        self.output_names: list[str] = self.manifest["outputs"]
+
+    def __call__(self, inputs: Arrays | np.ndarray, batch: int = 256, source: str = "inputs") -> Arrays:
+        """Outputs by name; `source` names where the inputs came from in error messages.
+
+        Any size fits a symbolic dimension (a sequence length, say); a model that fixes its batch
+        is fed batches of exactly that size, the last one padded and the padding dropped."""
+        if isinstance(inputs, np.ndarray):
+            if len(self.inputs) != 1:
+                names = ", ".join(self.inputs)
+                raise ModelFileError(f"{source}: the model takes {len(self.inputs)} inputs ({names}); give an .npz")
+            inputs = {next(iter(self.inputs)): inputs}
+        checked = check_inputs(inputs, self.inputs, source)
+        fixed = self.manifest.get("fixed_batch")
+        outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
+        return {name: outputs[name] for name in self.output_names}
+
+
+def load(folder: str | Path, threads: int | None = None, verify: bool = True) -> Predictor:
+    """Load deploy/<model> with its runtime (threads default to all cores)."""
+    return Predictor(Path(folder), threads, verify)
+
+
+def read_inputs(path: Path) -> Arrays | np.ndarray:
+    """A .npy array (single-input models) or an .npz of arrays named like the inputs."""
+    if not path.is_file():
+        raise ModelFileError(f"{path}: file not found")
+    try:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                return {key: data[key] for key in data.files}
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ModelFileError(f"{path}: not a readable .npy/.npz file ({error})") from None
+
+
+def write_outputs(outputs: Arrays, path: Path) -> None:
+    if path.suffix == ".npz":
+        np.savez(path, **outputs)
+    elif len(outputs) == 1:
+        np.save(path, next(iter(outputs.values())))
+    else:
+        raise ModelFileError(f"{path}: the model has {len(outputs)} outputs; save them to an .npz file")
+
+
+def describe(outputs: Arrays, rows: int = 5) -> str:
+    lines = []
+    for name, value in outputs.items():
+        shown = np.array2string(value[:rows], precision=5, suppress_small=True, threshold=60)
+        lines.append(f"{name}: shape {value.shape}, dtype {value.dtype}; first {min(rows, len(value))}:\n{shown}")
+    return "\n".join(lines)
+
+
+def run_cli(folder: Path, input_path: Path, output: Path | None, threads: int | None) -> dict[str, Any]:
+    predictor = load(folder, threads)
+    outputs = predictor(read_inputs(input_path), source=str(input_path))
+    manifest = predictor.manifest
+    print(f"{manifest['model']}: {manifest['variant']} on {manifest['runtime']} {manifest['runtime_version']}")
+    if output:
+        write_outputs(outputs, output)
+        print(f"wrote {', '.join(outputs)} to {output}")
+    else:
+        print(describe(outputs))
+    return outputs
