@@ -1,11 +1,13 @@
-"""dvc.yaml and fingerprint/dvc.yaml, rendered from the stage list below and each stage's import walk.
+"""dvc.yaml and fingerprint/dvc.yaml, rendered from the stage list below.
 
-Every stage depends on the project files its code runs (pipeline.core.imports walks the imports of
-its entry script, plus the modules it names by string) and on nothing else, so an edit reruns the
-stages whose code it touches and no others. A variant's pass and runtime are named by string in
-the registry: their code is hashed into the variant's plan file (pipeline.build.plan), which that
-variant's builds and benchmarks depend on. `python -m pipeline stages --write` regenerates both
-files; tests/test_stagefile.py fails when the committed ones are stale.
+Every stage depends on the project files its code runs and on nothing else, so an edit reruns the
+stages whose code it touches and no others: the plan stage (pipeline.build.plan) hashes each stage
+group's import walk into reports/plan/stage_<group>.json, and each variant's pass and runtime code
+into reports/plan/<variant>.json, and the stages depend on those small files (a dvc.lock listing
+every code file of every stage grew to 745 KB, which DVC rewrites after each stage). The plan stage
+itself depends on the whole pipeline/ and stages/ folders: it reruns for any edit, in seconds.
+`python -m pipeline stages --write` regenerates both files; tests/test_stagefile.py fails when the
+committed ones are stale.
 
 Why two files: DVC rewrites a whole dvc.lock after running any stage of it, and the always-run `env`
 stage would rewrite the 170-stage lock on every `dvc repro`.
@@ -19,10 +21,8 @@ from typing import Any
 
 import yaml
 
-from pipeline.build.plan import variant_code
-from pipeline.core import layout, registry
+from pipeline.core import layout
 from pipeline.core.imports import walk
-from pipeline.prepare.sources import SOURCE_MODULES
 
 ROOT_FILE = Path("dvc.yaml")
 ALWAYS_FILE = Path("fingerprint/dvc.yaml")
@@ -37,6 +37,11 @@ GROUPS = {"": ("variants", SOFTWARE), "_machine": ("machine_variants", ENV), "_g
 def code(script: str, *also: str, root: Path = Path(".")) -> list[str]:
     """The project files stage entry `script` runs, with modules it names by string (`also`)."""
     return [p.as_posix() for p in walk([script, *also], root)]
+
+
+def stage_file(group: str) -> str:
+    """The plan's hash of stage `group`'s code: what the stage depends on instead of the files."""
+    return (layout.plan_dir() / f"stage_{group}.json").as_posix()
 
 
 def _uncached(path: str) -> dict[str, Any]:
@@ -69,7 +74,7 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
                     "models/common",
                     "models/${key}/net.py",
                     "models/${key}/train.py",
-                    *code("stages/train.py", root=root),
+                    stage_file("train"),
                 ],
                 "params": ["train.${key}"],
                 "outs": ["models/${key}/trained", _uncached("reports/train/${key}.json")],
@@ -79,21 +84,14 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
             "foreach": "${models}",
             "do": {
                 "cmd": "python stages/export.py ${item}",
-                "deps": [
-                    SOFTWARE,
-                    "models/${item}",
-                    *code("stages/export.py", *SOURCE_MODULES.values(), root=root),
-                ],
+                "deps": [SOFTWARE, "models/${item}", stage_file("export")],
                 "params": ["catalog.${item}", "export"],
                 "outs": ["artifacts/${item}/source", _uncached("reports/export/${item}.json")],
             },
         },
         "plan": {
             "cmd": "python stages/plan.py",
-            "deps": sorted(
-                set(code("stages/plan.py", root=root))
-                | {p.as_posix() for v in registry.VARIANTS for p in variant_code(v, root)}
-            ),
+            "deps": ["pipeline", "stages"],
             "params": ["variants", "machine_variants", "gpu_variants", "catalog"],
             "outs": [_uncached("reports/plan")],
         },
@@ -107,13 +105,13 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
                 plan_file,
                 "artifacts/${item.model}/source",
                 "models/${item.model}",
-                *code("stages/build.py", root=root),
+                stage_file("build"),
             ],
             "outs": [f"artifacts/{pair}"],
         }
     stages["bench_plan"] = {
         "cmd": "python stages/bench_plan.py",
-        "deps": [ENV, *code("stages/bench_plan.py", root=root)],
+        "deps": [ENV, stage_file("bench_plan")],
         "params": ["bench"],
         "outs": [_uncached(layout.bench_plan().as_posix())],
     }
@@ -128,7 +126,7 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
                 "artifacts/${item.model}/source",
                 f"artifacts/{pair}",
                 "models/${item.model}",
-                *code("stages/bench.py", "pipeline.measure.worker", root=root),
+                stage_file("bench"),
             ],
             "outs": [
                 _uncached(f"{METRICS}/{pair}.json"),
@@ -144,7 +142,7 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
                 f"{DETAILS}/${{item}}",
                 "artifacts/${item}",
                 "models/${item}",
-                *code("stages/select_artifact.py", root=root),
+                stage_file("select"),
             ],
             "params": ["select"],
             "outs": ["deploy/${item}", _uncached("reports/selection/${item}.json")],
@@ -152,7 +150,7 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
     }
     stages["report"] = {
         "cmd": "python stages/report.py",
-        "deps": [ENV, DETAILS, PROFILE, "reports/selection", *code("stages/report.py", root=root)],
+        "deps": [ENV, DETAILS, PROFILE, "reports/selection", stage_file("report")],
         "params": ["models", "select", "variants", "machine_variants", "gpu_variants"],
         "outs": [_uncached("reports/report"), _uncached("reports/plots")],
     }

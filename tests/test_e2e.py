@@ -162,7 +162,7 @@ def test_every_variant_writes_schema_metrics(project):
         assert not any(isinstance(v, list) for v in m.values())
         numbers = tracked(root, "spam_fnn", variant)
         assert numbers["status"] == "ok" and numbers["p50_ms"] == m["latency_ms"]["p50"]
-        assert numbers["footprint_mb"] == pytest.approx(m["peak_rss_mb"] - m["baseline_rss_mb"])
+        assert numbers["footprint_mb"] == pytest.approx(m["peak_rss_mb"] - m["baseline_rss_mb"], rel=1e-4)
         assert all(isinstance(v, float) for k, v in numbers.items() if k != "status"), numbers
     fp32 = metrics(root, "spam_fnn", "onnx_fp32")
     fidelity = fp32["fidelity"]["probability"]
@@ -354,10 +354,10 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ran = rerun()
     rebuilt = {f"build@{m}-onnx_int8_static" for m in MODELS}
-    # Models that skip the variant rebuild an identical 'skipped' record, so DVC does not rerun their bench.
+    remeasured = {f"bench@{m}-onnx_int8_static" for m in MODELS}  # their plan file changed
+    # Models that skip the variant record the same 'skipped' details again: only the measured reselect.
     measured = ("spam_fnn", "byo_onnx", "byo_fixed")
-    remeasured = {f"bench@{m}-onnx_int8_static" for m in measured}
-    reselected = {f"select@{m}" for m in measured} | {"report"}  # their metrics changed
+    reselected = {f"select@{m}" for m in measured} | {"report"}
     planned = {"plan"}  # rewrites every variant's file; only one changes
     assert ran == ALWAYS_RUN | planned | rebuilt | remeasured | reselected
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
@@ -368,7 +368,7 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     # An edit to report code reruns the report stage only; an edit to one pass, that pass's variants only.
     report_code = root / "pipeline" / "present" / "report.py"
     report_code.write_text(report_code.read_text() + "\n# an edit\n")
-    assert rerun() == ALWAYS_RUN | {"report"}
+    assert rerun() == ALWAYS_RUN | {"plan", "report"}  # the plan rehashes the code: only report's hash moved
     fp16_pass = root / "pipeline" / "build" / "passes" / "fp16.py"
     fp16_pass.write_text(fp16_pass.read_text() + "\n# an edit\n")
     ran = rerun()

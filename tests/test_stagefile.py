@@ -1,5 +1,6 @@
-"""dvc.yaml is generated from each stage's import walk (pipeline.stagefile): the committed files are
-current, every code dep is code the stage runs, and an edit reaches only the stages that run it."""
+"""dvc.yaml is generated (pipeline.stagefile) and each stage depends on its code through the plan's
+hash of its import walk (pipeline.build.plan): the committed files are current, every stage's code
+is the code it runs, and an edit reaches only the stages that run it."""
 
 from __future__ import annotations
 
@@ -7,23 +8,16 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.build.plan import variant_code
+from pipeline.build.plan import STAGE_CODE, stage_code, variant_code
 from pipeline.core import registry
-from pipeline.core.imports import walk
 from pipeline.present.docs import check_or_write as docs_check
-from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render
+from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render, stage_file
 
 REPO = Path(__file__).parents[1]
 
 
-def code_deps() -> dict[str, set[str]]:
-    """{stage group: its deps under pipeline/} from the rendered files."""
-    found = {}
-    for text in render(REPO).values():
-        for name, stage in yaml.safe_load(text)["stages"].items():
-            body = stage.get("do", stage)
-            found[name] = {d for d in body["deps"] if d.startswith("pipeline/")}
-    return found
+def code_of(group: str) -> set[str]:
+    return {p.as_posix() for p in stage_code(group, REPO)}
 
 
 def test_committed_stage_files_are_current():
@@ -35,31 +29,35 @@ def test_generated_doc_tables_are_current():
     assert docs_check(REPO) == 0, "run `python -m pipeline docs --write`"
 
 
-def test_every_code_dep_is_code_the_stage_runs():
-    deps = code_deps()
+def test_each_stage_depends_on_its_codes_hash_not_on_code_files():
+    stages = yaml.safe_load(render(REPO)[ROOT_FILE])["stages"]
+    for name, stage in stages.items():
+        deps = stage.get("do", stage)["deps"]
+        if name == "plan":
+            assert deps == ["pipeline", "stages"]  # it hashes them: any edit reruns it, in seconds
+            continue
+        group = next(g for g in STAGE_CODE if name == g or name.startswith(f"{g}_"))
+        assert stage_file(group) in deps, name
+        assert not [d for d in deps if d.startswith(("pipeline/", "stages/"))], name
 
-    def ours(roots: list[str]) -> set[str]:
-        return {p.as_posix() for p in walk(roots, REPO) if p.parts[0] == "pipeline"}
 
-    bench = ours(["stages/bench.py", "pipeline.measure.worker"])
-    assert deps["bench"] == bench and "pipeline/measure/worker.py" in bench
-    assert deps["report"] == ours(["stages/report.py"])
-    assert not any(path.startswith("pipeline/present/") for path in deps["train"] | deps["export"] | deps["build"])
+def test_each_stage_groups_code_is_what_its_entry_runs():
+    assert "pipeline/measure/worker.py" in code_of("bench")  # a child process's entry, named by string
+    assert "pipeline/prepare/sources/tfkeras.py" in code_of("export")
+    assert "stages/report.py" in code_of("report") and "pipeline/present/report.py" in code_of("report")
 
 
 def test_report_code_reaches_only_the_report_stage():
-    holders = {name for name, paths in code_deps().items() if "pipeline/present/report.py" in paths}
-    assert holders == {"report"}
+    assert {g for g in STAGE_CODE if "pipeline/present/report.py" in code_of(g)} == {"report"}
 
 
 def test_a_pass_reaches_only_its_variants():
-    """No build or bench stage lists a pass (only their shared base): each variant's plan file carries
-    its own pass's hash."""
+    """No stage group runs a pass but through the registry (only their shared base): each variant's
+    plan file carries its own pass's hash."""
     shared = {"pipeline/build/passes/__init__.py", "pipeline/build/passes/base.py"}
-    listed = {p for name, paths in code_deps().items() if name != "plan" for p in paths}
-    assert not {p for p in listed if p.startswith("pipeline/build/passes/")} - shared
+    for group in STAGE_CODE:
+        assert not {p for p in code_of(group) if p.startswith("pipeline/build/passes/")} - shared, group
     fp16 = Path("pipeline/build/passes/fp16.py")
     users = {v for v in registry.VARIANTS if fp16 in variant_code(v, REPO)}
     assert {"onnx_fp16", "onnx_cuda_fp16"} <= users
     assert not users & {"onnx_fp32", "onnx_int8_static", "openvino_int8", "torch_eager"}
-    assert fp16.as_posix() in code_deps()["plan"]
