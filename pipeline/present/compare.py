@@ -25,7 +25,7 @@ from pipeline.core.evaluate import worst_cosine
 from pipeline.core.files import read_json
 from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import BASELINES
-from pipeline.machine.naming import branches
+from pipeline.machine.naming import BRANCH_PREFIX
 from pipeline.present.summary import hardware, markdown_table, num, rich_table, speedup
 
 COLUMNS = (
@@ -79,6 +79,27 @@ def machine_rows(machine: str, model: str, source: str, results: Path) -> list[l
     return out
 
 
+def results_branches(root: Path = Path(".")) -> dict[str, str]:
+    """{machine: ref} for every results/<machine> branch, local first, else fetched from a remote."""
+    refs = subprocess.run(
+        [
+            "git",
+            "for-each-ref",
+            "--format=%(refname:short)",
+            f"refs/heads/{BRANCH_PREFIX}*",
+            f"refs/remotes/*/{BRANCH_PREFIX}*",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    found: dict[str, str] = {}
+    for ref in refs:  # local branches come first in git's order: they win
+        found.setdefault(ref.rpartition(BRANCH_PREFIX)[2], ref)
+    return found
+
+
 @contextmanager
 def results_trees(root: Path = Path(".")) -> Iterator[dict[str, Path]]:
     """{machine: folder holding its reports/}: this working tree's machine, then every results/<name>
@@ -88,7 +109,7 @@ def results_trees(root: Path = Path(".")) -> Iterator[dict[str, Path]]:
     if here:
         trees[here] = root
     with tempfile.TemporaryDirectory(prefix="machines-") as tmp:
-        for machine, ref in branches(root).items():
+        for machine, ref in results_branches(root).items():
             if machine in trees:
                 continue
             folder = Path(tmp) / machine
