@@ -34,7 +34,7 @@ from pipeline.measure.harness import measure_latency, warm_up
 ARTICLE_MS = {"PyTorch": 1.26, "TensorFlow": 6.61, "JAX": 3.15, "ONNX Runtime": 14.75, "OpenVINO": 144.84}
 MODEL = "spam_fnn"
 ROWS = 1000
-LATENCY = LatencyConfig(segments=1, min_iters=200, min_seconds=2.0, max_seconds=10.0)
+LATENCY = LatencyConfig(min_seconds=2.0, max_seconds=10.0)
 
 
 def _torch_layers(root: Path) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -26,7 +26,7 @@ from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import load_params
 from pipeline.core.data import DataSet, run_batched
-from pipeline.core.evaluate import fidelity_block, worst_cosine
+from pipeline.core.evaluate import fidelity_block, worst_row_cosine
 from pipeline.core.files import write_json
 from pipeline.core.isolate import call
 from pipeline.machine.fingerprint import fingerprint
@@ -58,7 +58,7 @@ def measure_model(model: str, rounds: int) -> dict[str, Any]:
         for variant in ok:
             found = call("benchmarks.transformer_int8:fidelity_of", {"root": str(root), "model": model,
                                                                     "variant": variant}, timeout=1800)  # fmt: skip
-            rows[variant] |= {"cosine_mean": worst_cosine(found["fidelity"]), "fidelity": found["fidelity"]}
+            rows[variant] |= {"cosine_min": worst_row_cosine(found["fidelity"]), "fidelity": found["fidelity"]}
             rows[variant]["precision"] = found["runtime"].get("inference_precision", "")
             rows[variant]["p50_by_round"] = []
         for _ in range(rounds):

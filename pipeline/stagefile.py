@@ -174,8 +174,8 @@ PLOTS = [
     {"reports/plots/size": {
         "template": "bar_horizontal", "x": "size_mb", "y": "variant", "title": "Artifact size (MB)"}},
     {"reports/plots/memory": {
-        "template": "bar_horizontal", "x": "peak_rss_mb", "y": "variant",
-        "title": "Peak RSS of the benchmark process (MB)"}},
+        "template": "bar_horizontal", "x": "footprint_mb", "y": "variant",
+        "title": "Footprint: the runtime's peak RSS over the bare process (MB)"}},
     {"reports/report/img": {"title": "Report plots (PNG)"}},
 ]  # fmt: skip
 

@@ -40,7 +40,7 @@ def sleep(seconds: float) -> None:
 def metric(
     p50: float, delta: float | None = 0.0, size: float = 1.0, runtime: str = "onnxruntime", peak: float | None = None,
     rss: float = 100.0, noise: float = 1.0, status: str = "ok", value: float = 0.9, precision: str = "fp32",
-    cosine: float | None = None,
+    cosine: float | None = 0.9999,
 ) -> dict:  # fmt: skip
     """One variant's full record, shaped like the bench stage's (reports/details/<model>/<variant>.json)."""
     peak = peak if peak is not None else 1000.0 / p50
@@ -48,11 +48,13 @@ def metric(
         "status": status, "reason": "" if status == "ok" else "it broke", "runtime": runtime, "precision": precision,
         "device": "cpu", "threads": 2, "size_mb": size, "load_ms": 5.0, "first_infer_ms": 1.0,
         "latency_ms": {"p50": p50, "p90": p50 * 1.2, "p99": p50 * 1.5, "mean": p50, "std": 0.0, "n": 1000},
-        "noise_pct": noise, "stable": noise < 10,
+        "p50_ci_pct": noise, "noisy": noise > 2,
+        "p50_ci_ms": {"low": p50 * (1 - noise / 100), "high": p50 * (1 + noise / 100), "blocks": 10},
         "throughput_sps": {"peak": peak, "peak_batch": 8, "by_batch": {"b1": 1000.0 / p50, "b8": peak}},
-        "peak_rss_mb": rss, "cpu_util_pct": 100.0,
+        "peak_rss_mb": rss + 50.0, "footprint_mb": rss, "cpu_util_pct": 100.0,
         "accuracy": {"metric": "accuracy", "value": value, "delta": delta} if delta is not None
         else {"metric": "none", "value": None, "delta": None},
         **({"fidelity": {"y": {"cosine_mean": cosine, "cosine_min": cosine, "rel_l2": 1 - cosine, "max_abs_diff": 0.1,
-                               "top1_agreement": None}}} if cosine is not None else {}),
+                               "max_rel_diff": 0.01, "values_per_row": 10, "top1_agreement": None}}}
+           if cosine is not None else {}),
     }  # fmt: skip

@@ -32,11 +32,21 @@ class StandIn(Session):
         return {"y": inputs["x"] * 2}
 
 
+class Busy(StandIn):
+    """Spins instead of sleeping: exact per-sample cost (a sleep's own overhead is ~10 ms on some VMs)."""
+
+    def run(self, inputs: Arrays) -> Arrays:
+        end = time.perf_counter() + self.call_s + self.per_sample_s * len(inputs["x"])
+        while time.perf_counter() < end:
+            pass
+        return {"y": inputs["x"] * 2}
+
+
 BENCH = BenchConfig.model_validate(
     {
         "threads": 1,
         "warmup": {"iters": 2, "seconds": 0.0},
-        "latency": {"segments": 2, "min_iters": 10, "min_seconds": 0.05, "max_seconds": 0.2, "window_seconds": 0.02},
+        "latency": {"min_blocks": 5, "min_seconds": 0.05, "max_seconds": 0.2, "block_seconds": 0.01},
         "throughput": {"batches": [1, 8, 32, 128], "seconds": 0.05},
     }
 )
@@ -78,11 +88,23 @@ def test_accuracy_pass_never_counts_in_peak_rss():
     assert metrics["peak_rss_mb"] - metrics["baseline"] < LOAD_MB * 1.1
 
 
-def test_sweep_stops_when_a_bigger_batch_gains_nothing():
-    metrics = run(lambda: StandIn(call_s=0.0, per_sample_s=0.02))  # time grows with the batch: no gain
-    by_batch = metrics["throughput_sps"]["by_batch"]
-    assert list(by_batch) == ["b1", "b8"]
-    assert "gained" in metrics["throughput_sps"]["stopped_by"] and "< 5%" in metrics["throughput_sps"]["stopped_by"]
+def test_sweep_stops_when_a_bigger_batch_is_confirmed_to_gain_nothing():
+    bench = BENCH.model_copy(
+        update={
+            "throughput": BENCH.throughput.model_copy(
+                update={"seconds": 2.0, "block_seconds": 0.01, "min_gain_pct": 20}  # a margin for a busy CI box
+            )
+        }
+    )
+    metrics = run(lambda: Busy(call_s=0.0, per_sample_s=0.002), bench)  # time grows with the batch: no gain
+    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]
+    assert "at 95% confidence < 20%" in metrics["throughput_sps"]["stopped_by"]
+
+
+def test_sweep_does_not_stop_on_a_gain_it_could_not_confirm():
+    """Too few blocks for an interval (the cap came first): the sweep goes on rather than stop on a guess."""
+    metrics = run(lambda: StandIn(call_s=0.0, per_sample_s=0.004))  # b8: 32 ms calls, 0.05 s cap: 1-2 blocks
+    assert list(metrics["throughput_sps"]["by_batch"])[:3] == ["b1", "b8", "b32"]
 
 
 def test_sweep_stops_before_a_call_longer_than_max_call_s():
@@ -100,7 +122,7 @@ def test_sweep_measures_a_call_it_cannot_rule_out_then_stops():
         update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.006, "min_gain_pct": 0})}
     )
     # b8 2.6 ms; b32 7.4 ms, predicted about 10 (< 2 x 6): tried, then over max_call_s
-    metrics = run(lambda: StandIn(call_s=0.001, per_sample_s=0.0002), bench)
+    metrics = run(lambda: Busy(call_s=0.001, per_sample_s=0.0002), bench)
     assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]
     assert "one call at batch 32 took" in metrics["throughput_sps"]["stopped_by"]
 

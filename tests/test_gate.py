@@ -76,7 +76,8 @@ def test_latency_regression_fails_with_exit_1(repo, capsys):
 def test_choice_moving_to_a_slower_artifact_fails(repo):
     commit(repo, {"onnx_fp32": metric(0.84), "onnx_opt": metric(0.8, delta=-0.05)}, "onnx_fp32", "onnx_opt got worse")
     assert failures(repo) == [
-        "choice changed to a slower artifact: onnx_fp32 is +5.0% vs onnx_opt (beyond the ±1.0% noise)"
+        "choice changed to a slower artifact: onnx_fp32 is +5.0% vs onnx_opt "
+        "(beyond the two p50 intervals, ±2.0% together)"
     ]
 
 

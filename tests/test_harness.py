@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.core.config import LatencyConfig, WarmupConfig
-from pipeline.measure import harness
+from pipeline.core.config import LatencyConfig, ThroughputConfig, WarmupConfig
+from pipeline.measure import harness, stats
 from pipeline.measure.stats import LatencyStats, spread_pct
 
 
@@ -35,41 +35,59 @@ class FakeClock:
         self.now += next(self.durations)
 
 
-def test_latency_stops_when_windows_agree(monkeypatch):
-    clock = FakeClock(iter(lambda: 1_000_000, None))  # every call takes 1 ms
+def test_latency_stops_once_the_p50_interval_is_tight(monkeypatch):
+    """A steady 1 ms call: the interval is ±0% after min_blocks blocks, so the loop stops there,
+    long before the time cap (sequential stopping: a fast model costs well under a second)."""
+    clock = FakeClock(iter(lambda: 1_000_000, None))
     monkeypatch.setattr(harness, "clock", clock)
-    config = LatencyConfig(min_iters=10, min_seconds=0.03, max_seconds=1, window_seconds=0.01, stable_windows=3)
+    config = LatencyConfig(min_blocks=5, min_seconds=0.03, max_seconds=10, block_seconds=0.01)
     result = harness.measure_latency(clock.call, config)
-    assert result.noise_pct == 0 and result.windows == 3
-    assert result.stats.n == 30 and result.stats.p50 == pytest.approx(1.0)
+    assert result.blocks == 5 and result.stats.n == 50 and result.stats.p50 == pytest.approx(1.0)
+    assert result.p50_interval.half_width_pct == pytest.approx(0.0) and "within" in result.stopped_by
+    assert result.seconds < 0.1
 
 
-def test_latency_gives_up_at_max_seconds_and_flags_noise(monkeypatch):
-    pattern = [1_000_000] * 10 + [3_000_000] * 4  # alternating fast and slow windows, forever
-    clock = FakeClock(x for _ in range(10_000) for x in pattern)
+def test_latency_gives_up_at_the_cap_with_a_wide_interval(monkeypatch):
+    """Blocks alternate between 1 ms and 3 ms calls (a machine switching state): the interval stays
+    wide, the loop stops at max_seconds and says so."""
+    pattern = [1_000_000] * 10 + [3_000_000] * 10
+    clock = FakeClock(x for _ in range(100_000) for x in pattern)
     monkeypatch.setattr(harness, "clock", clock)
-    config = LatencyConfig(
-        min_iters=10, min_seconds=0.02, max_seconds=0.2, window_seconds=0.01, stable_windows=3, stability_pct=10
-    )
+    config = LatencyConfig(min_blocks=5, min_seconds=0.02, max_seconds=0.5, block_seconds=0.01, target_pct=2)
     result = harness.measure_latency(clock.call, config)
-    assert result.noise_pct > 10
-    assert result.seconds >= 0.2
+    assert result.p50_interval.half_width_pct > 2
+    assert result.seconds >= 0.5 and "time cap" in result.stopped_by
 
 
-def test_segments_combine_and_expose_a_slow_spell(monkeypatch):
-    """Each segment alone looks stable; their p50s show the machine moved by 50% between them."""
-    config = LatencyConfig(min_iters=10, min_seconds=0.03, max_seconds=1, window_seconds=0.01, stable_windows=3)
-    fast = FakeClock(iter(lambda: 1_000_000, None))
-    monkeypatch.setattr(harness, "clock", fast)
-    first = harness.measure_latency(fast.call, config)
-    slow = FakeClock(iter(lambda: 1_500_000, None))
-    monkeypatch.setattr(harness, "clock", slow)
-    second = harness.measure_latency(slow.call, config)
-    assert first.noise_pct == 0 and second.noise_pct == 0
-    both = harness.LatencyResult.combine([first, second])
-    assert both.noise_pct == pytest.approx(50.0) and both.windows == first.windows + second.windows
-    assert both.segment_medians_ns == (1_000_000, 1_500_000)
-    assert both.stats.n == first.stats.n + second.stats.n
+def test_the_interval_comes_from_block_medians_not_from_the_call_count():
+    """Millions of correlated calls do not make a drifting figure precise: two blocks of 5 give no
+    interval, and blocks that disagree give a wide one however many calls each holds."""
+    assert stats.batch_means_interval([1.0, 1.0], 1.0).half_width_pct == float("inf")
+    steady = stats.batch_means_interval([1.0, 1.01, 0.99, 1.0, 1.0, 1.01], 1.0)
+    drifting = stats.batch_means_interval([1.0, 1.5, 1.0, 1.5, 1.0, 1.5], 1.25)
+    assert steady.half_width_pct < 1 < 10 < drifting.half_width_pct
+    ratio = stats.log_ratio_interval([1.2, 1.21, 1.19, 1.2, 1.2])
+    assert ratio.low > 1.15 and ratio.high < 1.25
+
+
+def test_p99_is_low_confidence_below_1000_calls():
+    assert stats.LatencyStats.from_ns(np.ones(999)).p99_low_confidence
+    assert not stats.LatencyStats.from_ns(np.ones(1000)).p99_low_confidence
+
+
+def test_timed_blocks_run_with_the_garbage_collector_off(monkeypatch):
+    import gc
+
+    states = []
+    clock = FakeClock(iter(lambda: 1_000_000, None))
+    monkeypatch.setattr(harness, "clock", clock)
+
+    def call() -> None:
+        states.append(gc.isenabled())
+        clock.call()
+
+    harness.measure_latency(call, LatencyConfig(min_blocks=5, min_seconds=0.0, max_seconds=1, block_seconds=0.005))
+    assert gc.isenabled() and not any(states[3:])  # the 3 probe calls sizing the blocks run outside
 
 
 def test_warm_up_meets_both_minimums(monkeypatch):
@@ -82,4 +100,6 @@ def test_warm_up_meets_both_minimums(monkeypatch):
 def test_throughput_counts_samples_per_second(monkeypatch):
     clock = FakeClock(iter(lambda: 2_000_000, None))  # 2 ms per batch of 8 -> 4000 samples/s
     monkeypatch.setattr(harness, "clock", clock)
-    assert harness.measure_throughput(clock.call, batch=8, seconds=0.1) == pytest.approx(4000)
+    measured = harness.measure_throughput(clock.call, 8, ThroughputConfig(seconds=1, min_blocks=5, block_seconds=0.01))
+    assert measured.sps == pytest.approx(4000) and measured.interval.half_width_pct == pytest.approx(0)
+    assert measured.seconds < 0.1  # steady: done after min_blocks, not at the cap

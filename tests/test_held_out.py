@@ -57,6 +57,14 @@ def test_eval_data_alone_is_split_into_disjoint_seeded_roles(tiny_project):
     assert np.array_equal(again["scoring"].inputs["x"], sets["scoring"].inputs["x"])  # deterministic
 
 
+def test_calib_data_is_split_so_validation_never_repeats_calibration_rows(tiny_project):
+    """Old behaviour: with calib_data, accuracy control validated on the very rows it calibrated on."""
+    _, sets = exported(tiny_project, calib_data="eval.npz")
+    calibration, validation = sets["calibration"].inputs["x"], sets["validation"].inputs["x"]
+    assert len(calibration) + len(validation) == 64 and len(validation) == 32
+    assert not {row.tobytes() for row in calibration} & {row.tobytes() for row in validation}
+
+
 def test_generated_inputs_take_one_seed_per_role(tiny_project):
     held_out, sets = exported(tiny_project, eval_data=None)
     assert {len(data) for data in sets.values()} == {256}
@@ -70,13 +78,13 @@ def test_calib_data_that_repeats_eval_rows_marks_calibrated_figures_in_sample(ti
     shutil.copy(folder / "eval.npz", folder / "calib.npz")
     held_out, sets = exported(tiny_project, calib_data="calib.npz")
     assert len(sets["scoring"]) == 64  # with calib_data every eval row scores
-    assert held_out["calibration"]["rows_in_scoring"] == 64
+    assert held_out["calibration"]["rows_in_scoring"] == 32  # calib_data is split: half calibrates
     source = {"held_out": held_out}
     assert in_sample({"calibration_origin": "calib.npz"}, source) == {
-        "in_sample": "64 of the scoring rows are calibration rows"
+        "in_sample": "32 of the scoring rows are calibration rows"
     }
     assert in_sample({}, source) == {}  # an uncalibrated variant is still held out
-    metrics = {"onnx_int8_static": {"status": "ok", "in_sample": "64 of the scoring rows are calibration rows"}}
+    metrics = {"onnx_int8_static": {"status": "ok", "in_sample": "32 of the scoring rows are calibration rows"}}
     [warning] = [w for w in traps(metrics, {}, Selection(None, "", [], {}, [])) if "in-sample" in w]
-    assert "`onnx_int8_static`" in warning and "64 of the scoring rows" in warning
+    assert "`onnx_int8_static`" in warning and "32 of the scoring rows" in warning
     assert rows(metrics, ["onnx_int8_static"], "onnx_fp32")[0][-1] == "ok (in-sample)"

@@ -112,7 +112,7 @@ def test_adapter_offers_its_async_queue_and_a_cached_load(context):
     result = build(context, "openvino_fp16")
     session = runtimes.load("openvino", context.out_dir / result.entry, 1, result.runtime_config)
     x, _ = reference_outputs(context)
-    queue = session.async_queue({"x": x[:4]}, requests=1)  # the plugin's optimal number, not ours
+    queue = session.async_queue({"x": x[:4]}, requests=1, threads=1)  # the plugin's optimal number, not ours
     assert measure_concurrent(queue, 4, 0.05) > 0  # the timing loop is pipeline.measure's
     details = queue.details()
     assert details["streams"] >= 1 and details["requests"] >= 1 and "AsyncInferQueue" in details["how"]

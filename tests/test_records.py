@@ -21,7 +21,8 @@ def test_the_tracked_metrics_are_the_numbers_of_the_details(tmp_path):
     tracked = json.loads(layout.metrics_file("m", "v", tmp_path).read_text())
     assert tracked == saved.model_dump(exclude_none=True)
     assert tracked == {
-        "status": "ok", "p50_ms": 2.0, "p99_ms": 3.0, "peak_sps": 500.0, "footprint_mb": 40.0, "size_mb": 1.0,
+        "status": "ok", "p50_ms": 2.0, "p50_ci_pct": 1.0, "p99_ms": 3.0, "peak_sps": 500.0, "footprint_mb": 40.0,
+        "size_mb": 1.0,
         "load_ms": 5.0, "acc_delta": -0.01, "cosine_min": 0.95,  # the worst row of the worst output
     }  # fmt: skip
     evidence = json.loads(layout.details_file("m", "v", tmp_path).read_text())  # floats rounded as written

@@ -73,7 +73,7 @@ def test_noisy_failed_skipped_and_infeasible_are_reported():
     }
     found = warnings_for(metrics)
     assert found[0].startswith("No variant meets the constraints: no variant meets the constraints; closest: onnx_fp32")
-    assert any(w.startswith("Noisy measurements: `onnx_fp32` (±25%)") for w in found)
+    assert any(w.startswith("Noisy measurements: `onnx_fp32` (±25.0%)") for w in found)
     assert "`openvino_fp32` failed: it broke" in found
     assert "`onnx_int8_static` was skipped: no calibration data" in found
 

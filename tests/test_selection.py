@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.core.config import Constraints, SelectConfig
-from pipeline.decide.selection import Candidate, dominates, pareto_front, select
+from pipeline.decide.selection import Candidate, dominates, overlapping, pareto_front, select, tie_break_key
 from tests.helpers import metric as m
 
 LATENCY = SelectConfig()
@@ -57,9 +57,22 @@ def test_ties_are_decided_by_accuracy_then_size_then_name():
     assert select(tie, LATENCY, Constraints()).chosen == "a"  # then by name: deterministic
 
 
-def test_a_win_inside_the_noise_is_called_a_tie():
-    choice = select({"x": m(1.00, noise=8.0), "y": m(1.05, noise=2.0)}, LATENCY, Constraints())
-    assert choice.chosen == "x" and "within this run's measurement noise (±8%): practically a tie" in choice.why
+def test_overlapping_intervals_make_contenders_for_the_re_measure():
+    metrics = {"x": m(1.00, noise=8.0), "y": m(1.05, noise=2.0), "z": m(1.50, noise=2.0)}
+    feasible = [Candidate.from_metrics(v, metrics[v], "p50") for v in ("x", "y", "z")]
+    assert [c.variant for c in overlapping(feasible[0], feasible, 4)] == ["x", "y"]  # z starts at 1.47 > 1.08
+    assert [c.variant for c in overlapping(feasible[0], feasible, 1)] == ["x"]
+
+
+def test_tie_break_order_is_fidelity_then_footprint_size_and_packages():
+    base = {"delta": None}
+    order = lambda metrics: sorted(  # noqa: E731
+        (Candidate.from_metrics(v, x, "p50") for v, x in metrics.items()), key=tie_break_key
+    )
+    assert order({"a": m(1, cosine=0.999, **base), "b": m(1, cosine=0.9999, **base)})[0].variant == "b"
+    assert order({"a": m(1, rss=300), "b": m(1, rss=100)})[0].variant == "b"
+    assert order({"a": m(1, rss=101), "b": m(1, rss=102, size=0.5)})[0].variant == "b"  # 1 MB apart: equal
+    assert order({"a": m(1, runtime="jax"), "b": m(1, runtime="openvino")})[0].variant == "b"  # jax + flax
 
 
 def test_nothing_feasible_names_the_closest_and_chooses_nothing():
@@ -74,15 +87,33 @@ def test_without_a_task_metric_every_outputs_cosine_decides():
     metrics = {"good": m(1.0, delta=None, cosine=0.995), "broken": m(0.5, delta=None, cosine=0.3)}
     choice = select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99))
     assert choice.chosen == "good"  # max_accuracy_drop cannot apply: no variant is rejected for lacking a delta
-    assert choice.rejected["broken"] == "breaks min_cosine: output cosine 0.3000 < 0.99"
+    assert choice.rejected["broken"] == "breaks min_cosine: output y: worst row's cosine 0.3000 < 0.99"
     assert select(metrics, LATENCY, Constraints(min_cosine=None)).chosen == "broken"
-    unknown = select({"reg": m(1.0, delta=None)}, LATENCY, Constraints())
+    unknown = select({"reg": m(1.0, delta=None, cosine=None)}, LATENCY, Constraints())
     assert unknown.chosen is None and "fidelity unknown" in unknown.rejected["reg"]
 
 
-def test_with_labels_the_task_metric_decides_not_the_cosine():
-    metrics = {"int8": m(0.5, delta=-0.005, cosine=0.9), "fp32": m(1.0, cosine=1.0)}
-    assert select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99)).chosen == "int8"
+def test_with_labels_every_output_is_still_checked_on_its_worst_row():
+    """Old behaviour: with labels only the first output's task metric counted, so a variant whose
+    second output was destroyed passed; and the cosine checked was the mean, not the worst row."""
+    metrics = {"int8": m(0.5, delta=-0.005, cosine=0.9999), "fp32": m(1.0, cosine=1.0)}
+    metrics["int8"]["fidelity"]["second"] = metrics["int8"]["fidelity"]["y"] | {"cosine_mean": 0.999, "cosine_min": 0.5}
+    choice = select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99))
+    assert choice.chosen == "fp32" and "output second: worst row's cosine 0.5000" in choice.rejected["int8"]
+
+
+def test_one_value_outputs_are_checked_by_their_worst_rows_error():
+    """spam_fnn's probability: cosine over the column 0.997, yet one row moved by 0.76."""
+    flipped = m(0.5, delta=0.0, cosine=0.997)
+    flipped["fidelity"]["y"] |= {"values_per_row": 1, "max_abs_diff": 0.76, "max_rel_diff": 0.76}
+    choice = select({"int8": flipped, "fp32": m(1.0, cosine=1.0)}, LATENCY, Constraints(max_rel_error=0.1))
+    assert choice.chosen == "fp32" and "worst row's error 0.76 > 0.1" in choice.rejected["int8"]
+
+
+def test_max_memory_mb_limits_the_footprint_not_the_process_rss():
+    metrics = {"big": m(0.5, rss=150), "small": m(1.0, rss=50)}  # peak RSS is rss + 50 MB of interpreter
+    assert select(metrics, LATENCY, Constraints(max_memory_mb=120)).rejected["big"].endswith("150 > 120 MB footprint")
+    assert select(metrics, LATENCY, Constraints(max_memory_mb=160)).chosen == "big"
 
 
 def test_dominated_variants_name_their_dominator():
@@ -95,9 +126,9 @@ def test_dominated_variants_name_their_dominator():
 
 
 def test_pareto_front_and_domination():
-    a = Candidate("a", "ort", "cpu", 1.0, 1.0, 1.0, 1.0, 0.0, None, 0.0)
-    b = Candidate("b", "ort", "cpu", 2.0, 1.0, 1.0, 1.0, 0.0, None, 0.0)
-    c = Candidate("c", "ort", "cpu", 2.0, 1.0, 0.5, 1.0, 0.0, None, 0.0)
+    a = Candidate("a", "ort", "cpu", 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, None, {})
+    b = Candidate("b", "ort", "cpu", 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 0.0, None, {})
+    c = Candidate("c", "ort", "cpu", 2.0, 2.0, 2.0, 1.0, 0.5, 1.0, 0.0, None, {})
     assert dominates(a, b) and not dominates(b, a) and not dominates(a, a)
     assert [x.variant for x in pareto_front([a, b, c])] == ["a", "c"]
 

@@ -132,16 +132,18 @@ def judge(
         return verdict
     then = before[chosen_before]
     verdict.before_ms, verdict.before_delta = then["latency_ms"][percentile], _accuracy(then).get("delta")
-    verdict.noise_pct = max(then.get("noise_pct", 0.0), now.get("noise_pct", 0.0))
+    verdict.noise_pct = (then.get("p50_ci_pct") or 0.0) + (now.get("p50_ci_pct") or 0.0)  # both intervals
     change = verdict.change_pct or 0.0
     if change > threshold_pct:
         verdict.failures.append(f"{percentile} latency regressed {change:+.1f}% (threshold {threshold_pct:g}%)")
         if change <= verdict.noise_pct:
-            verdict.notes.append(f"within the runs' measured noise (±{verdict.noise_pct:.0f}%): rerun to confirm")
+            verdict.notes.append(
+                f"within the two p50 intervals (±{verdict.noise_pct:.1f}% together): rerun with --remeasure to confirm"
+            )
     elif chosen_before != chosen_after and change > verdict.noise_pct:
         verdict.failures.append(
             f"choice changed to a slower artifact: {chosen_after} is {change:+.1f}% vs {chosen_before} "
-            f"(beyond the ±{verdict.noise_pct:.1f}% noise)"
+            f"(beyond the two p50 intervals, ±{verdict.noise_pct:.1f}% together)"
         )
     was, now_acc = _accuracy(then), _accuracy(now)
     comparable = was.get("metric") == now_acc.get("metric") and None not in (was.get("value"), now_acc.get("value"))

@@ -23,6 +23,7 @@ from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.isolate import call
+from pipeline.measure.stage import thread_env
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,12 @@ def build_groups(params: Params) -> dict[str, dict[str, Any]]:
 def latency_in_fresh_process(root: Path, model: str, variant: str) -> dict[str, Any]:
     """Batch-1 latency by the pipeline's harness, in a process of its own (also used by benchmarks/)."""
     artifact, _ = artifact_of(root, model, variant)
+    bench = load_params(root / PARAMS_FILE).bench
     return call(
         "pipeline.measure.worker:measure_latency_only",
         {"model": model, "artifact": str(root / artifact), "root": str(root)},
-        timeout=1800,
+        timeout=bench.timeout_s,
+        env=thread_env(bench.resolved_threads()),  # the bench stage's thread environment (OpenMP, MKL, XLA)
     )
 
 

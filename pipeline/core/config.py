@@ -225,29 +225,32 @@ class WarmupConfig(Strict):
 
 
 class LatencyConfig(Strict):
-    """Batch-1 latency, measured in `segments` apart in time (before and after the throughput
-    sweep). Each segment runs in windows until `min_iters`/`min_seconds` are met and its last
-    `stable_windows` windows agree within `stability_pct` (Triton Model Navigator's rule), or
-    `max_seconds` runs out. The result is flagged noisy when the segments' p50s differ by more
-    than `stability_pct`."""
+    """Batch-1 latency, timed call by call in blocks of about `block_seconds` (pipeline.measure.harness).
+    It stops once the 95% interval of the p50 (batch means over the block medians) is within
+    ±`target_pct`, after at least `min_blocks` blocks and `min_seconds`, or at `max_seconds`; a figure
+    still wider than the target at the cap is flagged noisy."""
 
-    segments: int = Field(default=2, ge=1)
-    min_iters: int = Field(default=100, ge=10)
-    min_seconds: float = Field(default=1.0, gt=0)
+    target_pct: float = Field(default=2.0, gt=0)
+    min_blocks: int = Field(default=10, ge=5)
+    block_seconds: float = Field(default=0.05, gt=0)
+    min_seconds: float = Field(default=0.3, ge=0)
     max_seconds: float = Field(default=5.0, gt=0)
-    window_seconds: float = Field(default=0.25, gt=0)
-    stable_windows: int = Field(default=3, ge=2)
-    stability_pct: float = Field(default=10.0, gt=0)
 
 
 class ThroughputConfig(Strict):
-    """One synchronous caller per batch size, the same loop for every runtime. The sweep stops when
-    a batch gains less than `min_gain_pct` over the previous one, or before a batch whose single call
-    takes longer than `max_call_s`. `concurrent_requests` batch-1 requests are then kept in flight
-    (null: one per thread; OpenVINO uses its plugin's optimal number)."""
+    """One synchronous caller per batch size, the same loop for every runtime, timed in blocks until
+    the samples/s interval is within ±`target_pct` (at least `min_blocks`) or for `seconds` at most.
+    The sweep stops at a batch whose gain over the previous one is confirmed below `min_gain_pct`
+    (the upper end of the gain's interval), or before a batch whose single call takes longer than
+    `max_call_s`. `concurrent_requests` batch-1 requests are then kept in flight (null: one per
+    thread), each on its own session with its share of the threads (OpenVINO: its streams)."""
 
     batches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 8, 32, 128], min_length=1)
-    seconds: float = Field(default=0.5, gt=0)
+    seconds: float = Field(default=1.0, gt=0)
+    target_pct: float = Field(default=3.0, gt=0)
+    min_blocks: int = Field(default=5, ge=2)
+    block_seconds: float = Field(default=0.05, gt=0)
+    concurrent_seconds: float = Field(default=0.5, gt=0)
     min_gain_pct: float = Field(default=5.0, ge=0)
     max_call_s: float = Field(default=1.0, gt=0)
     concurrent_requests: int | None = Field(default=None, ge=1)
@@ -280,13 +283,35 @@ class Constraints(Strict):
     """What a deployable variant must satisfy; None means no limit."""
 
     max_accuracy_drop: float | None = Field(default=0.01, ge=0)  # absolute, on the task metric's delta
-    min_cosine: float | None = Field(default=0.99, gt=0, le=1)  # every output's fidelity cosine_mean, without labels
+    # Fidelity of every output against the FP32 source, on its worst scoring row: the cosine of
+    # outputs with several values per row, the error relative to the output's range for outputs with
+    # one value per row (a probability), where a cosine over the column hides a row that flipped.
+    min_cosine: float | None = Field(default=0.98, gt=0, le=1)
+    max_rel_error: float | None = Field(default=0.1, gt=0)
     max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
     max_size_mb: float | None = Field(default=None, gt=0)
-    max_memory_mb: float | None = Field(default=None, gt=0)  # peak RSS of the benchmark process
+    max_memory_mb: float | None = Field(
+        default=None, gt=0
+    )  # footprint_mb: the runtime's peak RSS over the bare process
     variants: list[str] | None = None  # allowed variants (e.g. only those your serving stack runs)
     runtimes: list[str] | None = None  # allowed runtimes (onnxruntime, openvino, torch, tensorflow, jax)
     devices: list[str] | None = None  # allowed devices: a kind (cpu, cuda) or a target (cuda:1)
+
+
+class ContestConfig(Strict):
+    """The select stage's re-measure: the variants whose stored latency interval overlaps the best
+    one's (at most `max_contenders`) are loaded side by side in one process and timed in alternating
+    blocks of about `block_seconds`, round after round, until the paired ratio's interval separates
+    each from the leader, or lies within ±`tie_pct` of 1, or `max_rounds`/`max_seconds` run out: a tie."""
+
+    enabled: bool = True
+    max_contenders: int = Field(default=4, ge=2)
+    block_seconds: float = Field(default=0.1, gt=0)
+    min_block_calls: int = Field(default=5, ge=1)
+    min_rounds: int = Field(default=6, ge=3)
+    max_rounds: int = Field(default=60, ge=3)
+    max_seconds: float = Field(default=30.0, gt=0)
+    tie_pct: float = Field(default=1.0, ge=0)
 
 
 class SelectConfig(Strict):
@@ -296,6 +321,7 @@ class SelectConfig(Strict):
     percentile: Literal["p50", "p90", "p99"] = "p50"  # the latency percentile for objective and budget
     constraints: Constraints = Constraints()
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-model constraint overrides
+    contest: ContestConfig = Field(default_factory=lambda: ContestConfig())
 
     def constraints_for(self, model: str) -> Constraints:
         merged = self.constraints.model_dump() | self.models.get(model, {})

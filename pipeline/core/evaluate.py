@@ -4,7 +4,8 @@
   delta against the source's own score; `metric: none` (and no labels) leaves it empty.
 - `fidelity`: does it compute the same function? For every output, against the FP32 source on
   the same rows: cosine similarity per sample (outputs flattened per sample; mean and worst),
-  relative L2 error, max abs diff, and top-1 agreement for outputs that are class scores only.
+  relative L2 error, max abs diff (and relative to the output's range), and top-1 agreement for
+  outputs that are class scores only.
   A destroyed INT8 embedding (cosine 0.3) and a good one (0.999) differ here on any output; the
   argmax of a flattened hidden state, which this used to compare, could not tell them apart.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from pipeline.core.data import Arrays
 
-FIDELITY_KEYS = ("cosine_mean", "cosine_min", "rel_l2", "max_abs_diff", "top1_agreement")
+FIDELITY_KEYS = ("cosine_mean", "cosine_min", "rel_l2", "max_abs_diff", "max_rel_diff", "top1_agreement")
 
 
 def predictions(output: np.ndarray, metric: str) -> np.ndarray | None:
@@ -70,11 +71,15 @@ def output_fidelity(reference: np.ndarray, output: np.ndarray, class_scores: str
     if class_scores is not None:
         ref_pred, got_pred = predictions(ref, class_scores), predictions(got, class_scores)
         agreement = None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
+    max_abs = float(np.abs(got - ref).max(initial=0.0))
+    largest = float(np.abs(ref).max(initial=0.0))
     return {
         "cosine_mean": float(cosine.mean()),
         "cosine_min": float(cosine.min()),
         "rel_l2": error / scale if scale > 0 else (0.0 if error == 0 else float("inf")),
-        "max_abs_diff": float(np.abs(got - ref).max(initial=0.0)),
+        "max_abs_diff": max_abs,
+        "max_rel_diff": max_abs / largest if largest > 0 else (0.0 if max_abs == 0 else float("inf")),
+        "values_per_row": int(np.prod(ref.shape[1:], dtype=np.int64)) if ref.ndim else 1,
         "top1_agreement": agreement,
     }
 
@@ -107,7 +112,27 @@ def accuracy_block(metric: str, labels: np.ndarray | None, reference: Arrays, ou
     }
 
 
-def worst_cosine(fidelity: dict[str, dict[str, Any]] | None) -> float | None:
-    """The lowest cosine_mean over a variant's outputs: the figure `min_cosine` is checked on."""
-    values = [f["cosine_mean"] for f in (fidelity or {}).values() if f.get("cosine_mean") is not None]
+def worst_row_cosine(fidelity: dict[str, dict[str, Any]] | None) -> float | None:
+    """The lowest per-row cosine over every output: one broken output or row decides."""
+    values = [f["cosine_min"] for f in (fidelity or {}).values() if f.get("cosine_min") is not None]
     return min(values) if values else None
+
+
+def one_value_per_row(block: dict[str, Any]) -> bool:
+    """An output with one value per row (a probability, a score): its cosine is taken over the
+    column and can stay at 0.997 while one row moves from 0.1 to 0.86, so its error decides."""
+    return block.get("values_per_row", 2) == 1
+
+
+def output_score(block: dict[str, Any]) -> float | None:
+    """One output's fidelity on its worst row, 1 = identical: the cosine of a row of several values,
+    1 - the error relative to the output's range for one value per row."""
+    if one_value_per_row(block):
+        return None if block.get("max_rel_diff") is None else 1.0 - block["max_rel_diff"]
+    return block.get("cosine_min")
+
+
+def worst_output_fidelity(fidelity: dict[str, dict[str, Any]] | None) -> float | None:
+    """The worst output's score (output_score): what ties are broken on and the Pareto front weighs."""
+    scores = [s for s in map(output_score, (fidelity or {}).values()) if s is not None]
+    return min(scores) if scores else None

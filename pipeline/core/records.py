@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.core import layout
+from pipeline.core.evaluate import worst_row_cosine
 from pipeline.core.files import read_json, write_json
 
 Status = Literal["ok", "skipped", "failed"]
@@ -29,10 +30,15 @@ class Metrics(BaseModel):
 
     status: Status = Field(description="ok, skipped (does not apply: the reason is in the details) or failed")
     p50_ms: float | None = Field(None, description="median batch-1 latency, ms")
+    p50_ci_pct: float | None = Field(
+        None, description="half-width of the p50's 95% confidence interval, % of p50 (batch means over timed blocks)"
+    )
     p99_ms: float | None = Field(None, description="99th-percentile batch-1 latency, ms")
     peak_sps: float | None = Field(None, description="peak samples/s of one synchronous caller over the batch sweep")
     footprint_mb: float | None = Field(
-        None, description="peak RSS over load and batch-1 latency minus the process's RSS before loading, MB"
+        None,
+        description="the runtime's memory: peak RSS over load and batch-1 latency minus the process's RSS "
+        "before loading, MB (what select's max_memory_mb limits)",
     )
     size_mb: float | None = Field(None, description="the artifact's files on disk, MB")
     load_ms: float | None = Field(None, description="time to load the artifact into its runtime, ms")
@@ -50,6 +56,7 @@ class Metrics(BaseModel):
         return cls(
             status="ok",
             p50_ms=latency["p50"],
+            p50_ci_pct=details.get("p50_ci_pct"),
             p99_ms=latency["p99"],
             peak_sps=throughput["peak"],
             footprint_mb=details["footprint_mb"],
@@ -58,12 +65,6 @@ class Metrics(BaseModel):
             acc_delta=(details.get("accuracy") or {}).get("delta"),
             cosine_min=worst_row_cosine(details.get("fidelity")),
         )
-
-
-def worst_row_cosine(fidelity: dict[str, Any] | None) -> float | None:
-    """The lowest per-row cosine over every output: one broken output or row decides."""
-    values = [f["cosine_min"] for f in (fidelity or {}).values() if f.get("cosine_min") is not None]
-    return min(values) if values else None
 
 
 def write(model: str, variant: str, details: dict[str, Any], root: Path = Path(".")) -> Metrics:

@@ -23,7 +23,8 @@ from pipeline.core.config import Params
 from pipeline.core.files import atomic_dir, iter_files, read_json, sha256, write_json
 from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import RUNTIMES
-from pipeline.decide.selection import Candidate, Selection, decided_by, select
+from pipeline.decide.contest import Decision, decide
+from pipeline.decide.selection import Candidate, decided_by
 
 CODE = "code"
 
@@ -31,40 +32,44 @@ CODE = "code"
 def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Run the select stage for one model on this machine's figures; returns its status and one
     line saying what it chose and why."""
-    config, constraints = params.select, params.select.constraints_for(model)
+    config = params.select
     results = root
     machine = load_env(root).get("machine", {}).get("name", "?")
     metrics = load_details(model, results)
-    selection = select(metrics, config, constraints)
-    chosen = metrics.get(selection.chosen) if selection.chosen else None
+    decision = decide(model, metrics, params, root)
+    chosen = metrics.get(decision.chosen) if decision.chosen else None
     with atomic_dir(layout.deploy_dir(model, results)) as tmp:
-        manifest = {"model": model, "variant": selection.chosen, "machine": machine}
-        if selection.chosen and chosen:
-            artifact = layout.variant_dir(model, selection.chosen, root)
+        manifest = {"model": model, "variant": decision.chosen, "machine": machine}
+        if decision.chosen and chosen:
+            artifact = layout.variant_dir(model, decision.chosen, root)
             manifest |= _package(model, artifact, chosen, params, root, tmp)
-        manifest["selection"] = _explanation(selection, metrics, params, model)
+        manifest["selection"] = _explanation(decision, metrics, params, model)
         manifest["environment"] = load_env(results)
         manifest["pipeline_version"] = __version__
         write_json(tmp / layout.MANIFEST, manifest)
-    winner = Candidate.from_metrics(selection.chosen, chosen, config.percentile) if chosen else None
+    winner = Candidate.from_metrics(decision.chosen, chosen, config.percentile) if chosen else None
+    latency = decision.latency_ms.get(decision.chosen or "", winner.latency_ms if winner else None)
     record = {
-        "status": "ok" if selection.chosen else "none",
-        "chosen": selection.chosen or "none",
+        "status": "ok" if decision.chosen else "none",
+        "chosen": decision.chosen or "none",
         "runtime": chosen["runtime"] if chosen else "",
         "objective": f"{config.objective}" + (f" ({config.percentile})" if config.objective == "latency" else ""),
-        "value": winner.value(config.objective) if winner else None,
-        "latency_ms": winner.latency_ms if winner else None,
+        "value": (latency if config.objective == "latency" else winner.value(config.objective)) if winner else None,
+        "latency_ms": latency,
+        "measured": "side by side with its contenders" if decision.contest else "stored benchmark figures",
+        "tied_with": [v for v in decision.tied if v != decision.chosen],
         "accuracy_delta": chosen["accuracy"]["delta"] if chosen else None,
-        "cosine": winner.cosine if winner else None,
+        "fidelity": winner.fidelity if winner else None,
         "size_mb": winner.size_mb if winner else None,
-        "feasible": len(selection.feasible),
+        "feasible": len(decision.selection.feasible),
         "candidates": sum(m.get("status") == "ok" for m in metrics.values()),
-        "reason": "" if selection.chosen else selection.why,
+        "reason": "" if decision.chosen else decision.why,
+        "why": decision.why,
     }
     write_json(layout.selection_file(model, results), record)
     return {
         "status": record["status"],
-        "reason": f"chose {selection.chosen}: {selection.why}" if chosen else selection.why,
+        "reason": f"chose {decision.chosen}: {decision.why}" if chosen else decision.why,
     }
 
 
@@ -133,26 +138,30 @@ def _version(distribution: str) -> str:
         return "unknown"
 
 
-def _explanation(selection: Selection, metrics: dict[str, Any], params: Params, model: str) -> dict[str, Any]:
-    config = params.select
+def _explanation(decision: Decision, metrics: dict[str, Any], params: Params, model: str) -> dict[str, Any]:
+    config, selection = params.select, decision.selection
     front = {
         c.variant: {
             "latency_ms": c.latency_ms,
             "accuracy_drop": c.accuracy_drop,
-            "cosine": c.cosine,
+            "fidelity": c.fidelity,
             "size_mb": c.size_mb,
         }
         for c in (Candidate.from_metrics(v, metrics[v], config.percentile) for v in selection.pareto)
     }
     constraints = config.constraints_for(model)
-    chosen = metrics.get(selection.chosen or "")
-    winner = Candidate.from_metrics(selection.chosen, chosen, config.percentile) if chosen else None
+    chosen = metrics.get(decision.chosen or "")
+    winner = Candidate.from_metrics(decision.chosen, chosen, config.percentile) if chosen else None
     return {
         "objective": config.objective,
         "percentile": config.percentile,
         "constraints": constraints.model_dump(),
         "quality_decided_by": decided_by(winner, constraints),
-        "why": selection.why,
+        "why": decision.why,
+        "screen": selection.why,
+        "contest": decision.contest,
+        "tied": decision.tied,
+        "identical": decision.identical,
         "feasible": selection.feasible,
         "pareto_front": front,
         "rejected": selection.rejected,

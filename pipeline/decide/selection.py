@@ -1,17 +1,21 @@
 """Choose the deployment artifact: constraints first, then the Pareto front, then the objective.
 
-Pure logic over metrics dictionaries (the files under reports/metrics), so that it can be tested on
-synthetic numbers and explained line by line. Every variant gets a reason: the first constraint it
-broke, the variant that dominates it, or what the winner beat it on.
+Pure logic over the stored figures (the details files under reports/details), so that it can be
+tested on synthetic numbers and explained line by line. Every variant gets a reason: the first
+constraint it broke, the variant that dominates it, or what the winner beat it on. This is the
+screen: the select stage then re-measures the variants it cannot separate from the winner
+(pipeline.decide.contest) and breaks ties with `tie_break_key`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.config import Constraints, SelectConfig
-from pipeline.core.evaluate import worst_cosine
+from pipeline.core.evaluate import one_value_per_row, worst_output_fidelity
+from pipeline.core.registry import RUNTIMES
 
 Metrics = dict[str, Any]
 
@@ -22,36 +26,47 @@ class Candidate:
     runtime: str
     device: str
     latency_ms: float  # at the configured percentile
+    latency_low_ms: float  # the p50's 95% interval (the percentile's own when it is not p50: none, the value)
+    latency_high_ms: float
     throughput_sps: float  # peak over the batch sweep
     size_mb: float
-    memory_mb: float
+    footprint_mb: float  # the runtime's own peak RSS (what max_memory_mb limits)
     accuracy_drop: float | None  # source metric minus variant metric (negative: the variant scores higher)
-    cosine: float | None  # the lowest cosine_mean over the outputs (fidelity to the FP32 source)
-    noise_pct: float
+    fidelity: float | None  # the worst output's worst-row score vs the FP32 source (1 = identical)
+    outputs: dict[str, Any]  # the per-output fidelity blocks the quality constraints read
 
     @classmethod
     def from_metrics(cls, variant: str, metrics: Metrics, percentile: str) -> Candidate:
         delta = (metrics.get("accuracy") or {}).get("delta")
+        latency = metrics["latency_ms"][percentile]
+        interval = (metrics.get("p50_ci_ms") or {}) if percentile == "p50" else {}
         return cls(
             variant=variant,
             runtime=metrics["runtime"],
             device=metrics["device"],
-            latency_ms=metrics["latency_ms"][percentile],
+            latency_ms=latency,
+            latency_low_ms=interval.get("low", latency),
+            latency_high_ms=interval.get("high", latency),
             throughput_sps=metrics["throughput_sps"]["peak"],
             size_mb=metrics["size_mb"],
-            memory_mb=metrics["peak_rss_mb"],
+            footprint_mb=metrics["footprint_mb"],
             accuracy_drop=None if delta is None else -delta,
-            cosine=worst_cosine(metrics.get("fidelity")),
-            noise_pct=metrics.get("noise_pct", 0.0),
+            fidelity=worst_output_fidelity(metrics.get("fidelity")),
+            outputs=metrics.get("fidelity") or {},
         )
+
+    @property
+    def dependencies(self) -> int:
+        """Packages its runtime needs to serve (fewer is simpler to ship)."""
+        return len(RUNTIMES[self.runtime].packages) if self.runtime in RUNTIMES else 99
 
     @property
     def loss(self) -> float:
         """What the variant lost against the FP32 source, lower is better: the task metric's drop
-        when there are labels, else 1 - the worst output cosine (unknown: infinitely bad)."""
+        when there are labels, else 1 - the worst output's fidelity (unknown: infinitely bad)."""
         if self.accuracy_drop is not None:
             return self.accuracy_drop
-        return 1.0 - self.cosine if self.cosine is not None else float("inf")
+        return 1.0 - self.fidelity if self.fidelity is not None else float("inf")
 
     def value(self, objective: str) -> float:
         """What `objective` measures: latency (at the percentile), peak throughput or size."""
@@ -88,7 +103,7 @@ def violations(candidate: Candidate, constraints: Constraints, percentile: str) 
     for name, value, limit, unit in (
         ("max_latency_ms", candidate.latency_ms, constraints.max_latency_ms, f"ms ({percentile})"),
         ("max_size_mb", candidate.size_mb, constraints.max_size_mb, "MB"),
-        ("max_memory_mb", candidate.memory_mb, constraints.max_memory_mb, "MB peak RSS"),
+        ("max_memory_mb", candidate.footprint_mb, constraints.max_memory_mb, "MB footprint"),
     ):
         if limit is not None and value > limit:
             found.append(Violation(name, f"{value:.4g} > {limit:g} {unit}", _excess(value, limit)))
@@ -96,27 +111,40 @@ def violations(candidate: Candidate, constraints: Constraints, percentile: str) 
 
 
 def quality_violations(candidate: Candidate, constraints: Constraints) -> list[Violation]:
-    """The task metric's drop when the variant has one (labels), else every output's cosine."""
+    """The task metric's drop when the variant has one (labels); and on every output, its worst
+    scoring row: the cosine of outputs with several values per row, the error relative to the
+    output's range for one value per row (a probability's cosine over the column hides a flipped row)."""
+    found = []
     drop, limit = candidate.accuracy_drop, constraints.max_accuracy_drop
-    if drop is not None:
-        if limit is not None and drop > limit:
-            return [Violation("max_accuracy_drop", f"accuracy drop {drop:.4g} > {limit:g}", _excess(drop, limit))]
-        return []
-    cosine, floor = candidate.cosine, constraints.min_cosine
-    if floor is None:
-        return []
-    if cosine is None:
-        return [Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
-    if cosine < floor:
-        return [Violation("min_cosine", f"output cosine {cosine:.4f} < {floor:g}", (floor - cosine) / floor)]
-    return []
+    if drop is not None and limit is not None and drop > limit:
+        found.append(Violation("max_accuracy_drop", f"accuracy drop {drop:.4g} > {limit:g}", _excess(drop, limit)))
+    if not candidate.outputs and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
+        return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
+    for name, block in candidate.outputs.items():
+        if one_value_per_row(block):
+            error, cap = block.get("max_rel_diff"), constraints.max_rel_error
+            if cap is not None and (error is None or error > cap):
+                shown = "unknown" if error is None else f"{error:.4g}"
+                excess = float("inf") if error is None else _excess(error, cap)
+                found.append(Violation("max_rel_error", f"output {name}: worst row's error {shown} > {cap:g}", excess))
+        else:
+            cosine, floor = block.get("cosine_min"), constraints.min_cosine
+            if floor is not None and (cosine is None or cosine < floor):
+                shown = "unknown" if cosine is None else f"{cosine:.4f}"
+                excess = float("inf") if cosine is None else (floor - cosine) / floor
+                found.append(Violation("min_cosine", f"output {name}: worst row's cosine {shown} < {floor:g}", excess))
+    return found
 
 
 def decided_by(candidate: Candidate | None, constraints: Constraints) -> str:
-    """Which fidelity figure the quality constraint was checked on, for the manifest."""
+    """Which fidelity figures the quality constraints were checked on, for the manifest."""
+    every = (
+        f"every output's worst scoring row vs the FP32 source (cosine >= {constraints.min_cosine}; one value "
+        f"per row: error / range <= {constraints.max_rel_error})"
+    )
     if candidate is not None and candidate.accuracy_drop is not None:
-        return f"accuracy drop vs the FP32 source (max_accuracy_drop {constraints.max_accuracy_drop})"
-    return f"cosine_mean of every output vs the FP32 source (min_cosine {constraints.min_cosine}): no task metric"
+        return f"accuracy drop vs the FP32 source (max_accuracy_drop {constraints.max_accuracy_drop}) and {every}"
+    return f"{every}: no task metric"
 
 
 def _excess(value: float, limit: float) -> float:
@@ -202,9 +230,6 @@ def select(metrics: dict[str, Metrics], config: SelectConfig, constraints: Const
         runner_up = ranked[1]
         gap = _gap_pct(winner, runner_up, objective)
         why += f"; {gap:.1f}% ahead of {runner_up.variant} ({_describe(runner_up, objective, percentile)})"
-        noise = max(winner.noise_pct, runner_up.noise_pct)
-        if objective != "size" and gap <= noise:
-            why += f", within this run's measurement noise (±{noise:.0f}%): practically a tie"
     for c in ranked[1:]:
         dominator = next((d for d in feasible if dominates(d, c)), None)
         if dominator is not None:
@@ -224,4 +249,26 @@ def select(metrics: dict[str, Metrics], config: SelectConfig, constraints: Const
 def _loss(c: Candidate) -> str:
     if c.accuracy_drop is not None:
         return f"accuracy drop {c.accuracy_drop:.4g}"
-    return "cosine unknown" if c.cosine is None else f"cosine {c.cosine:.4f}"
+    return "fidelity unknown" if c.fidelity is None else f"worst-output fidelity {c.fidelity:.4f}"
+
+
+TIE_BREAK = (
+    "better worst-output fidelity (to 1e-4), then smaller footprint (to 5 MB), smaller size (to 1%), "
+    "fewer runtime packages, name"
+)
+
+
+def tie_break_key(c: Candidate) -> tuple[float, float, float, int, str]:
+    """The documented order among variants the re-measure could not separate (TIE_BREAK). Measured
+    figures are compared at a resolution above their run-to-run wobble, so a rerun breaks the
+    same tie the same way."""
+    fidelity = -round(c.fidelity, 4) if c.fidelity is not None else float("inf")
+    size = round(math.log(c.size_mb), 2) if c.size_mb > 0 else float("-inf")  # 1% steps
+    return (fidelity, round(c.footprint_mb / 5), size, c.dependencies, c.variant)
+
+
+def overlapping(winner: Candidate, ranked: list[Candidate], limit: int) -> list[Candidate]:
+    """The winner and the next ones whose latency interval reaches into the winner's (at most
+    `limit` in all): the stored figures cannot tell them apart, a re-measure must."""
+    close = [c for c in ranked if c is not winner and c.latency_low_ms <= winner.latency_high_ms]
+    return [winner, *close[: limit - 1]]

@@ -58,6 +58,8 @@ PACKAGES = (
     "scikit-learn",
     "dvc",
 )
+# Only on GPU machines; recorded where figures are taken, so that upgrading them reruns the benchmarks.
+GPU_PACKAGES = ("onnxruntime-gpu", "tensorrt", "cuda-python", "nvidia-ml-py")
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -123,6 +125,16 @@ def _version(package: str) -> str:
 ALTERNATIVES = {"onnxruntime": ("onnxruntime-gpu",), "tensorflow-cpu": ("tensorflow",)}
 
 
+def _installed(package: str) -> str:
+    """The exact version installed (with its build tag), from the distribution that provides the
+    module: onnxruntime on a GPU machine is onnxruntime-gpu's, and says so."""
+    for name in (package, *ALTERNATIVES.get(package, ())):
+        version = _version(name)
+        if version != "not installed":
+            return version if name == package else f"{version} ({name})"
+    return "not installed"
+
+
 def _shared_version(package: str) -> str:
     """The version that decides what a build writes: the first installed distribution of the
     module, without the local build tag (torch 2.13.0+cpu and +cu130 export the same graphs)."""
@@ -163,5 +175,5 @@ def fingerprint() -> dict[str, Any]:
         "gpus": ", ".join(gpus()) or "none",
         "os": platform.system(),
         "python": platform.python_version(),
-        "packages": {name: _version(name) for name in PACKAGES},
+        "packages": {name: _installed(name) for name in (*PACKAGES, *GPU_PACKAGES)},
     }

@@ -1,19 +1,40 @@
-"""Timing loops. They take a prepared zero-argument call, so they time the runtime and nothing else."""
+"""Timing loops. They take a prepared zero-argument call, so they time the runtime and nothing else.
+
+Every loop times calls in consecutive blocks and stops by itself: once the confidence interval of
+its figure (pipeline.measure.stats, batch means over the blocks) is as narrow as asked, or at a time
+cap. A 20 us model is done in well under a second; a 100 ms model takes the calls it needs. The
+garbage collector is off inside timed blocks (a collection would land in one call's figure).
+"""
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pipeline.core.config import LatencyConfig, WarmupConfig
-from pipeline.measure.stats import LatencyStats, spread_pct
-from pipeline.runtimes.base import AsyncQueue
+from pipeline.core.config import LatencyConfig, ThroughputConfig, WarmupConfig
+from pipeline.measure.stats import Interval, LatencyStats, batch_means_interval
+from pipeline.runtimes.base import AsyncQueue, ThreadQueue
 
 clock = time.perf_counter_ns
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Collect now, then keep the collector out of the timed calls."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def warm_up(call: Callable[[], Any], config: WarmupConfig) -> int:
@@ -25,99 +46,119 @@ def warm_up(call: Callable[[], Any], config: WarmupConfig) -> int:
     return n
 
 
+def calls_per_block(call: Callable[[], Any], block_seconds: float, probe_calls: int = 3) -> int:
+    """How many calls fill a block of `block_seconds` (at least one), from a few timed calls."""
+    start = clock()
+    for _ in range(probe_calls):
+        call()
+    per_call_s = max((clock() - start) / probe_calls / 1e9, 1e-7)
+    return max(1, int(block_seconds / per_call_s))
+
+
 @dataclass(frozen=True)
 class LatencyResult:
-    """Per-call timings of one or more measuring segments, with the median of each segment and window."""
+    """Per-call timings in blocks, the median of each block, and why the loop stopped."""
 
     samples_ns: np.ndarray
-    window_medians_ns: tuple[float, ...]
+    block_medians_ns: tuple[float, ...]
     seconds: float
-    segment_medians_ns: tuple[float, ...] = ()
+    stopped_by: str = ""
 
     @property
     def stats(self) -> LatencyStats:
         return LatencyStats.from_ns(self.samples_ns)
 
     @property
-    def windows(self) -> int:
-        return len(self.window_medians_ns)
+    def p50_interval(self) -> Interval:
+        """95% interval of the p50 (ms): would a rerun in this process repeat it?"""
+        return batch_means_interval([m / 1e6 for m in self.block_medians_ns], self.stats.p50)
 
     @property
-    def noise_pct(self) -> float:
-        """How far apart the p50s of segments taken seconds apart are: would a rerun repeat the p50?
-
-        With one segment, the spread of its window medians stands in.
-        """
-        if len(self.segment_medians_ns) >= 2:
-            return spread_pct(self.segment_medians_ns)
-        return self.window_spread_pct
-
-    @property
-    def window_spread_pct(self) -> float:
-        """Spread of all window medians: the largest swing the machine made under the measurement."""
-        return spread_pct(self.window_medians_ns)
-
-    @classmethod
-    def combine(cls, results: list[LatencyResult]) -> LatencyResult:
-        return cls(
-            np.concatenate([r.samples_ns for r in results]),
-            tuple(m for r in results for m in r.window_medians_ns),
-            sum(r.seconds for r in results),
-            tuple(m for r in results for m in r.segment_medians_ns),
-        )
+    def blocks(self) -> int:
+        return len(self.block_medians_ns)
 
 
 def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyResult:
-    """Time calls one by one in windows of `window_seconds` (one measuring segment).
-
-    Stops once `min_iters` and `min_seconds` are met and the last `stable_windows` window medians
-    agree within `stability_pct`, or at `max_seconds`. All timed calls are reported: the windows
-    decide when to stop, not which samples count. The caller runs `config.segments` segments apart
-    in time and combines them, so that one slow spell of the machine does not decide the number.
-    """
-    samples: list[int] = []
+    """Time calls one by one in blocks of about `block_seconds`; stop when the p50's interval
+    half-width is within `target_pct` (after `min_blocks` blocks and `min_seconds`), or at
+    `max_seconds`. All timed calls are reported: the blocks decide when to stop, not which count."""
+    per_block = calls_per_block(call, config.block_seconds)
+    blocks: list[np.ndarray] = []
     medians: list[float] = []
-    window_ns, k = int(config.window_seconds * 1e9), config.stable_windows
-    start = clock()
-    while True:
-        window: list[int] = []
-        window_start = clock()
+    with no_gc():
+        start = clock()
+        while True:
+            times = np.empty(per_block, dtype=np.int64)
+            for i in range(per_block):
+                t0 = clock()
+                call()
+                times[i] = clock() - t0
+            blocks.append(times)
+            medians.append(float(np.median(times)))
+            elapsed = clock() - start
+            if len(blocks) >= config.min_blocks and elapsed >= config.min_seconds * 1e9:
+                samples = np.concatenate(blocks)
+                interval = batch_means_interval(medians, float(np.median(samples)))
+                if interval.half_width_pct <= config.target_pct:
+                    stopped_by = f"p50 within ±{interval.half_width_pct:.2f}% (target {config.target_pct:g}%)"
+                    break
+            if elapsed >= config.max_seconds * 1e9:
+                stopped_by = f"time cap {config.max_seconds:g} s"
+                break
+    return LatencyResult(np.concatenate(blocks), tuple(medians), elapsed / 1e9, stopped_by)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Samples per second of back-to-back calls, with its interval over blocks."""
+
+    sps: float
+    interval: Interval
+    calls: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sps": self.sps, "ci": self.interval.to_dict(), "calls": self.calls, "seconds": self.seconds}
+
+
+def measure_throughput(call: Callable[[], Any], batch: int, config: ThroughputConfig) -> Throughput:
+    """Samples per second of one synchronous caller at `batch`, in blocks; stops when the interval
+    is within `target_pct` or after `seconds` (the caller has made the first, allocating call)."""
+    call()
+    per_block = calls_per_block(call, config.block_seconds, probe_calls=1)
+    block_sps: list[float] = []
+    with no_gc():
+        calls, start = 0, clock()
         while True:
             t0 = clock()
-            call()
-            t1 = clock()
-            window.append(t1 - t0)
-            if t1 - window_start >= window_ns:
+            for _ in range(per_block):
+                call()
+            block_sps.append(batch * per_block / ((clock() - t0) / 1e9))
+            calls += per_block
+            elapsed = clock() - start
+            pooled = batch * calls / (elapsed / 1e9)
+            interval = batch_means_interval(block_sps, pooled)
+            if len(block_sps) >= config.min_blocks and interval.half_width_pct <= config.target_pct:
                 break
-        samples.extend(window)
-        medians.append(float(np.median(window)))
-        elapsed = clock() - start
-        enough = len(samples) >= config.min_iters and elapsed >= config.min_seconds * 1e9 and len(medians) >= k
-        if (enough and spread_pct(medians[-k:]) <= config.stability_pct) or elapsed >= config.max_seconds * 1e9:
-            break
-    return LatencyResult(np.asarray(samples), tuple(medians), elapsed / 1e9, (float(np.median(samples)),))
-
-
-def measure_throughput(call: Callable[[], Any], batch: int, seconds: float) -> float:
-    """Samples per second over at least `seconds` of back-to-back calls of one batch (wall clock),
-    after one untimed call (the caller has made the first, which allocates for the new size)."""
-    warm_up(call, WarmupConfig(iters=1, seconds=0.1 * seconds))
-    n, start = 0, clock()
-    while True:
-        call()
-        n += 1
-        elapsed = clock() - start
-        if elapsed >= seconds * 1e9:
-            return batch * n / (elapsed / 1e9)
+            if elapsed >= config.seconds * 1e9:
+                break
+    return Throughput(pooled, interval, calls, elapsed / 1e9)
 
 
 def measure_concurrent(queue: AsyncQueue, batch: int, seconds: float) -> float:
     """Samples per second with `queue.requests` requests kept in flight for at least `seconds`."""
     warm_up(queue.submit, WarmupConfig(iters=2 * queue.requests, seconds=0.1 * seconds))
     queue.wait_all()
-    n, start = 0, clock()
-    while clock() - start < seconds * 1e9:
-        queue.submit()  # blocks while every request is busy
-        n += 1
-    queue.wait_all()
+    with no_gc():
+        n, start = 0, clock()
+        while clock() - start < seconds * 1e9:
+            queue.submit()  # blocks while every request is busy
+            n += 1
+        queue.wait_all()
     return batch * n / ((clock() - start) / 1e9)
+
+
+def harness_limit_rps(requests: int, seconds: float = 0.2) -> float:
+    """Requests per second the thread-per-request queue reaches with calls that do nothing: a
+    concurrent figure near this measures the harness, not the runtime."""
+    return measure_concurrent(ThreadQueue([lambda: None] * requests), 1, seconds)

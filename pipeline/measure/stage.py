@@ -97,14 +97,17 @@ OV_PRECISIONS = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 
 
 def honest_precision(declared: str, executed: str | None) -> dict[str, str]:
-    """`precision` as executed: OpenVINO's CPU plugin runs float parts in bf16 on CPUs with
-    AVX512-BF16/AMX unless pinned, so an `fp16` IR runs as bf16 and an INT8 model as int8 + bf16.
-    The catalogue's precision stays as `precision_declared`."""
+    """`precision` as executed, from what the runtime reports (`inference_precision`, optionally
+    "name (note)"): OpenVINO's CPU plugin runs float parts in bf16 on CPUs with AVX512-BF16/AMX
+    unless pinned, so an `fp16` IR runs as bf16 and an INT8 model as int8 + bf16; ONNX Runtime's CPU
+    provider runs an FP16 file on FP32 kernels. The catalogue's precision stays as `precision_declared`."""
     if executed is None:
         return {}
-    name = OV_PRECISIONS.get(executed, executed)
+    name, _, note = executed.partition(" (")
+    name = OV_PRECISIONS.get(name, name)
     actual = f"int8+{name}" if declared == "int8" else name
-    return {"precision": actual, "precision_declared": declared}
+    noted = {"precision_note": note.rstrip(")")} if note else {}
+    return {"precision": actual, "precision_declared": declared} | noted
 
 
 def in_sample(build: dict[str, Any], source: dict[str, Any]) -> dict[str, str]:

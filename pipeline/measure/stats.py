@@ -1,4 +1,10 @@
-"""Latency statistics and the stability rule, from raw per-call timings."""
+"""Latency statistics and their uncertainty, from raw per-call timings.
+
+A figure that decides carries a confidence interval. Calls are timed in consecutive blocks; the
+block medians are treated as (nearly) independent observations, the method of batch means of
+simulation output analysis (Law & Kelton): a Student t interval over the block medians, so that a
+slow spell of the machine widens the interval instead of hiding in millions of correlated calls.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,57 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+MIN_BLOCKS = 5  # fewer blocks give no interval worth the name
+P99_MIN_CALLS = 1000  # a p99 from fewer calls rests on fewer than 10 samples beyond it
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A `confidence` interval [low, high] around `center` from `blocks` block statistics."""
+
+    center: float
+    low: float
+    high: float
+    blocks: int
+    confidence: float = CONFIDENCE
+
+    @property
+    def half_width_pct(self) -> float:
+        """Half the interval's width relative to its center, in percent (inf when unknown)."""
+        if self.blocks < MIN_BLOCKS or self.center <= 0:
+            return float("inf")
+        return 100.0 * (self.high - self.low) / 2.0 / self.center
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"low": self.low, "high": self.high, "half_width_pct": self.half_width_pct, "blocks": self.blocks}
+
+
+def batch_means_interval(block_values: Sequence[float], center: float, confidence: float = CONFIDENCE) -> Interval:
+    """t interval of the mean of per-block statistics, placed around `center` (the pooled figure)."""
+    values = np.asarray(block_values, dtype=np.float64)
+    k = len(values)
+    if k < 2:
+        return Interval(center, -np.inf, np.inf, k, confidence)
+    half = float(stats.t.ppf(0.5 + confidence / 2, k - 1) * values.std(ddof=1) / np.sqrt(k))
+    return Interval(center, center - half, center + half, k, confidence)
+
+
+def log_ratio_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Interval of a paired ratio (B/A per round) from its rounds: a t interval of the mean log
+    ratio, back-transformed, so 1.10 and 1/1.10 are equally far from a tie."""
+    logs = np.log(np.asarray(ratios, dtype=np.float64))
+    k = len(logs)
+    center = float(np.exp(logs.mean())) if k else float("nan")
+    if k < 2:
+        return Interval(center, 0.0, np.inf, k, confidence)
+    half = float(stats.t.ppf(0.5 + confidence / 2, k - 1) * logs.std(ddof=1) / np.sqrt(k))
+    return Interval(center, float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half)), k, confidence)
 
 
 @dataclass(frozen=True)
@@ -36,6 +93,10 @@ class LatencyStats:
             float(ms.max()),
             len(ms),
         )
+
+    @property
+    def p99_low_confidence(self) -> bool:
+        return self.n < P99_MIN_CALLS
 
     def to_dict(self) -> dict[str, Any]:
         return {

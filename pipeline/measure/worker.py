@@ -1,18 +1,20 @@
 """The benchmark itself, run in a fresh process per variant (see pipeline.core.isolate).
 
-Order matters: import the runtime, load (load_ms), first call (first_infer_ms), warm-up, a first
-batch-1 latency segment, the throughput sweep and concurrent throughput, the remaining latency
-segments (apart in time from the first, so one slow spell of the machine does not decide the
-number), the dimension sweep, then accuracy and fidelity on the scoring rows.
+Order matters: import the runtime, load (load_ms), first call (first_infer_ms), warm-up, batch-1
+latency (timed in blocks until its p50's interval is tight enough, pipeline.measure.harness), the
+throughput sweep, concurrent throughput, the dimension sweep, then accuracy and fidelity on the
+scoring rows at one fixed batch.
 
-Memory is sampled by a thread (pipeline.core.memory.RssSampler) per phase: `peak_rss_mb` covers the
-load and the first latency segment (the runtime's own footprint at batch 1), `rss_mb_by_batch`
-each batch of the sweep; the accuracy pass is never counted. CPU utilisation is per phase too.
+Memory per phase (pipeline.core.memory.RssSampler: the kernel's high-water mark, reset per phase):
+`peak_rss_mb` covers the load and batch-1 latency, `footprint_mb` is that minus the process before
+loading (the runtime's own memory), `rss_mb_by_batch` each batch of the sweep; the accuracy pass is
+never counted. CPU time, ours and other processes', is summed over the timed intervals only.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -31,8 +33,16 @@ from pipeline.core.memory import RssSampler, batch_size
 from pipeline.core.registry import RUNTIMES
 from pipeline.measure.energy import EnergyMeter
 from pipeline.measure.gpu import GpuMeter
-from pipeline.measure.harness import LatencyResult, measure_concurrent, measure_latency, measure_throughput, warm_up
+from pipeline.measure.harness import (
+    LatencyResult,
+    harness_limit_rps,
+    measure_concurrent,
+    measure_latency,
+    measure_throughput,
+    warm_up,
+)
 from pipeline.measure.profile import op_profile
+from pipeline.measure.stats import Interval
 from pipeline.runtimes.base import Session
 
 
@@ -95,15 +105,26 @@ def measure_latency_only(model: str, artifact: str, root: str = ".") -> dict[str
     """Batch-1 latency alone, the way `measure` takes it: for benchmark scripts comparing variants."""
     loaded = load_variant(model, Path(artifact), Path(root))
     call = loaded.session.prepare(sample_batch(loaded.reference.inputs, 1))
-    config = loaded.params.bench.latency
     warm_up(call, loaded.params.bench.warmup)
-    latency = LatencyResult.combine([measure_latency(call, config) for _ in range(config.segments)])
+    latency = measure_latency(call, loaded.params.bench.latency)
     return {
         "load_ms": loaded.load_ms,
         "latency_ms": latency.stats.to_dict(),
-        "noise_pct": latency.noise_pct,
-        "stable": latency.noise_pct <= config.stability_pct,
+        **latency_uncertainty(latency, loaded.params.bench),
         "runtime": loaded.session.details(),
+    }
+
+
+def latency_uncertainty(latency: LatencyResult, bench: BenchConfig) -> dict[str, Any]:
+    """The p50's interval, whether it is noisy (wider than the target when the time cap came), and
+    whether the p99 rests on too few calls."""
+    interval = latency.p50_interval
+    known = math.isfinite(interval.half_width_pct)  # fewer than 5 blocks by the time cap: no interval
+    return {
+        "p50_ci_ms": {"low": interval.low, "high": interval.high, "blocks": interval.blocks} if known else None,
+        "p50_ci_pct": interval.half_width_pct if known else None,
+        "noisy": not known or interval.half_width_pct > bench.latency.target_pct,
+        "p99_low_confidence": latency.stats.p99_low_confidence,
     }
 
 
@@ -120,28 +141,32 @@ class PhaseTimes(dict):
 
 
 class CpuClock:
-    """This process's CPU time over wall time, summed over the intervals it was running."""
+    """This process's CPU time over wall time, and other processes' (and the hypervisor's steal),
+    each summed over the intervals it was running only: a figure about the timed calls, not about
+    whatever ran between them."""
 
     def __init__(self) -> None:
-        self.cpu_s = self.wall_s = 0.0
-        self.system_before: Any = None
-        self.system_after: Any = None
+        self.cpu_s = self.wall_s = self.others_s = self.steal_s = 0.0
 
     @contextmanager
     def running(self) -> Iterator[None]:
         process = psutil.Process()
         before, wall, system = process.cpu_times(), time.perf_counter(), psutil.cpu_times()
-        self.system_before = self.system_before or system
         try:
             yield
         finally:
-            after = process.cpu_times()
-            self.cpu_s += (after.user - before.user) + (after.system - before.system)
-            self.wall_s += time.perf_counter() - wall
-            self.system_after = psutil.cpu_times()
+            after, system_after = process.cpu_times(), psutil.cpu_times()
+            wall_s = time.perf_counter() - wall
+            own_s = (after.user - before.user) + (after.system - before.system)
+            load = other_load(system, system_after, own_s, wall_s)
+            self.cpu_s += own_s
+            self.wall_s += wall_s
+            self.others_s += load["other_cpu_pct"] * wall_s / 100.0
+            self.steal_s += load["steal_pct"] * wall_s / 100.0
 
     def other_load(self) -> dict[str, float]:
-        return other_load(self.system_before, self.system_after, self.cpu_s, self.wall_s)
+        wall = self.wall_s or 1.0
+        return {"other_cpu_pct": 100.0 * self.others_s / wall, "steal_pct": 100.0 * self.steal_s / wall}
 
     @property
     def util_pct(self) -> float:
@@ -167,9 +192,8 @@ def measure_loaded(
     baseline_mb: float,
     load_rss_mb: float,
 ) -> dict[str, Any]:
-    """Everything after the load: latency (with the footprint sampled), the throughput sweep,
-    concurrent throughput, the dimension sweep, then accuracy and fidelity (never in a memory or
-    CPU figure)."""
+    """Everything after the load: latency (with the footprint), the throughput sweep, concurrent
+    throughput, the dimension sweep, then accuracy and fidelity (never in a memory or CPU figure)."""
     session, reference, bench = loaded.session, loaded.reference, loaded.params.bench
     fixed, batching = source.get("fixed_batch"), source.get("batching", {})
     one = sample_batch(reference.inputs, fixed or 1)  # "batch 1" is the fixed batch for fixed-batch models
@@ -180,27 +204,22 @@ def measure_loaded(
         start = time.perf_counter()
         call()
         first_infer_ms = 1000 * (time.perf_counter() - start)
+        warm_up(call, bench.warmup)
         with latency_cpu.running():
-            warm_up(call, bench.warmup)
             meter = GpuMeter(loaded.target) if loaded.target.startswith("cuda") else EnergyMeter()
             meter.start()
-            segments = [measure_latency(call, bench.latency)]
-            energy = meter.stop(segments[0].stats.n)
+            latency = measure_latency(call, bench.latency)
+            energy = meter.stop(latency.stats.n)
     sizes = [fixed] if fixed else [b for b in bench.throughput.batches if b <= batching.get("max_batch", b)]
     with sweep_cpu.running():
         with phases.timed("sweep"):
             sweep = throughput_sweep(session, reference, sizes or [1], bench.throughput, sampler)
         with phases.timed("concurrent"):
             concurrent = concurrent_throughput(session, one, fixed or 1, bench)
-    with sampler.phase("latency_after_sweep"), latency_cpu.running(), phases.timed("latency"):
-        warm_up(call, bench.warmup)
-        segments += [measure_latency(call, bench.latency) for _ in range(bench.latency.segments - 1)]
-    latency = LatencyResult.combine(segments)
 
     with phases.timed("dim_sweep"):
         by_dim = latency_by_dim(session, config, source, bench)
-    fastest = max(sweep["by_batch"], key=sweep["by_batch"].__getitem__)  # the most samples/s: the quickest pass
-    eval_batch = batch_size(min(bench.eval_batch, int(fastest[1:])), batching, fixed)
+    eval_batch = batch_size(bench.eval_batch, batching, fixed)  # one batch for every variant: comparable fidelity
     with phases.timed("accuracy"):
         outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
         accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
@@ -214,14 +233,14 @@ def measure_loaded(
     runtime_details = session.details()
     by_batch = sweep["by_batch"]
     peak_key = max(by_batch, key=by_batch.__getitem__)
+    peak_rss = max(sampler.peaks["load"], sampler.peaks["latency"])
     return {
         "metrics": {
             "load_ms": loaded.load_ms,
             **({"load_cached_ms": cached_load_ms} if cached_load_ms is not None else {}),
             "first_infer_ms": first_infer_ms,
             "latency_ms": {k: v for k, v in latency.stats.to_dict().items() if k not in ("min", "max")},
-            "noise_pct": latency.noise_pct,
-            "stable": latency.noise_pct <= bench.latency.stability_pct,
+            **latency_uncertainty(latency, bench),
             "throughput_sps": {
                 "peak": by_batch[peak_key],
                 "peak_batch": int(peak_key[1:]),
@@ -229,8 +248,8 @@ def measure_loaded(
                 "stopped_by": sweep["stopped_by"],
             },
             "throughput_concurrent": concurrent,
-            "peak_rss_mb": max(sampler.peaks["load"], sampler.peaks["latency"]),
-            "footprint_mb": max(sampler.peaks["load"], sampler.peaks["latency"]) - baseline_mb,
+            "peak_rss_mb": peak_rss,
+            "footprint_mb": peak_rss - baseline_mb,
             "load_rss_mb": load_rss_mb,
             "rss_mb_by_batch": sweep["rss_mb_by_batch"],
             "cpu_util_pct": {"latency": latency_cpu.util_pct, "sweep": sweep_cpu.util_pct},
@@ -241,6 +260,7 @@ def measure_loaded(
             **({"latency_ms_by_dim": by_dim} if by_dim else {}),
             "accuracy": {k: accuracy[k] for k in ("metric", "value", "delta")},
             "fidelity": fidelity,
+            "fidelity_batch": eval_batch,
             **(
                 {"inference_precision": runtime_details["inference_precision"]}
                 if "inference_precision" in runtime_details
@@ -253,17 +273,18 @@ def measure_loaded(
             "runtime_rss_mb": loaded.runtime_rss_mb,
             "phase_s": {"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
             "baseline_rss_mb": baseline_mb,
-            "rss_mb_after_sweep": sampler.peaks.get("latency_after_sweep"),
+            "memory_how": sampler.how,
             "latency_min_ms": latency.stats.min,
             "latency_max_ms": latency.stats.max,
             "stability": {
-                "segments": len(segments),
-                "segment_p50_ms": {f"s{i}": m / 1e6 for i, m in enumerate(latency.segment_medians_ns)},
-                "window_spread_pct": latency.window_spread_pct,
-                "windows": latency.windows,
+                "blocks": latency.blocks,
+                "calls": latency.stats.n,
                 "seconds": latency.seconds,
+                "stopped_by": latency.stopped_by,
                 **latency_cpu.other_load(),
             },
+            "sweep_load": sweep_cpu.other_load(),
+            "throughput_ci": sweep["ci"],
             "accuracy": accuracy | {"eval_samples": len(reference), "eval_origin": reference.origin},
             "runtime_settings": runtime_details,
             "batching": batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sizes]},
@@ -275,9 +296,11 @@ def throughput_sweep(
     session: Session, reference: DataSet, sizes: list[int], config: ThroughputConfig, sampler: RssSampler
 ) -> dict[str, Any]:
     """Samples per second of one synchronous caller at each batch size, the same loop for every
-    runtime, with the peak RSS at each. It stops when a batch gains less than `min_gain_pct` over
-    the previous one, or when one call takes longer than `max_call_s`; `stopped_by` says which."""
+    runtime, with the peak RSS at each. It stops at a batch whose gain over the previous one is
+    confirmed below `min_gain_pct` (the top of the gain's interval), or when one call takes longer
+    than `max_call_s`; an unconfirmed small gain goes on to the next batch. `stopped_by` says which."""
     by_batch: dict[str, float] = {}
+    intervals: dict[str, Interval] = {}
     rss: dict[str, float] = {}
     stopped_by = "all batch sizes measured"
     for size in sizes:
@@ -298,26 +321,42 @@ def throughput_sweep(
             if by_batch and one_call_s > config.max_call_s:
                 stopped_by = f"one call at batch {size} took {one_call_s:.2f} s > max_call_s {config.max_call_s:g}"
                 break
-            by_batch[key] = measure_throughput(call, size, config.seconds)
-        rss[key] = sampler.peaks[key]
-        previous = list(by_batch.values())[-2] if len(by_batch) > 1 else None
-        if previous is not None and by_batch[key] < previous * (1 + config.min_gain_pct / 100):
-            gain = 100 * (by_batch[key] / previous - 1)
-            stopped_by = f"batch {size} gained {gain:+.1f}% over the previous one (< {config.min_gain_pct:g}%)"
-            break
-    return {"by_batch": by_batch, "rss_mb_by_batch": rss, "stopped_by": stopped_by}
+            measured = measure_throughput(call, size, config)
+        by_batch[key], intervals[key], rss[key] = measured.sps, measured.interval, sampler.peaks[key]
+        if len(intervals) > 1:
+            previous = list(intervals.values())[-2]
+            gain_high = 100 * (measured.interval.high / max(previous.low, 1e-12) - 1)
+            if gain_high < config.min_gain_pct:
+                gain = 100 * (measured.sps / previous.center - 1)
+                stopped_by = (
+                    f"batch {size} gained {gain:+.1f}% over the previous one (at most {gain_high:+.1f}% "
+                    f"at 95% confidence < {config.min_gain_pct:g}%)"
+                )
+                break
+    ci = {k: v.to_dict() for k, v in intervals.items()}
+    return {"by_batch": by_batch, "rss_mb_by_batch": rss, "stopped_by": stopped_by, "ci": ci}
 
 
 def concurrent_throughput(session: Session, one: Arrays, batch: int, bench: BenchConfig) -> dict[str, Any]:
     """Samples per second with several batch-1 requests in flight: a server's view, beside the
-    single-caller sweep (labelled with how many requests and how they were driven)."""
-    queue = session.async_queue(one, bench.throughput.concurrent_requests or bench.resolved_threads())
-    value = measure_concurrent(queue, batch, bench.throughput.seconds)
-    return {"sps": value, "batch": batch, **queue.details()}
+    single-caller sweep. Every runtime gets the same threads in all, split per request where it can
+    (how is recorded); a figure near the harness's own limit (no-op calls) is flagged."""
+    threads = bench.resolved_threads()
+    queue = session.async_queue(one, bench.throughput.concurrent_requests or threads, threads)
+    value = measure_concurrent(queue, batch, bench.throughput.concurrent_seconds)
+    limit = harness_limit_rps(queue.requests) * batch
+    return {
+        "sps": value,
+        "batch": batch,
+        "total_threads": threads,
+        "harness_limit_sps": limit,
+        "harness_bound": value >= 0.5 * limit,
+        **queue.details(),
+    }
 
 
 def latency_by_dim(session: Session, config: ModelConfig, source: dict[str, Any], bench: Any) -> dict[str, Any]:
-    """Batch-1 latency at each value of `dim_sweep`'s dimensions (one latency segment each), on
+    """Batch-1 latency at each value of `dim_sweep`'s dimensions (timed as the batch-1 figure), on
     inputs generated at that size; the other dimensions keep their values. Keys are the values
     (a dict: DVC drops lists)."""
     result: dict[str, Any] = {}
@@ -328,6 +367,9 @@ def latency_by_dim(session: Session, config: ModelConfig, source: dict[str, Any]
             inputs = generate_inputs(config.inputs, source.get("fixed_batch") or 1, 0, dims, source.get("vocab_size"))
             call = session.prepare(inputs)
             warm_up(call, bench.warmup)
-            stats = measure_latency(call, bench.latency).stats.to_dict()
-            result[dim][str(value)] = {k: stats[k] for k in ("p50", "p90", "p99", "n")}
+            measured = measure_latency(call, bench.latency)
+            stats = measured.stats.to_dict()
+            result[dim][str(value)] = {k: stats[k] for k in ("p50", "p90", "p99", "n")} | {
+                "p50_ci_pct": latency_uncertainty(measured, bench)["p50_ci_pct"]
+            }
     return result

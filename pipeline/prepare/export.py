@@ -72,7 +72,8 @@ def held_out_sets(
     """The three disjoint roles of input rows: `calibration` (static INT8), `validation` (what
     accuracy control tunes on) and `scoring` (what every variant is measured on).
 
-    With calib_data, it serves calibration and validation and every eval row scores. With eval data
+    With calib_data, its rows are split between calibration and validation (in export.split's
+    proportions, seeded: never the same rows) and every eval row scores. With eval data
     alone, the eval rows are split (export.split, seeded). Without either, each role is generated
     from the spec with its own seed."""
     config = params.model(name)
@@ -84,7 +85,10 @@ def held_out_sets(
         }
     if config.calib_data:
         data = load_user_data(model_dir(name, root) / config.calib_data, config.inputs, f"catalog.{name}.calib_data")
-        return {"scoring": evaluation, "calibration": data, "validation": data}
+        split = params.export.split
+        share = split.validation / (split.calibration + split.validation)
+        parts = data.split({"validation": share}, params.export.seed)
+        return {"scoring": evaluation, "calibration": parts["rest"], "validation": parts["validation"]}
     split = params.export.split
     parts = evaluation.split({"calibration": split.calibration, "validation": split.validation}, params.export.seed)
     return {"scoring": parts.pop("rest"), **parts}

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, Params, load_params
-from pipeline.core.evaluate import worst_cosine
+from pipeline.core.evaluate import worst_row_cosine
 from pipeline.core.files import read_json
 from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import BASELINES
@@ -30,7 +30,7 @@ from pipeline.present.summary import hardware, markdown_table, num, rich_table, 
 
 COLUMNS = (
     "machine", "measured on", "variant", "target", "prec", "p50 ms", "p50 speed-up",
-    "peak samples/s (batch)", "RSS MB", "acc Δ", "cosine", "status",
+    "peak samples/s (batch)", "footprint MB", "acc Δ", "worst cos", "status",
 )  # fmt: skip
 
 
@@ -71,9 +71,9 @@ def machine_rows(machine: str, model: str, source: str, results: Path) -> list[l
             num(latency.get("p50"), ".4g"),
             speedup(m, baseline),
             f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
-            num(m.get("peak_rss_mb"), ".0f"),
+            num(m.get("footprint_mb"), ".0f"),
             num((m.get("accuracy") or {}).get("delta"), "+.4f"),
-            num(worst_cosine(m.get("fidelity")), ".4f"),
+            num(worst_row_cosine(m.get("fidelity")), ".4f"),
             m.get("status", "?"),
         ])  # fmt: skip
     return out

@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline.core import layout
 from pipeline.core.config import Params
-from pipeline.core.evaluate import worst_cosine
+from pipeline.core.evaluate import worst_row_cosine
 from pipeline.core.files import atomic_dir, read_json, write_json
 from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import BASELINES, VARIANTS, ordered, should_beat
@@ -40,8 +40,9 @@ def _p50(metrics: Metrics, variant: str) -> float:
 
 
 def _margin(metrics: Metrics, *variants: str) -> float:
-    """The relative difference below which two p50s are not told apart: their noise, at least 5%."""
-    return max(5.0, *(metrics[v].get("noise_pct", 0.0) for v in variants)) / 100.0
+    """The relative difference below which two p50s are not told apart: their intervals' half-widths
+    together, at least 5% (figures taken minutes apart drift more than one interval says)."""
+    return max(5.0, sum(metrics[v].get("p50_ci_pct") or 0.0 for v in variants)) / 100.0
 
 
 def on_gpu(metrics: dict[str, Any]) -> str:
@@ -89,14 +90,12 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
                 f"`{int8}` is not faster than `{fp32}` at batch 1 beyond noise (p50 {_p50(metrics, int8):.4g} vs "
                 f"{_p50(metrics, fp32):.4g} ms): {evidence}{batched}."
             )
-    noisy = {
-        v: m.get("noise_pct", 0) for v, m in metrics.items() if m.get("status") == "ok" and not m.get("stable", True)
-    }
+    noisy = {v: m.get("p50_ci_pct") for v, m in metrics.items() if m.get("status") == "ok" and m.get("noisy")}
     if noisy:
-        listed = ", ".join(f"`{v}` (±{n:.0f}%)" for v, n in sorted(noisy.items()))
+        listed = ", ".join(f"`{v}` (±{n:.1f}%)" if n is not None else f"`{v}`" for v, n in sorted(noisy.items()))
         found.append(
-            f"Noisy measurements: {listed}. Their two latency segments disagreed; compare them with care "
-            "and rerun with nothing else on the machine."
+            f"Noisy measurements: {listed}. Their p50's 95% interval stayed wider than the target until the "
+            "time cap; the deploy choice does not rest on them alone (it is re-measured side by side)."
         )
     for variant, m in sorted(metrics.items()):
         if m.get("in_sample"):
@@ -133,7 +132,7 @@ def _quality(metrics: dict[str, Any]) -> str:
     delta = (metrics.get("accuracy") or {}).get("delta")
     if delta is not None:
         return f"{delta:+.4f}"
-    cosine = worst_cosine(metrics.get("fidelity"))
+    cosine = worst_row_cosine(metrics.get("fidelity"))
     return f"cos {cosine:.4f}" if cosine is not None else ""
 
 
@@ -146,6 +145,8 @@ def plot_data(metrics: Metrics, selection: Selection, percentile: str) -> dict[s
             {
                 "variant": v,
                 "latency_ms": ok[v]["latency_ms"][percentile],
+                "latency_low_ms": (ok[v].get("p50_ci_ms") or {}).get("low") if percentile == "p50" else None,
+                "latency_high_ms": (ok[v].get("p50_ci_ms") or {}).get("high") if percentile == "p50" else None,
                 "quality_loss": _loss(v, ok[v], percentile),
                 "size_mb": ok[v]["size_mb"],
                 "feasible": v in selection.feasible,
@@ -160,7 +161,7 @@ def plot_data(metrics: Metrics, selection: Selection, percentile: str) -> dict[s
             for v in order
             for key, value in ok[v]["throughput_sps"]["by_batch"].items()
         ],
-        "memory": [{"variant": v, "peak_rss_mb": ok[v]["peak_rss_mb"]} for v in order],
+        "memory": [{"variant": v, "footprint_mb": ok[v]["footprint_mb"]} for v in order],
     }
 
 
@@ -190,9 +191,9 @@ def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, fol
             axes.set_xticks([r["batch"] for r in records], labels=[str(r["batch"]) for r in records])
             axes.legend(fontsize=7, ncol=2)
         else:
-            value = {"size": "size_mb", "memory": "peak_rss_mb"}[kind]
+            value = {"size": "size_mb", "memory": "footprint_mb"}[kind]
             axes.barh([r["variant"] for r in records], [r[value] for r in records], color="#4c72b0")
-            axes.set_xlabel({"size": "artifact size (MB)", "memory": "peak RSS of the benchmark process (MB)"}[kind])
+            axes.set_xlabel({"size": "artifact size (MB)", "memory": "footprint: the runtime's peak RSS (MB)"}[kind])
             axes.invert_yaxis()
         axes.set_title(f"{model}: {kind.replace('_', ' vs ')}", fontsize=10)
         axes.grid(alpha=0.3)
@@ -208,6 +209,20 @@ def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) ->
     """Latency vs quality loss: every variant, the Pareto front of the feasible ones, the choice."""
     for feasible, style in ((False, {"marker": "x", "color": "#999999"}), (True, {"marker": "o", "color": "#4c72b0"})):
         points = [r for r in records if r["feasible"] == feasible and r["quality_loss"] is not None]
+        spans = [r for r in points if r.get("latency_low_ms") is not None]
+        if spans:  # the p50's 95% interval
+            axes.errorbar(
+                [r["latency_ms"] for r in spans],
+                [r["quality_loss"] for r in spans],
+                xerr=[
+                    [r["latency_ms"] - r["latency_low_ms"] for r in spans],
+                    [r["latency_high_ms"] - r["latency_ms"] for r in spans],
+                ],
+                fmt="none",
+                ecolor=style["color"],
+                elinewidth=1,
+                capsize=2,
+            )
         if points:
             axes.scatter(
                 [r["latency_ms"] for r in points],
@@ -262,7 +277,11 @@ def model_report(
     deploy = layout.deploy_dir(model).as_posix()
     config = params.select
     constraints = config.constraints_for(model)
-    selection = select(metrics, config, constraints)
+    selection = select(metrics, config, constraints)  # the screen: feasibility, Pareto front, rejections
+    decided = layout.selection_file(model, root)
+    if decided.exists():  # the select stage's decision, after its side-by-side re-measure
+        record = read_json(decided)
+        selection.chosen, selection.why = record["chosen"] if record["status"] == "ok" else None, record["why"]
     data = plot_data(metrics, selection, config.percentile)
     images = draw(model, data, config.percentile, folder)
     warnings = traps(metrics, cpu, selection)

@@ -12,7 +12,7 @@ from rich.table import Table
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
-from pipeline.core.evaluate import worst_cosine
+from pipeline.core.evaluate import worst_row_cosine
 from pipeline.core.files import read_json
 from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import BASELINES, ordered
@@ -31,15 +31,16 @@ def speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
 
 
 COLUMNS = (
-    "variant", "target", "runtime", "prec", "size MB", "p50 ms", "p99 ms", "p50 speed-up",
-    "peak samples/s (batch)", "RSS MB", "acc Δ", "cosine", "top-1 agree", "status",
+    "variant", "target", "runtime", "prec", "size MB", "p50 ms", "±95%", "p99 ms", "p50 speed-up",
+    "peak samples/s (batch)", "footprint MB", "acc Δ", "worst cos", "top-1 agree", "status",
 )  # fmt: skip
 LEFT = {"machine", "measured on", "variant", "target", "runtime", "prec", "status"}  # left-aligned columns
 
 
 def _status(m: dict[str, Any]) -> str:
     status = m.get("status", "?")
-    marks = [f"noisy ±{m.get('noise_pct', 0):.0f}%"] if not m.get("stable", True) else []
+    marks = ["noisy"] if m.get("noisy") else []
+    marks += ["p99 < 1000 calls"] if m.get("p99_low_confidence") else []
     marks += ["in-sample"] if m.get("in_sample") else []
     return f"{status} ({', '.join(marks)})" if status == "ok" and marks else status
 
@@ -67,12 +68,13 @@ def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: st
             m.get("precision", ""),
             num(m.get("size_mb")),
             num(latency.get("p50")),
+            num(m.get("p50_ci_pct"), ".1f") + ("%" if m.get("p50_ci_pct") is not None else ""),
             num(latency.get("p99")),
             speedup(m, baseline),
             f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
-            num(m.get("peak_rss_mb"), ".0f"),
+            num(m.get("footprint_mb"), ".0f"),
             num(accuracy.get("delta"), "+.4f"),
-            num(worst_cosine(m.get("fidelity")), ".4f"),
+            num(worst_row_cosine(m.get("fidelity")), ".4f"),
             num(next(iter((m.get("fidelity") or {}).values()), {}).get("top1_agreement"), ".4f"),
             _status(m),
         ])  # fmt: skip
@@ -122,14 +124,17 @@ def how_measured(params: Params, results: Path) -> str:
         f"Measured on machine {machine}: {hardware(env)}, "
         f"{bench.resolved_threads()} intra-op threads, each variant in its own process. "
         f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and {bench.warmup.seconds:g} s; "
-        f"{latency.segments} segments (before and after the throughput sweep), each >= {latency.min_iters} calls "
-        f"and {latency.min_seconds:g} s until {latency.stable_windows} windows of {latency.window_seconds:g} s "
-        f"agree within {latency.stability_pct:g}%; 'noisy' when the segments' p50s differ by more than that. "
-        f"Throughput: one synchronous caller, {bench.throughput.seconds:g} s per batch size "
-        f"{bench.throughput.batches}, stopping when a batch gains < {bench.throughput.min_gain_pct:g}% or one call "
-        f"takes > {bench.throughput.max_call_s:g} s (not tried when the previous batch's rate says over twice that). "
-        f"RSS: sampled over load and batch-1 latency. "
-        f"Accuracy Δ and cosine: vs the FP32 source on the held-out scoring rows."
+        f"timed call by call in blocks of ~{latency.block_seconds:g} s until the 95% interval of the p50 (batch "
+        f"means over >= {latency.min_blocks} block medians) is within ±{latency.target_pct:g}%, or for "
+        f"{latency.max_seconds:g} s ('noisy' when still wider; ±95% column); p99 flagged below 1000 calls. "
+        f"Throughput: one synchronous caller per batch size {bench.throughput.batches}, timed in blocks until "
+        f"±{bench.throughput.target_pct:g}% or {bench.throughput.seconds:g} s, stopping at a batch whose gain "
+        f"is confirmed below {bench.throughput.min_gain_pct:g}% or when one call takes > "
+        f"{bench.throughput.max_call_s:g} s. Footprint: the peak RSS over load and batch-1 latency (the kernel's "
+        f"high-water mark) minus the process before loading. The deployed choice is re-measured side by side "
+        f"with its contenders (deploy/<model>/manifest.json). "
+        f"Accuracy Δ and worst-row cosine: vs the FP32 source on the held-out scoring rows, at batch "
+        f"{bench.eval_batch} (capped to what fits)."
     )
 
 

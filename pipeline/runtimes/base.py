@@ -45,8 +45,8 @@ class AsyncQueue(Protocol):
 class ThreadQueue:
     """An AsyncQueue over prepared calls, one thread (and one call) per request in flight."""
 
-    def __init__(self, calls: list[Callable[[], Any]]) -> None:
-        self.requests = len(calls)
+    def __init__(self, calls: list[Callable[[], Any]], how: str = "") -> None:
+        self.requests, self._how = len(calls), how
         self._idle: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
         for call in calls:
             self._idle.put(call)
@@ -78,7 +78,7 @@ class ThreadQueue:
             raise self._error
 
     def details(self) -> dict[str, Any]:
-        return {"requests": self.requests, "how": "a thread per request, each with its own prepared call"}
+        return {"requests": self.requests, "how": f"a thread per request, each with its own prepared call; {self._how}"}
 
 
 class Session(ABC):
@@ -99,11 +99,18 @@ class Session(ABC):
         """
         return lambda: self.run(inputs)
 
-    def async_queue(self, inputs: Arrays, requests: int) -> AsyncQueue:
-        """Up to `requests` calls on `inputs` in flight at once: a thread per request by default
-        (every runtime here releases the GIL while it computes); OpenVINO overrides it with its
-        own asynchronous queue."""
-        return ThreadQueue([self.prepare(inputs) for _ in range(requests)])
+    def request_sessions(self, requests: int, threads: int) -> tuple[list[Session], str]:
+        """The sessions `requests` concurrent requests run on, sharing `threads` threads in all, and
+        how. Default: this session for every request, its thread pool being process-wide (PyTorch,
+        TensorFlow and XLA fix theirs per process); ONNX Runtime gives each request its own."""
+        return [self] * requests, f"one session shared by {requests} request threads (a process-wide pool of {threads})"
+
+    def async_queue(self, inputs: Arrays, requests: int, threads: int) -> AsyncQueue:
+        """Up to `requests` calls on `inputs` in flight at once: a thread per request, each on one of
+        `request_sessions` (every runtime here releases the GIL while it computes); OpenVINO
+        overrides it with its own asynchronous queue."""
+        sessions, how = self.request_sessions(requests, threads)
+        return ThreadQueue([s.prepare(inputs) for s in sessions], how)
 
     def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
         """Time per operator execution over `calls` runs of `inputs`, from the runtime's own profiler,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import onnx
 import onnxruntime as ort
 
 from pipeline.core.data import Arrays
@@ -89,7 +90,7 @@ class OrtSession(Session):
         self._session = self._load(session_options(threads))
         self.input_names = [i.name for i in self._session.get_inputs()]
         self.output_names = [o.name for o in self._session.get_outputs()]
-        self._threads = threads
+        self._threads, self._config = threads, config or {}
 
     def _load(self, options: ort.SessionOptions) -> ort.InferenceSession:
         session = ort.InferenceSession(str(self._path), options, providers=self._providers)
@@ -104,6 +105,31 @@ class OrtSession(Session):
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
         run, names, feeds = self._session.run, self.output_names, dict(inputs)
         return lambda: run(names, feeds)
+
+    def request_sessions(self, requests: int, threads: int) -> tuple[list[Session], str]:
+        """A session per request, each with its share of the threads (intra-op pools are per session)."""
+        share = max(1, threads // requests)
+        sessions: list[Session] = [OrtSession(self._path, share, self._target, self._config) for _ in range(requests)]
+        return sessions, f"{requests} sessions of {share} intra-op thread(s), one per request thread"
+
+    def executed_precision(self) -> str | None:
+        """What an FP16 file computes in on this provider, read from ONNX Runtime's optimized graph:
+        the CPU provider has few FP16 kernels and runs FP32 ones behind inserted Casts (or folds
+        FP16 weights back to FP32), so the weights its compute operators take say what ran."""
+        if self._target != "cpu" or not _has_fp16_weights(self._path):
+            return None
+        with tempfile.TemporaryDirectory(prefix="ort-optimized-") as folder:
+            options = session_options(self._threads)
+            options.optimized_model_filepath = str(Path(folder) / "optimized.onnx")
+            options.log_severity_level = 3
+            self._load(options)
+            graph = onnx.load(options.optimized_model_filepath, load_external_data=False).graph
+        weights = {i.name: i.data_type for i in graph.initializer}
+        compute = [weights[i] for n in graph.node if n.op_type in COMPUTE_OPS for i in n.input if i in weights]
+        casts = sum(n.op_type == "Cast" for n in graph.node)
+        if compute and onnx.TensorProto.FLOAT16 not in compute:
+            return f"fp32 (fp16 storage, fp32 compute: {len(compute)} weights of compute ops in fp32, {casts} Casts)"
+        return None
 
     def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
         """ONNX Runtime's own profiler (enable_profiling) on a second session: kernel time per node."""
@@ -122,12 +148,37 @@ class OrtSession(Session):
         ]
 
     def details(self) -> dict[str, Any]:
+        executed = self.executed_precision()
         return {
             "provider": self._session.get_providers()[0],
             "target": self._target,
             "intra_op_threads": self._threads,
             "graph_optimization": "all",
+            **({"inference_precision": executed} if executed else {}),
         }
+
+
+# Operators whose weights decide the arithmetic (ORT's fused and contrib forms included).
+COMPUTE_OPS = frozenset(
+    {
+        "Conv",
+        "ConvTranspose",
+        "MatMul",
+        "Gemm",
+        "FusedConv",
+        "FusedGemm",
+        "FusedMatMul",
+        "NhwcFusedConv",
+        "Attention",
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+    }
+)
+
+
+def _has_fp16_weights(path: Path) -> bool:
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return any(i.data_type == onnx.TensorProto.FLOAT16 for i in graph.initializer)
 
 
 def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> OrtSession:

@@ -67,10 +67,10 @@ class OpenVinoSession(Session):
             request.set_input_tensor(index, ov.Tensor(array))
         return request.infer
 
-    def async_queue(self, inputs: Arrays, requests: int) -> OpenVinoQueue:
+    def async_queue(self, inputs: Arrays, requests: int, threads: int) -> OpenVinoQueue:
         """OpenVINO's own way to serve many requests: a model compiled with the THROUGHPUT hint
-        and an AsyncInferQueue of the plugin's optimal number of requests (`requests` is ignored:
-        the plugin's streams decide how many run at once)."""
+        (the same `threads` in all, split into the plugin's streams) and an AsyncInferQueue of the
+        plugin's optimal number of requests (`requests` is ignored: the streams decide)."""
         compiled = self._compile("THROUGHPUT", ov.Core())
         return OpenVinoQueue(compiled, self._ports(inputs))
 
@@ -125,7 +125,8 @@ class OpenVinoQueue:
         return {
             "requests": self.requests,
             "streams": int(self._compiled.get_property("NUM_STREAMS")),
-            "how": "OpenVINO AsyncInferQueue, THROUGHPUT hint",
+            "threads": int(self._compiled.get_property("INFERENCE_NUM_THREADS")),
+            "how": "OpenVINO AsyncInferQueue, THROUGHPUT hint: the threads split into streams",
         }
 
 

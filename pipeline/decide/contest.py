@@ -1,0 +1,152 @@
+"""The decision that survives drift: screen on the stored figures, re-measure what they cannot separate.
+
+Stored figures come from benchmarks run minutes apart, and on shared machines the minutes are not
+equal: identical artifacts measured 1.5x apart, and the choice followed the gap. So the winner of the
+screen (pipeline.decide.selection) and every feasible variant whose latency interval overlaps its
+own (up to `select.contest.max_contenders`) are timed again, side by side in one fresh process
+(pipeline.measure.interleaved), until the paired ratios separate them or say tie. Variants that are
+one model (pipeline.measure.identity) are timed once. Among the tied, the documented tie-break
+decides (selection.TIE_BREAK), and the manifest says "tie with X (±y%)". The figures that ranked
+the contenders are the ones recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.core import layout
+from pipeline.core.config import Params
+from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.decide.selection import (
+    TIE_BREAK,
+    Candidate,
+    Selection,
+    objective_key,
+    overlapping,
+    select,
+    tie_break_key,
+)
+from pipeline.machine.lock import machine_lock
+from pipeline.measure.identity import signature
+from pipeline.measure.stage import thread_env
+
+
+@dataclass
+class Decision:
+    """The screen, what the re-measure found, and the choice with its one-line reason."""
+
+    selection: Selection
+    chosen: str | None
+    why: str
+    contest: dict[str, Any] | None = None
+    tied: list[str] = field(default_factory=list)
+    identical: dict[str, str] = field(default_factory=dict)  # variant -> the one timed in its place
+    latency_ms: dict[str, float] = field(default_factory=dict)  # the figures that ranked the contenders
+
+
+def identical_groups(candidates: list[Candidate], root: Path, model: str) -> dict[str, list[str]]:
+    """Representative (the best ranked) -> every variant that is the same model, in rank order."""
+    groups: dict[str, list[str]] = {}
+    for c in candidates:
+        groups.setdefault(signature(layout.variant_dir(model, c.variant, root)), []).append(c.variant)
+    return {members[0]: members for members in groups.values()}
+
+
+def measure_contenders(model: str, variants: list[str], params: Params, root: Path) -> dict[str, Any]:
+    """Run the interleaved timing in a fresh process, holding the machine, with the bench's threads."""
+    with machine_lock(exclusive=True):
+        return call(
+            "pipeline.measure.interleaved:contest",
+            {
+                "model": model,
+                "variants": variants,
+                "percentile": params.select.percentile,
+                "config": params.select.contest.model_dump(),
+                "root": str(root),
+            },
+            timeout=params.bench.timeout_s,
+            env=thread_env(params.bench.resolved_threads()),
+            log=layout.log_file(model, "contest", "select", root),
+        )
+
+
+def decide(model: str, metrics: dict[str, dict[str, Any]], params: Params, root: Path = Path(".")) -> Decision:
+    """Screen, then (latency objective) re-measure the contenders; returns the decision."""
+    config, constraints = params.select, params.select.constraints_for(model)
+    screen = select(metrics, config, constraints)
+    if screen.chosen is None or config.objective != "latency" or not config.contest.enabled:
+        return Decision(screen, screen.chosen, screen.why)
+    feasible = [Candidate.from_metrics(v, metrics[v], config.percentile) for v in screen.feasible]
+    ranked = sorted(feasible, key=lambda c: (objective_key(c, "latency"), c.variant))
+    close = overlapping(ranked[0], ranked, len(ranked))
+    groups = identical_groups(close, root, model)
+    timed = list(groups)[: config.contest.max_contenders]
+    identical = {m: rep for rep in timed for m in groups[rep] if m != rep}
+    if len(timed) == 1:
+        why = f"{screen.why}; no other variant's interval overlaps it" + _same(identical)
+        return Decision(screen, screen.chosen, why, identical=identical)
+    try:
+        contest = measure_contenders(model, timed, params, root)
+    except IsolatedFailure as failure:
+        why = f"{screen.why}; the side-by-side re-measure failed ({failure.evidence('python -m pipeline select')})"
+        return Decision(screen, screen.chosen, why, identical=identical)
+    leader, ratios = contest["leader"], contest["ratio_to_leader"]
+    tied_timed = [leader, *(v for v, r in ratios.items() if r["verdict"] != "slower")]
+    tied = [m for rep in tied_timed for m in groups[rep]]
+    by_name = {c.variant: c for c in feasible}
+    chosen = min((by_name[v] for v in tied), key=tie_break_key).variant
+    latency = {m: contest["latency_ms"][rep] for rep in timed for m in groups[rep]}
+    return Decision(
+        screen, chosen, _why(chosen, leader, tied, contest, groups, latency), contest, tied, identical, latency
+    )
+
+
+def _same(identical: dict[str, str]) -> str:
+    return "".join(f"; {v} is the same model as {rep} (timed once)" for v, rep in identical.items())
+
+
+def _why(
+    chosen: str,
+    leader: str,
+    tied: list[str],
+    contest: dict[str, Any],
+    groups: dict[str, list[str]],
+    latency: dict[str, float],
+) -> str:
+    ratios, p = contest["ratio_to_leader"], contest["percentile"]
+    head = f"re-measured side by side ({contest['rounds']} rounds, {contest['seconds']:.1f} s)"
+    others = []
+    for rep, r in sorted(ratios.items(), key=lambda item: item[1]["ratio"]):
+        spread = 100 * max(r["high"] - 1, 1 - r["low"])
+        mark = "slower" if r["verdict"] == "slower" else "tie"
+        others.append(f"{rep} x{r['ratio']:.3f} (95% CI {r['low']:.3f}-{r['high']:.3f}, {mark}, ±{spread:.1f}%)")
+    figures = f"{leader} {p} {latency[leader]:.4g} ms; " + "; ".join(others)
+    identical = {m: rep for rep, members in groups.items() for m in members if m != rep}
+    if len(tied) == 1:
+        return f"fastest when {head}: {figures}" + _same(identical)
+    rivals = [v for v in tied if v != chosen]
+    spreads = [100 * max(ratios[v]["high"] - 1, 1 - ratios[v]["low"]) for v in tied if v in ratios]
+    band = f" (±{max(spreads):.1f}%)" if spreads else " (the same model)"
+    return f"tie with {', '.join(rivals)}{band} when {head}; chosen by the tie-break: {TIE_BREAK}. {figures}" + _same(
+        identical
+    )
+
+
+def choose(model: str, root: str = ".") -> dict[str, Any]:
+    """The select step's decision for `model` from this project's stored figures, without writing
+    deploy/ (benchmarks/choice_stability.py runs it in fresh processes)."""
+    from pipeline.core.config import PARAMS_FILE, load_params
+    from pipeline.core.records import load_details
+
+    base = Path(root)
+    decision = decide(model, load_details(model, base), load_params(base / PARAMS_FILE), base)
+    return {
+        "chosen": decision.chosen,
+        "tied": decision.tied,
+        "identical": decision.identical,
+        "contenders": list((decision.contest or {}).get("latency_ms", {})),
+        "seconds": (decision.contest or {}).get("seconds"),
+        "why": decision.why,
+    }

@@ -1,0 +1,116 @@
+"""Time several variants of one model side by side: the measurement a ranking can trust.
+
+Figures taken minutes apart drift with the machine (one INT8 artifact read 3.8 ms, then 2.4 ms,
+while FP32 held still), but the ratio of two variants timed in alternating blocks of calls in one
+process holds (0.628-0.637 in every 15 s window while both moved 10%). So the contenders are loaded
+together, and each round times one block of every contender, in an order that turns each round
+(A B C, then C B A, then B C A ...), with a few untimed calls first so that each block starts warm.
+A round gives each contender's ratio to the leader; the rounds give that ratio's interval
+(pipeline.measure.stats.log_ratio_interval), and the loop stops when every contender is separated
+from the leader or equivalent to it (within ±tie_pct), or at the round or time limit (a tie).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.core import layout
+from pipeline.core.config import ContestConfig
+from pipeline.core.data import sample_batch
+from pipeline.core.files import read_json
+from pipeline.measure.harness import calls_per_block, clock, no_gc, warm_up
+from pipeline.measure.stats import Interval, log_ratio_interval
+from pipeline.measure.worker import load_variant
+
+PERCENTILES = {"p50": 50, "p90": 90, "p99": 99}
+WARM_CALLS = 2  # untimed calls at the start of every block: caches and thread pools after the switch
+
+
+def verdict(interval: Interval, tie_pct: float) -> str:
+    """'slower' when the ratio (contender / leader) is above 1 at the interval's confidence,
+    'equivalent' when the whole interval lies within ±tie_pct of 1, else 'open'."""
+    if interval.low > 1.0:
+        return "slower"
+    if interval.low >= 1 - tie_pct / 100 and interval.high <= 1 + tie_pct / 100:
+        return "equivalent"
+    return "open"
+
+
+def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict[str, Interval], dict[str, str]]:
+    """The leader (lowest geometric mean over the rounds), each other's ratio to it, and verdicts."""
+    logs = {v: float(np.mean(np.log(s))) for v, s in block_stats.items()}
+    leader = min(logs, key=lambda v: (logs[v], v))
+    ratios = {
+        v: log_ratio_interval(np.asarray(s) / np.asarray(block_stats[leader]))
+        for v, s in block_stats.items()
+        if v != leader
+    }
+    return leader, ratios, {v: verdict(r, tie_pct) for v, r in ratios.items()}
+
+
+def contest(
+    model: str, variants: list[str], percentile: str, config: dict[str, Any], root: str = "."
+) -> dict[str, Any]:
+    """Interleaved batch-1 timing of `variants` of `model` (run in a fresh process by the select stage)."""
+    settings = ContestConfig.model_validate(config)
+    base = Path(root)
+    source = read_json(layout.source_dir(model, base) / layout.SOURCE_INFO)
+    calls, runtimes = {}, {}
+    for variant in variants:
+        loaded = load_variant(model, layout.variant_dir(model, variant, base), base)
+        calls[variant] = loaded.session.prepare(sample_batch(loaded.reference.inputs, source.get("fixed_batch") or 1))
+        runtimes[variant] = loaded.session.details()
+        warm_up(calls[variant], loaded.params.bench.warmup)
+    return race(calls, percentile, settings) | {"runtime_settings": runtimes}
+
+
+def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: ContestConfig) -> dict[str, Any]:
+    """The interleaved rounds over prepared calls (warmed up); see the module's docstring."""
+    variants = list(calls)
+    per_block = {v: max(settings.min_block_calls, calls_per_block(c, settings.block_seconds)) for v, c in calls.items()}
+    q = PERCENTILES[percentile]
+    stats: dict[str, list[float]] = {v: [] for v in variants}
+    with no_gc():
+        start, rounds, stopped_by = clock(), 0, ""
+        while True:
+            order = variants[rounds % len(variants) :] + variants[: rounds % len(variants)]
+            for variant in order if rounds % 2 == 0 else order[::-1]:
+                call, times = calls[variant], np.empty(per_block[variant], dtype=np.int64)
+                for _ in range(WARM_CALLS):
+                    call()
+                for i in range(len(times)):
+                    t0 = clock()
+                    call()
+                    times[i] = clock() - t0
+                stats[variant].append(float(np.percentile(times, q)) / 1e6)
+            rounds += 1
+            elapsed = (clock() - start) / 1e9
+            if rounds >= settings.min_rounds and "open" not in rank(stats, settings.tie_pct)[2].values():
+                stopped_by = "every contender separated from the leader or equivalent to it"
+                break
+            if rounds >= settings.max_rounds or elapsed >= settings.max_seconds:
+                stopped_by = f"round limit ({rounds} rounds, {elapsed:.1f} s): the open ones are ties"
+                break
+    leader, ratios, verdicts = rank(stats, settings.tie_pct)
+    return {
+        "leader": leader,
+        "percentile": percentile,
+        "rounds": rounds,
+        "seconds": round((clock() - start) / 1e9, 3),
+        "stopped_by": stopped_by,
+        "calls_per_block": per_block,
+        "latency_ms": {v: float(np.median(s)) for v, s in stats.items()},
+        "ratio_to_leader": {
+            v: {"ratio": r.center, "low": r.low, "high": r.high, "verdict": verdicts[v]} for v, r in ratios.items()
+        },
+        "how": (
+            f"{len(variants)} variants loaded in one process, {rounds} rounds of one block each"
+            f" (~{settings.block_seconds:g} s, {WARM_CALLS} untimed calls first) in turning order;"
+            f" block {percentile}s; 95% interval of each"
+            f" contender/leader ratio over the rounds; equivalent within ±{settings.tie_pct:g}%"
+        ),
+    }
