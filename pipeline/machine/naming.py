@@ -61,20 +61,6 @@ def current() -> dict[str, str]:
     return {"name": hardware, "source": "fingerprint", "hardware": hardware}
 
 
-def branches(root: Path = Path(".")) -> dict[str, str]:
-    """{machine: branch} for every results/<machine> branch of this repository (local or fetched)."""
-    import subprocess
-
-    found = subprocess.run(
-        ["git", "for-each-ref", "--format=%(refname:short)", "refs/heads/results/", "refs/remotes/*/results/"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.split()
-    return {ref.rpartition(BRANCH_PREFIX)[2]: ref for ref in sorted(found, key=lambda r: r.count("/"))[::-1]}
-
-
 def require_same_hardware(root: Path = Path(".")) -> dict[str, str]:
     """This machine, refusing when reports/env.json (what the measurements depend on) was written on
     other hardware: `dvc repro` reruns the env stage first; a stage run by hand does not."""
