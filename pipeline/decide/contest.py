@@ -85,7 +85,7 @@ def decide(model: str, metrics: dict[str, dict[str, Any]], params: Params, root:
     timed = list(groups)[: config.contest.max_contenders]
     identical = {m: rep for rep in timed for m in groups[rep] if m != rep}
     if len(timed) == 1:
-        why = f"{screen.why}; no other variant's interval overlaps it" + _same(identical)
+        why = f"{screen.why}; no other variant is within reach of it" + _same(identical)
         return Decision(screen, screen.chosen, why, identical=identical)
     try:
         contest = measure_contenders(model, timed, params, root)
