@@ -103,6 +103,11 @@ def decide(model: str, metrics: dict[str, dict[str, Any]], params: Params, root:
     )
 
 
+def _half_width_pct(ratio: dict[str, float]) -> float:
+    """Half the interval's width in percent, on the log scale it was computed on."""
+    return 100 * ((ratio["high"] / ratio["low"]) ** 0.5 - 1) if ratio["low"] > 0 else float("inf")
+
+
 def _same(identical: dict[str, str]) -> str:
     return "".join(f"; {v} is the same model as {rep} (timed once)" for v, rep in identical.items())
 
@@ -119,7 +124,7 @@ def _why(
     head = f"re-measured side by side ({contest['rounds']} rounds, {contest['seconds']:.1f} s)"
     others = []
     for rep, r in sorted(ratios.items(), key=lambda item: item[1]["ratio"]):
-        spread = 100 * max(r["high"] - 1, 1 - r["low"])
+        spread = _half_width_pct(r)
         mark = "slower" if r["verdict"] == "slower" else "tie"
         others.append(f"{rep} x{r['ratio']:.3f} (95% CI {r['low']:.3f}-{r['high']:.3f}, {mark}, ±{spread:.1f}%)")
     figures = f"{leader} {p} {latency[leader]:.4g} ms; " + "; ".join(others)
@@ -127,7 +132,7 @@ def _why(
     if len(tied) == 1:
         return f"fastest when {head}: {figures}" + _same(identical)
     rivals = [v for v in tied if v != chosen]
-    spreads = [100 * max(ratios[v]["high"] - 1, 1 - ratios[v]["low"]) for v in tied if v in ratios]
+    spreads = [_half_width_pct(ratios[v]) for v in tied if v in ratios]
     band = f" (±{max(spreads):.1f}%)" if spreads else " (the same model)"
     return f"tie with {', '.join(rivals)}{band} when {head}; chosen by the tie-break: {TIE_BREAK}. {figures}" + _same(
         identical

@@ -31,9 +31,9 @@ WARM_CALLS = 2  # untimed calls at the start of every block: caches and thread p
 
 
 def verdict(interval: Interval, tie_pct: float) -> str:
-    """'slower' when the ratio (contender / leader) is above 1 at the interval's confidence,
-    'equivalent' when the whole interval lies within ±tie_pct of 1, else 'open'."""
-    if interval.low > 1.0:
+    """'slower' when the ratio (contender / leader) is above 1 + tie_pct at the interval's
+    confidence, 'equivalent' when the whole interval lies within ±tie_pct of 1, else 'open'."""
+    if interval.low > 1 + tie_pct / 100:
         return "slower"
     if interval.low >= 1 - tie_pct / 100 and interval.high <= 1 + tie_pct / 100:
         return "equivalent"
