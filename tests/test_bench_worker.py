@@ -102,8 +102,10 @@ def test_sweep_stops_when_a_bigger_batch_is_confirmed_to_gain_nothing():
 
 
 def test_sweep_does_not_stop_on_a_gain_it_could_not_confirm():
-    """Too few blocks for an interval (the cap came first): the sweep goes on rather than stop on a guess."""
-    metrics = run(lambda: StandIn(call_s=0.0, per_sample_s=0.004))  # b8: 32 ms calls, 0.05 s cap: 1-2 blocks
+    """One block per batch (the cap came first): no interval, so the sweep goes on rather than stop on a
+    guess, although the stand-in gains nothing from batching (the old rule stopped at b8)."""
+    bench = BENCH.model_copy(update={"throughput": BENCH.throughput.model_copy(update={"seconds": 0.01})})
+    metrics = run(lambda: Busy(call_s=0.0, per_sample_s=0.004), bench)  # b1 4 ms, b8 32 ms: one block each
     assert list(metrics["throughput_sps"]["by_batch"])[:3] == ["b1", "b8", "b32"]
 
 
