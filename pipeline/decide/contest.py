@@ -29,6 +29,7 @@ from pipeline.decide.selection import (
     tie_break_key,
 )
 from pipeline.machine.lock import machine_lock
+from pipeline.measure import interleaved  # imported, not only named: the select stage's code hash must cover it
 from pipeline.measure.identity import signature
 from pipeline.measure.stage import thread_env
 
@@ -58,7 +59,7 @@ def measure_contenders(model: str, variants: list[str], params: Params, root: Pa
     """Run the interleaved timing in a fresh process, holding the machine, with the bench's threads."""
     with machine_lock(exclusive=True):
         return call(
-            "pipeline.measure.interleaved:contest",
+            f"{interleaved.__name__}:contest",
             {
                 "model": model,
                 "variants": variants,
