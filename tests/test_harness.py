@@ -40,9 +40,9 @@ def test_latency_stops_once_the_p50_interval_is_tight(monkeypatch):
     long before the time cap (sequential stopping: a fast model costs well under a second)."""
     clock = FakeClock(iter(lambda: 1_000_000, None))
     monkeypatch.setattr(harness, "clock", clock)
-    config = LatencyConfig(min_blocks=5, min_seconds=0.03, max_seconds=10, block_seconds=0.01)
+    config = LatencyConfig(min_blocks=6, min_seconds=0.03, max_seconds=10, block_seconds=0.01)
     result = harness.measure_latency(clock.call, config)
-    assert result.blocks == 5 and result.stats.n == 50 and result.stats.p50 == pytest.approx(1.0)
+    assert result.blocks == 6 and result.stats.n == 60 and result.stats.p50 == pytest.approx(1.0)
     assert result.p50_interval.half_width_pct == pytest.approx(0.0) and "within" in result.stopped_by
     assert result.seconds < 0.1
 
@@ -60,14 +60,28 @@ def test_latency_gives_up_at_the_cap_with_a_wide_interval(monkeypatch):
 
 
 def test_the_interval_comes_from_block_medians_not_from_the_call_count():
-    """Millions of correlated calls do not make a drifting figure precise: two blocks of 5 give no
+    """Millions of correlated calls do not make a drifting figure precise: five blocks give no
     interval, and blocks that disagree give a wide one however many calls each holds."""
-    assert stats.batch_means_interval([1.0, 1.0], 1.0).half_width_pct == float("inf")
-    steady = stats.batch_means_interval([1.0, 1.01, 0.99, 1.0, 1.0, 1.01], 1.0)
-    drifting = stats.batch_means_interval([1.0, 1.5, 1.0, 1.5, 1.0, 1.5], 1.25)
+    assert stats.median_interval([1.0] * 5, 1.0).half_width_pct == float("inf")
+    steady = stats.median_interval([1.0, 1.005, 0.995, 1.0, 1.0, 1.005, 1.0, 0.995, 1.0, 1.0], 1.0)
+    drifting = stats.median_interval([1.0, 1.5, 1.0, 1.5, 1.0, 1.5], 1.25)
     assert steady.half_width_pct < 1 < 10 < drifting.half_width_pct
-    ratio = stats.log_ratio_interval([1.2, 1.21, 1.19, 1.2, 1.2])
+    ratio = stats.ratio_interval([1.2, 1.21, 1.19, 1.2, 1.2, 1.2])
     assert ratio.low > 1.15 and ratio.high < 1.25
+
+
+def test_blocks_caught_in_a_speed_flip_do_not_hide_a_real_difference():
+    """This machine flips between two speed states; a round that straddles a flip reads 2x or 0.5x.
+    With one round in six so caught, a 5% difference stays separated (the median's interval), where
+    a t interval of the mean log ratio reached across 1."""
+    rng = np.random.default_rng(0)
+    ratios = 1.05 * np.exp(rng.normal(0, 0.01, 300))
+    ratios[::6] *= rng.choice([0.5, 2.0], size=len(ratios[::6]))
+    robust = stats.ratio_interval(ratios)
+    assert 1.03 < robust.low <= robust.center <= robust.high < 1.07
+    logs = np.log(ratios)
+    t_half = 1.97 * logs.std(ddof=1) / np.sqrt(len(logs))
+    assert np.exp(logs.mean() - t_half) < 1.03  # what the old interval said: not separated beyond 3%
 
 
 def test_p99_is_low_confidence_below_1000_calls():

@@ -1,7 +1,7 @@
 """Timing loops. They take a prepared zero-argument call, so they time the runtime and nothing else.
 
 Every loop times calls in consecutive blocks and stops by itself: once the confidence interval of
-its figure (pipeline.measure.stats, batch means over the blocks) is as narrow as asked, or at a time
+its figure (pipeline.measure.stats, the median over the blocks) is as narrow as asked, or at a time
 cap. A 20 us model is done in well under a second; a 100 ms model takes the calls it needs. The
 garbage collector is off inside timed blocks (a collection would land in one call's figure).
 """
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.config import LatencyConfig, ThroughputConfig, WarmupConfig
-from pipeline.measure.stats import Interval, LatencyStats, batch_means_interval
+from pipeline.measure.stats import Interval, LatencyStats, median_interval
 from pipeline.runtimes.base import AsyncQueue, ThreadQueue
 
 clock = time.perf_counter_ns
@@ -71,7 +71,7 @@ class LatencyResult:
     @property
     def p50_interval(self) -> Interval:
         """95% interval of the p50 (ms): would a rerun in this process repeat it?"""
-        return batch_means_interval([m / 1e6 for m in self.block_medians_ns], self.stats.p50)
+        return median_interval([m / 1e6 for m in self.block_medians_ns], self.stats.p50)
 
     @property
     def blocks(self) -> int:
@@ -98,7 +98,7 @@ def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyRe
             elapsed = clock() - start
             if len(blocks) >= config.min_blocks and elapsed >= config.min_seconds * 1e9:
                 samples = np.concatenate(blocks)
-                interval = batch_means_interval(medians, float(np.median(samples)))
+                interval = median_interval(medians, float(np.median(samples)))
                 if interval.half_width_pct <= config.target_pct:
                     stopped_by = f"p50 within ±{interval.half_width_pct:.2f}% (target {config.target_pct:g}%)"
                     break
@@ -137,7 +137,7 @@ def measure_throughput(call: Callable[[], Any], batch: int, config: ThroughputCo
             calls += per_block
             elapsed = clock() - start
             pooled = batch * calls / (elapsed / 1e9)
-            interval = batch_means_interval(block_sps, pooled)
+            interval = median_interval(block_sps, pooled)
             if len(block_sps) >= config.min_blocks and interval.half_width_pct <= config.target_pct:
                 break
             if elapsed >= config.seconds * 1e9:

@@ -5,9 +5,13 @@ while FP32 held still), but the ratio of two variants timed in alternating block
 process holds (0.628-0.637 in every 15 s window while both moved 10%). So the contenders are loaded
 together, and each round times one block of every contender, in an order that turns each round
 (A B C, then C B A, then B C A ...), with a few untimed calls first so that each block starts warm.
-A round gives each contender's ratio to the leader; the rounds give that ratio's interval
-(pipeline.measure.stats.log_ratio_interval), and the loop stops when every contender is separated
-from the leader or equivalent to it (within ±tie_pct), or at the round or time limit (a tie).
+A round gives each contender's ratio to the leader; the rounds give the median ratio and its
+order-statistic interval (pipeline.measure.stats.ratio_interval: rounds that straddle one of the
+machine's speed flips are outliers, and a median ignores them where a mean's t interval did not),
+and the loop stops when every contender is separated from the leader or equivalent to it (within
+±tie_pct), or at the round or time limit (a tie). Blocks are short (tens of ms) so that most rounds
+fall inside one machine state, with a minimum of calls so that a slow model's block is not all
+switching cost.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pipeline.core.config import ContestConfig
 from pipeline.core.data import sample_batch
 from pipeline.core.files import read_json
 from pipeline.measure.harness import calls_per_block, clock, no_gc, warm_up
-from pipeline.measure.stats import Interval, log_ratio_interval
+from pipeline.measure.stats import Interval, ratio_interval
 from pipeline.measure.worker import load_variant
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99}
@@ -41,11 +45,13 @@ def verdict(interval: Interval, tie_pct: float) -> str:
 
 
 def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict[str, Interval], dict[str, str]]:
-    """The leader (lowest geometric mean over the rounds), each other's ratio to it, and verdicts."""
-    logs = {v: float(np.mean(np.log(s))) for v, s in block_stats.items()}
-    leader = min(logs, key=lambda v: (logs[v], v))
+    """The leader, each other's ratio to it, and verdicts. The leader has the lowest median over the
+    rounds of its block figure relative to the round's geometric mean (robust, as the ratios are)."""
+    logs = np.log(np.array(list(block_stats.values()), dtype=np.float64))
+    relative = np.median(logs - logs.mean(axis=0), axis=1)
+    leader = min(zip(relative, block_stats), key=lambda pair: (pair[0], pair[1]))[1]
     ratios = {
-        v: log_ratio_interval(np.asarray(s) / np.asarray(block_stats[leader]))
+        v: ratio_interval(np.asarray(s) / np.asarray(block_stats[leader]))
         for v, s in block_stats.items()
         if v != leader
     }
@@ -110,7 +116,7 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
         "how": (
             f"{len(variants)} variants loaded in one process, {rounds} rounds of one block each"
             f" (~{settings.block_seconds:g} s, {WARM_CALLS} untimed calls first) in turning order;"
-            f" block {percentile}s; 95% interval of each"
-            f" contender/leader ratio over the rounds; equivalent within ±{settings.tie_pct:g}%"
+            f" block {percentile}s; median contender/leader ratio over the rounds with its 95%"
+            f" order-statistic interval; equivalent within ±{settings.tie_pct:g}%"
         ),
     }
