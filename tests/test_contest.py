@@ -16,7 +16,7 @@ from pipeline.measure import interleaved
 from pipeline.measure.identity import signature
 from tests.helpers import metric
 
-FAST = ContestConfig(block_seconds=0.01, min_block_calls=3, min_rounds=6, max_rounds=40, max_seconds=10)
+FAST = ContestConfig(block_seconds=0.01, min_block_calls=3, min_rounds=6, min_seconds=0, max_rounds=40, max_seconds=10)
 
 
 def busy(seconds: float):

@@ -84,6 +84,18 @@ def test_blocks_caught_in_a_speed_flip_do_not_hide_a_real_difference():
     assert np.exp(logs.mean() - t_half) < 1.03  # what the old interval said: not separated beyond 3%
 
 
+def test_a_ratio_that_moves_during_the_contest_is_not_called_separated():
+    """Rounds inside one machine state agree, so their interval alone is narrow; a ratio that reads
+    1.00 for half the contest and 1.07 for the other half is not a 3% difference anyone can count on."""
+    rng = np.random.default_rng(1)
+    steady = 1.05 * np.exp(rng.normal(0, 0.005, 400))
+    moving = np.concatenate([np.full(200, 1.0), np.full(200, 1.07)]) * np.exp(rng.normal(0, 0.005, 400))
+    assert stats.paired_ratio_interval(steady).low > 1.03
+    assert stats.ratio_interval(moving).high - stats.ratio_interval(moving).low < 0.08
+    widened = stats.paired_ratio_interval(moving)
+    assert widened.low < 1.03 and widened.high > 1.05
+
+
 def test_p99_is_low_confidence_below_1000_calls():
     assert stats.LatencyStats.from_ns(np.ones(999)).p99_low_confidence
     assert not stats.LatencyStats.from_ns(np.ones(1000)).p99_low_confidence

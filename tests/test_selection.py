@@ -61,9 +61,9 @@ def test_overlapping_intervals_make_contenders_for_the_re_measure():
     """An overlapping interval, or a figure within the drift a rerun can show (2x), makes a contender."""
     metrics = {"x": m(1.0, noise=8.0), "y": m(1.9, noise=1.0), "z": m(2.5, noise=60.0), "w": m(2.5, noise=1.0)}
     feasible = [Candidate.from_metrics(v, metrics[v], "p50") for v in ("x", "y", "z", "w")]
-    assert [c.variant for c in overlapping(feasible[0], feasible, 4)] == ["x", "y", "z"]  # z reaches 1.0 < 1.08
-    assert [c.variant for c in overlapping(feasible[0], feasible, 2)] == ["x", "y"]
-    assert [c.variant for c in overlapping(feasible[0], feasible, 1)] == ["x"]
+    assert [c.variant for c in overlapping(feasible[0], feasible, 4, 2.0)] == ["x", "y", "z"]  # z reaches 1.0 < 1.08
+    assert [c.variant for c in overlapping(feasible[0], feasible, 2, 2.0)] == ["x", "y"]
+    assert [c.variant for c in overlapping(feasible[0], feasible, 1, 2.0)] == ["x"]
 
 
 def test_tie_break_order_is_fidelity_then_footprint_size_and_packages():

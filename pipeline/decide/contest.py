@@ -81,7 +81,7 @@ def decide(model: str, metrics: dict[str, dict[str, Any]], params: Params, root:
         return Decision(screen, screen.chosen, screen.why)
     feasible = [Candidate.from_metrics(v, metrics[v], config.percentile) for v in screen.feasible]
     ranked = sorted(feasible, key=lambda c: (objective_key(c, "latency"), c.variant))
-    close = overlapping(ranked[0], ranked, len(ranked))
+    close = overlapping(ranked[0], ranked, len(ranked), config.contest.drift_ratio)
     groups = identical_groups(close, root, model)
     timed = list(groups)[: config.contest.max_contenders]
     identical = {m: rep for rep in timed for m in groups[rep] if m != rep}

@@ -267,21 +267,17 @@ def tie_break_key(c: Candidate) -> tuple[float, float, float, int, str]:
     return (fidelity, round(c.footprint_mb / 5), size, c.dependencies, c.variant)
 
 
-# How far behind the screen's winner a stored figure may be and still be re-measured. A benchmark's
-# interval describes its own process's minutes only: on amd-25-1-2c the same-speed spam_fnn
-# onnx_fp16 and onnx_opt were stored at 14.9 and 23.8 us, each with a tight interval (the machine
-# sat in a fast or a slow state for a whole benchmark), and one INT8/FP32 ratio read 0.48, 0.63 and
-# 0.76 within an hour. So the screen keeps whatever such drift could have put behind the winner.
-DRIFT_RATIO = 2.0
-
-
-def overlapping(winner: Candidate, ranked: list[Candidate], limit: int) -> list[Candidate]:
+def overlapping(winner: Candidate, ranked: list[Candidate], limit: int, drift_ratio: float) -> list[Candidate]:
     """The winner and the next ones the stored figures cannot rule out (at most `limit` in all):
-    an interval that reaches into the winner's, or a figure within DRIFT_RATIO of it."""
+    an interval that reaches into the winner's, or a figure within `drift_ratio` of it. A benchmark's
+    interval describes its own process's minutes only: on amd-25-1-2c the same-speed spam_fnn
+    onnx_fp16 and onnx_opt were stored at 14.9 and 23.8 us, each with a tight interval (the machine
+    sat in a fast or a slow state for a whole benchmark), and one INT8/FP32 ratio read 0.48, 0.63
+    and 0.76 within an hour; so the screen keeps whatever such drift could have put behind it."""
     close = [
         c
         for c in ranked
         if c is not winner
-        and (c.latency_low_ms <= winner.latency_high_ms or c.latency_ms <= DRIFT_RATIO * winner.latency_ms)
+        and (c.latency_low_ms <= winner.latency_high_ms or c.latency_ms <= drift_ratio * winner.latency_ms)
     ]
     return [winner, *close[: limit - 1]]

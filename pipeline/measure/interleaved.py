@@ -27,7 +27,7 @@ from pipeline.core.config import ContestConfig
 from pipeline.core.data import sample_batch
 from pipeline.core.files import read_json
 from pipeline.measure.harness import calls_per_block, clock, no_gc, warm_up
-from pipeline.measure.stats import Interval, ratio_interval
+from pipeline.measure.stats import Interval, paired_ratio_interval
 from pipeline.measure.worker import load_variant
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99}
@@ -51,7 +51,7 @@ def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict
     relative = np.median(logs - logs.mean(axis=0), axis=1)
     leader = min(zip(relative, block_stats), key=lambda pair: (pair[0], pair[1]))[1]
     ratios = {
-        v: ratio_interval(np.asarray(s) / np.asarray(block_stats[leader]))
+        v: paired_ratio_interval(np.asarray(s) / np.asarray(block_stats[leader]))
         for v, s in block_stats.items()
         if v != leader
     }
@@ -95,7 +95,7 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
                 stats[variant].append(float(np.percentile(times, q)) / 1e6)
             rounds += 1
             elapsed = (clock() - start) / 1e9
-            if rounds >= settings.min_rounds and "open" not in rank(stats, settings.tie_pct)[2].values():
+            if rounds >= settings.min_rounds and elapsed >= settings.min_seconds and "open" not in rank(stats, settings.tie_pct)[2].values():
                 stopped_by = "every contender separated from the leader or equivalent to it"
                 break
             if rounds >= settings.max_rounds or elapsed >= settings.max_seconds:

@@ -78,6 +78,23 @@ def ratio_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> I
     return Interval(center, *bounds, len(values), confidence)
 
 
+def paired_ratio_interval(ratios: Sequence[float], segments: int = 5, confidence: float = CONFIDENCE) -> Interval:
+    """The per-round ratio's interval widened by its drift over time: the rounds are cut into
+    `segments` consecutive stretches and a t interval over the stretches' median log ratios is
+    joined to the rounds' order-statistic one. On these machines a ratio depends on the machine's
+    state (two CNN graphs with the same kernels read 1.004 and 1.072 in contests a minute apart,
+    each with a ±2% interval over its rounds): rounds within one state agree and look precise, so
+    only a ratio that held across the contest's stretches is called separated."""
+    robust = ratio_interval(ratios, confidence)
+    values = np.asarray(ratios, dtype=np.float64)
+    if len(values) < 2 * segments:
+        return robust
+    logs = np.log([float(np.median(chunk)) for chunk in np.array_split(values, segments)])
+    half = float(stats.t.ppf(0.5 + confidence / 2, segments - 1) * logs.std(ddof=1) / np.sqrt(segments))
+    low, high = float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
+    return Interval(robust.center, min(robust.low, low), max(robust.high, high), len(values), confidence)
+
+
 @dataclass(frozen=True)
 class LatencyStats:
     """Per-call latency in milliseconds (optimum-benchmark's shape: from_values, to_dict)."""
