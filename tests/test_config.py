@@ -140,6 +140,14 @@ def test_repository_params_are_valid():
             "variants.openvino_int8.ignored_scope.name: unknown key",
         ),
         (lambda d: d["export"].update(split={"calibration": 0.6}), "export.split.calibration: Input should be less"),
+        (
+            lambda d: d["select"]["constraints"].update(runtimes=["onnxruntme"]),
+            "select.constraints.runtimes.0: 'onnxruntme' is not a runtime (known: onnxruntime, ",
+        ),
+        (
+            lambda d: d["select"]["constraints"].update(devices=["gpu"]),
+            "select.constraints.devices.0: unknown target 'gpu' (known: cpu, cuda, cuda:N)",
+        ),
     ],
 )
 def test_mistakes_name_file_and_field(tmp_path, edit, expected):

@@ -104,3 +104,101 @@ def test_batch_limit_follows_the_measured_activation_memory():
     assert batch_size(256, limit, fixed_batch=1) == 1
     with pytest.raises(PipelineError, match=r"one batch of 1 needs about .* MB of activations"):
         batch_limit(run, budget_mb=10, fixed_batch=None)
+
+
+TOKEN_NET = '''
+import types
+
+import torch
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self, vocab=None):
+        super().__init__()
+        if vocab:
+            self.config = types.SimpleNamespace(vocab_size=vocab, num_attention_heads=2, hidden_size=8)  # as in HF
+        self.embed = torch.nn.Embedding(50, 8)
+
+    def forward(self, ids):
+        return self.embed(ids).mean(1)
+
+
+class Wrapper(torch.nn.Module):
+    """A classifier around an encoder: the vocabulary, if declared, is on the inner module."""
+
+    def __init__(self, vocab=None):
+        super().__init__()
+        self.encoder = Encoder(vocab)
+        self.head = torch.nn.Linear(8, 2)
+
+    def forward(self, ids):
+        return self.head(self.encoder(ids))
+
+
+def build(vocab=None):
+    torch.manual_seed(0)
+    return Wrapper(vocab)
+'''
+
+
+def _token_project(root, with_eval: bool) -> Params:
+    folder = root / "models" / "tok"
+    folder.mkdir(parents=True)
+    (folder / "net.py").write_text(TOKEN_NET)
+    spec = {"source": "torch", "factory": "models.tok.net:build", "inputs": {"ids": {"shape": ["batch", "seq"],
+            "dtype": "int64", "kind": "token_ids"}}, "dims": {"seq": 6}, "init_seed": 0}  # fmt: skip
+    if with_eval:
+        ids = np.random.default_rng(0).integers(0, 30, size=(24, 6))
+        np.savez(folder / "eval.npz", ids=ids)
+        spec["eval_data"] = "eval.npz"
+        spec.pop("dims")
+    return Params.model_validate(
+        {"models": ["tok"], "catalog": {"tok": spec}, "variants": {"onnx_fp32": {}}, "export": {"max_eval_samples": 24}}
+    )
+
+
+def test_token_ids_take_their_range_from_the_eval_data(tiny_project):
+    """A wrapper with no config.vocab_size: the eval rows hold real ids, so `high:` is not needed."""
+    params = _token_project(tiny_project, with_eval=True)
+    report = export_model("tok", params, tiny_project)
+    assert report["status"] == "ok", report["reason"]
+    source = json.loads((layout.source_dir("tok", tiny_project) / layout.SOURCE_INFO).read_text())
+    assert source["vocab_size"] == 30 and source["inputs"]["ids"]["high"] == 30
+
+
+def test_token_ids_without_a_range_say_which_field_to_set(tiny_project):
+    report = export_model("tok", _token_project(tiny_project, with_eval=False), tiny_project)
+    assert report["status"] == "failed"
+    assert "catalog.tok.inputs.ids.high: token_ids need the vocabulary size" in report["reason"]
+
+
+def test_a_vocabulary_declared_on_a_wrapped_module_is_found(tiny_project):
+    from pipeline.prepare.sources.pytorch import TorchSource
+
+    params = _token_project(tiny_project, with_eval=False)
+    config = params.model("tok").model_copy(update={"factory_args": {"vocab": 40}})
+    assert TorchSource("tok", config, tiny_project).vocab_size == 40
+
+
+def test_a_transformer_is_exported_for_attention_fusion_unless_told_otherwise(tiny_project):
+    """`auto`: TorchScript when a (wrapped) config declares attention heads, dynamo otherwise."""
+    from pipeline.core.config import ExportConfig
+    from pipeline.prepare.sources.pytorch import TorchSource
+
+    params = _token_project(tiny_project, with_eval=False)
+    transformer = params.model("tok").model_copy(update={"factory_args": {"vocab": 40}})
+    assert TorchSource("tok", transformer, tiny_project).exporter(ExportConfig())[0] == "torchscript"
+    assert TorchSource("tiny", tiny_config(), tiny_project).exporter(ExportConfig()) == (
+        "dynamo",
+        "auto: not a transformer",
+    )
+    forced = transformer.model_copy(update={"torch_exporter": "dynamo"})
+    assert TorchSource("tok", forced, tiny_project).exporter(ExportConfig()) == ("dynamo", "configured")
+
+
+def test_check_imports_each_factory_and_names_a_missing_one(tiny_project):
+    assert check_models(params_for(tiny=tiny_config()), tiny_project) == []
+    [problem] = check_models(params_for(tiny=tiny_config(factory="models.tiny.net:biuld")), tiny_project)
+    assert problem == "params.yaml: catalog.tiny.factory: 'models.tiny.net' has no attribute 'biuld'"
+    [problem] = check_models(params_for(tiny=tiny_config(factory="models.tiny.nett:build")), tiny_project)
+    assert problem.startswith("params.yaml: catalog.tiny.factory: cannot import 'models.tiny.nett'")

@@ -207,7 +207,10 @@ class HoldOut(Strict):
 
 class ExportConfig(Strict):
     opset: int = Field(default=20, ge=13, le=23)
-    torch_exporter: Literal["dynamo", "torchscript"] = "dynamo"
+    # auto: TorchScript for transformers (a module whose config declares attention heads), whose graph
+    # ORT's transformer optimizer fuses (dynamo's: 0 Attention nodes, onnx_opt slower than onnx_fp32
+    # on a pretrained MiniLM); dynamo for the rest
+    torch_exporter: Literal["auto", "dynamo", "torchscript"] = "auto"
     atol: float = Field(default=1e-4, gt=0)
     rtol: float = Field(default=1e-3, ge=0)
     generated_samples: int = Field(default=256, ge=8)
@@ -296,6 +299,29 @@ class Constraints(Strict):
     variants: list[str] | None = None  # allowed variants (e.g. only those your serving stack runs)
     runtimes: list[str] | None = None  # allowed runtimes (onnxruntime, openvino, torch, tensorflow, jax)
     devices: list[str] | None = None  # allowed devices: a kind (cpu, cuda) or a target (cuda:1)
+
+    @field_validator("runtimes")
+    @classmethod
+    def _known_runtimes(cls, names: list[str] | None) -> list[str] | None:
+        """A misspelt runtime would reject every variant in silence: name the known ones instead."""
+        from pipeline.core.registry import RUNTIMES
+
+        for i, name in enumerate(names or []):
+            if name not in RUNTIMES:
+                raise FieldError(str(i), f"{name!r} is not a runtime (known: {', '.join(RUNTIMES)})")
+        return names
+
+    @field_validator("devices")
+    @classmethod
+    def _known_devices(cls, names: list[str] | None) -> list[str] | None:
+        from pipeline.core.targets import Target
+
+        for i, name in enumerate(names or []):
+            try:
+                Target.parse(name)
+            except ValueError as error:
+                raise FieldError(str(i), str(error)) from None
+        return names
 
 
 class ContestConfig(Strict):

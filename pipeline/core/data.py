@@ -163,7 +163,7 @@ def generate_inputs(
             if high is None:
                 raise ConfigError(
                     f"{PARAMS_FILE}: {field}.inputs.{name}.high: token_ids need the vocabulary size "
-                    "(the model exposes no config.vocab_size)"
+                    "(the model exposes no config.vocab_size and no eval_data gives the ids)"
                 )
             out[name] = rng.integers(int(spec.low or 0), high, size=shape, dtype=dtype)
         elif spec.kind == "token_type_ids":

@@ -3,7 +3,8 @@
 params.yaml is validated as a whole (pipeline.core.config); then every model that `models` lists has
 its files opened: an ONNX file is checked (by path, so external weights count) and its inputs
 compared with the spec, data files are read and checked against the spec, other model files must
-exist. Each problem is one line naming the file and the params.yaml field.
+exist, and a `factory` is imported (its module and name; it is not called, so no model is built).
+Each problem is one line naming the file and the params.yaml field.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from pipeline.core.config import PARAMS_FILE, Params, model_dir
 from pipeline.core.data import load_user_data
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import ConfigError, PipelineError, first_line
 
 TRAINED = "trained"  # the train stage's output folder inside models/<name>/ (dvc.yaml)
 
@@ -25,6 +26,8 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
     folder = model_dir(name, root)
     if name in params.train and not (folder / TRAINED).exists():
         return  # an embedded zoo model: the train stage writes its files
+    if config.factory:
+        check_factory(config.factory, root, f"catalog.{name}.factory")
     if config.file:
         path = folder / config.file
         if not path.exists():
@@ -40,6 +43,18 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
             data = load_user_data(folder / relative, config.inputs, f"catalog.{name}.{field}")
             evaluation = evaluation or data
     resolve_dims(name, config, evaluation)
+
+
+def check_factory(reference: str, root: Path, field: str) -> None:
+    """Import the factory's module and find its name, as the export stage will."""
+    from pipeline.core.model_code import import_object
+
+    try:
+        import_object(reference, root, field)
+    except PipelineError:
+        raise
+    except Exception as error:  # the module itself fails to import (syntax, a missing package)
+        raise ConfigError(f"{PARAMS_FILE}: {field}: importing {reference!r} failed: {first_line(error)}") from None
 
 
 def check_models(params: Params, root: Path = Path(".")) -> list[str]:

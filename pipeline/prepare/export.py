@@ -61,6 +61,27 @@ def resolve_dims(name: str, config: ModelConfig, evaluation: DataSet | None) -> 
     return found | dict(config.dims)
 
 
+def with_token_ranges(config: ModelConfig, evaluation: DataSet | None) -> ModelConfig:
+    """Token id inputs with no declared `high` take the eval data's range (its largest id + 1): the
+    rows hold real ids, so generated ones (the export's probe, the dimension sweep) stay within the
+    vocabulary even when the model exposes no `config.vocab_size`."""
+    if evaluation is None:
+        return config
+    inputs = {
+        name: spec.model_copy(update={"high": float(evaluation.inputs[name].max()) + 1})
+        if spec.kind == "token_ids" and spec.high is None and evaluation.inputs[name].size
+        else spec
+        for name, spec in config.inputs.items()
+    }
+    return config.model_copy(update={"inputs": inputs})
+
+
+def token_vocab(config: ModelConfig) -> int | None:
+    """The largest token id range the spec declares (what the bench's generated inputs may use)."""
+    highs = [int(spec.high) for spec in config.inputs.values() if spec.kind == "token_ids" and spec.high is not None]
+    return min(highs) if highs else None
+
+
 def generated_set(config: ModelConfig, source: SourceModel, n: int, seed: int, role: str) -> DataSet:
     inputs = generate_inputs(config.inputs, n, seed, source.dims, source.vocab_size, source.field)
     return DataSet(inputs, origin=f"{role} inputs generated from the input spec ({n} samples, seed {seed})")
@@ -173,6 +194,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
     folder = model_dir(name, root)
     evaluation = user_eval_set(name, params, root)
     dims = resolve_dims(name, config, evaluation)
+    config = with_token_ranges(config, evaluation)
     with atomic_dir(layout.source_dir(name, root)) as tmp:
         onnx_path = tmp / layout.EXPORTED_ONNX
         start = time.perf_counter()
@@ -259,7 +281,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
                 "output_names": source.output_names,
                 "dims": dims,
                 "fixed_batch": fixed,
-                "vocab_size": source.vocab_size,
+                "vocab_size": source.vocab_size or token_vocab(config),
                 "batching": batching,
                 "model_digest": tree_digest(folder),  # any change to the model's folder rebuilds its variants
                 "eval_origin": evaluation.origin,

@@ -39,17 +39,36 @@ class TorchSource(SourceModel):
 
     @property
     def vocab_size(self) -> int | None:
-        """Hugging Face models (and any module with a `config.vocab_size`) declare their vocabulary."""
-        size = getattr(getattr(self.module, "config", None), "vocab_size", None)
-        return int(size) if isinstance(size, int) else None
+        """Hugging Face models (and any module with a `config.vocab_size`) declare their vocabulary;
+        a wrapper around one (a classifier head on `self.encoder`) declares it on the inner module."""
+        for module in self.module.modules():  # the wrapper first, then what it holds
+            size = getattr(getattr(module, "config", None), "vocab_size", None)
+            if isinstance(size, int):
+                return size
+        return None
 
     @property
     def attention(self) -> dict[str, int]:
-        """A Hugging Face config's num_attention_heads and hidden_size, when the module has one."""
-        config = getattr(self.module, "config", None)
+        """A Hugging Face config's num_attention_heads and hidden_size, when the module (or one it
+        wraps) has one."""
         found = {"num_heads": "num_attention_heads", "hidden_size": "hidden_size"}
-        values = {key: getattr(config, attribute, None) for key, attribute in found.items()}
-        return {key: value for key, value in values.items() if isinstance(value, int)}
+        for module in self.module.modules():
+            config = getattr(module, "config", None)
+            values = {key: getattr(config, attribute, None) for key, attribute in found.items()}
+            if isinstance(values["num_heads"], int):
+                return {key: value for key, value in values.items() if isinstance(value, int)}
+        return {}
+
+    def exporter(self, export: ExportConfig) -> tuple[str, str]:
+        """The torch.onnx exporter for this model, and why: the model's setting, else the export
+        section's; `auto` takes TorchScript for a transformer, so that ORT's transformer optimizer
+        finds the attention it fuses (it fuses none on the dynamo graph), and dynamo otherwise."""
+        chosen = self.config.torch_exporter or export.torch_exporter
+        if chosen != "auto":
+            return chosen, "configured"
+        if self.attention:
+            return "torchscript", "auto: a transformer (its config declares attention heads), exported for attention fusion"
+        return "dynamo", "auto: not a transformer"
 
     def _call(self, inputs: Arrays) -> Any:
         with torch.inference_mode():
@@ -72,7 +91,7 @@ class TorchSource(SourceModel):
         from pipeline.core import onnx_files
 
         example = tuple(torch.from_numpy(v) for v in self.example().values())
-        exporter = self.config.torch_exporter or export.torch_exporter
+        exporter, why = self.exporter(export)
         dynamo = exporter == "dynamo"
         exported_names = [f"__output{i}" for i in range(len(self._names))]  # renamed below, collision-safe
         if dynamo:
@@ -97,7 +116,7 @@ class TorchSource(SourceModel):
         model = onnx.load(str(path))
         onnx_files.name_outputs(model, self._names)  # after export: a chosen name may collide with a tensor's
         onnx_files.save(model, path)
-        return {"exporter": f"torch.onnx ({exporter})", "export_s": time.perf_counter() - start}
+        return {"exporter": f"torch.onnx ({exporter})", "exporter_why": why, "export_s": time.perf_counter() - start}
 
 
 def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> TorchSource:
