@@ -46,7 +46,7 @@ BENCH = BenchConfig.model_validate(
     {
         "threads": 1,
         "warmup": {"iters": 2, "seconds": 0.0},
-        "latency": {"min_blocks": 5, "min_seconds": 0.05, "max_seconds": 0.2, "block_seconds": 0.01},
+        "latency": {"min_blocks": 6, "min_seconds": 0.05, "max_seconds": 0.2, "block_seconds": 0.01},
         "throughput": {"batches": [1, 8, 32, 128], "seconds": 0.05},
     }
 )

@@ -24,7 +24,7 @@ from tests.conftest import REPO, copy_project
 FAST_BENCH = {
     "threads": 1,
     "warmup": {"iters": 5, "seconds": 0.05},
-    "latency": {"min_blocks": 5, "min_seconds": 0.2, "max_seconds": 1.0, "block_seconds": 0.02},
+    "latency": {"min_blocks": 6, "min_seconds": 0.2, "max_seconds": 1.0, "block_seconds": 0.02},
 }
 
 

@@ -53,7 +53,7 @@ def test_latency_gives_up_at_the_cap_with_a_wide_interval(monkeypatch):
     pattern = [1_000_000] * 10 + [3_000_000] * 10
     clock = FakeClock(x for _ in range(100_000) for x in pattern)
     monkeypatch.setattr(harness, "clock", clock)
-    config = LatencyConfig(min_blocks=5, min_seconds=0.02, max_seconds=0.5, block_seconds=0.01, target_pct=2)
+    config = LatencyConfig(min_blocks=6, min_seconds=0.02, max_seconds=0.5, block_seconds=0.01, target_pct=2)
     result = harness.measure_latency(clock.call, config)
     assert result.p50_interval.half_width_pct > 2
     assert result.seconds >= 0.5 and "time cap" in result.stopped_by
@@ -112,7 +112,7 @@ def test_timed_blocks_run_with_the_garbage_collector_off(monkeypatch):
         states.append(gc.isenabled())
         clock.call()
 
-    harness.measure_latency(call, LatencyConfig(min_blocks=5, min_seconds=0.0, max_seconds=1, block_seconds=0.005))
+    harness.measure_latency(call, LatencyConfig(min_blocks=6, min_seconds=0.0, max_seconds=1, block_seconds=0.005))
     assert gc.isenabled() and not any(states[3:])  # the 3 probe calls sizing the blocks run outside
 
 
@@ -126,6 +126,6 @@ def test_warm_up_meets_both_minimums(monkeypatch):
 def test_throughput_counts_samples_per_second(monkeypatch):
     clock = FakeClock(iter(lambda: 2_000_000, None))  # 2 ms per batch of 8 -> 4000 samples/s
     monkeypatch.setattr(harness, "clock", clock)
-    measured = harness.measure_throughput(clock.call, 8, ThroughputConfig(seconds=1, min_blocks=5, block_seconds=0.01))
+    measured = harness.measure_throughput(clock.call, 8, ThroughputConfig(seconds=1, min_blocks=6, block_seconds=0.01))
     assert measured.sps == pytest.approx(4000) and measured.interval.half_width_pct == pytest.approx(0)
     assert measured.seconds < 0.1  # steady: done after min_blocks, not at the cap

@@ -77,7 +77,7 @@ def test_key_variants_are_the_choice_the_baseline_and_the_fastest_per_target_and
 FAST_BENCH = {
     "threads": 1,
     "warmup": {"iters": 5, "seconds": 0.05},
-    "latency": {"min_blocks": 5, "min_seconds": 0.1, "max_seconds": 1.0, "block_seconds": 0.02},
+    "latency": {"min_blocks": 6, "min_seconds": 0.1, "max_seconds": 1.0, "block_seconds": 0.02},
     "throughput": {"batches": [1, 16], "seconds": 0.1, "concurrent_seconds": 0.1},
 }
 

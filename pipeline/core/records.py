@@ -31,7 +31,7 @@ class Metrics(BaseModel):
     status: Status = Field(description="ok, skipped (does not apply: the reason is in the details) or failed")
     p50_ms: float | None = Field(None, description="median batch-1 latency, ms")
     p50_ci_pct: float | None = Field(
-        None, description="half-width of the p50's 95% confidence interval, % of p50 (batch means over timed blocks)"
+        None, description="half-width of the p50's 95% confidence interval, % of p50 (median of the timed blocks)"
     )
     p99_ms: float | None = Field(None, description="99th-percentile batch-1 latency, ms")
     peak_sps: float | None = Field(None, description="peak samples/s of one synchronous caller over the batch sweep")

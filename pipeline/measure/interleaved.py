@@ -49,7 +49,7 @@ def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict
     rounds of its block figure relative to the round's geometric mean (robust, as the ratios are)."""
     logs = np.log(np.array(list(block_stats.values()), dtype=np.float64))
     relative = np.median(logs - logs.mean(axis=0), axis=1)
-    leader = min(zip(relative, block_stats), key=lambda pair: (pair[0], pair[1]))[1]
+    leader = min(zip(relative, block_stats, strict=True), key=lambda pair: (pair[0], pair[1]))[1]
     ratios = {
         v: paired_ratio_interval(np.asarray(s) / np.asarray(block_stats[leader]))
         for v, s in block_stats.items()
@@ -95,7 +95,8 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
                 stats[variant].append(float(np.percentile(times, q)) / 1e6)
             rounds += 1
             elapsed = (clock() - start) / 1e9
-            if rounds >= settings.min_rounds and elapsed >= settings.min_seconds and "open" not in rank(stats, settings.tie_pct)[2].values():
+            long_enough = rounds >= settings.min_rounds and elapsed >= settings.min_seconds
+            if long_enough and "open" not in rank(stats, settings.tie_pct)[2].values():
                 stopped_by = "every contender separated from the leader or equivalent to it"
                 break
             if rounds >= settings.max_rounds or elapsed >= settings.max_seconds:

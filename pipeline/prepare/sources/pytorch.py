@@ -67,7 +67,7 @@ class TorchSource(SourceModel):
         if chosen != "auto":
             return chosen, "configured"
         if self.attention:
-            return "torchscript", "auto: a transformer (its config declares attention heads), exported for attention fusion"
+            return "torchscript", "auto: a transformer (its config declares attention heads): exported for fusion"
         return "dynamo", "auto: not a transformer"
 
     def _call(self, inputs: Arrays) -> Any:
