@@ -99,7 +99,13 @@ def project(tmp_path_factory, tiny_onnx):
     }
     params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
     params["bench"] = FAST_BENCH
-    params["select"]["contest"] = {"block_seconds": 0.02, "min_rounds": 4, "max_rounds": 20, "max_seconds": 4}
+    params["select"]["contest"] = {
+        "block_seconds": 0.02,
+        "min_rounds": 4,
+        "min_seconds": 0,
+        "max_rounds": 20,
+        "max_seconds": 4,
+    }
     params["targets"] = ["cpu", "cuda:0"]  # two GPU variants show the target plumbing through DVC
     params["gpu_variants"] = {name: {} for name in GPU_KEPT}
     params["export"]["max_eval_samples"] = 500

@@ -108,7 +108,13 @@ def tiny_project(folder: Path, onnx_file: Path, models: tuple[str, ...] = ("m",)
     root = copy_project(folder)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params |= {"models": list(models), "targets": ["cpu"], "train": {}, "bench": FAST_BENCH}
-    params["select"]["contest"] = {"block_seconds": 0.02, "min_rounds": 4, "max_rounds": 20, "max_seconds": 4}
+    params["select"]["contest"] = {
+        "block_seconds": 0.02,
+        "min_rounds": 4,
+        "min_seconds": 0,
+        "max_rounds": 20,
+        "max_seconds": 4,
+    }
     spec = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}
     params["catalog"] = dict.fromkeys(models, spec)
     params["variants"] = {"onnx_fp32": {}, "onnx_opt": params["variants"]["onnx_opt"]}

@@ -6,12 +6,13 @@ process holds (0.628-0.637 in every 15 s window while both moved 10%). So the co
 together, and each round times one block of every contender, in an order that turns each round
 (A B C, then C B A, then B C A ...), with a few untimed calls first so that each block starts warm.
 A round gives each contender's ratio to the leader; the rounds give the median ratio and its
-order-statistic interval (pipeline.measure.stats.ratio_interval: rounds that straddle one of the
-machine's speed flips are outliers, and a median ignores them where a mean's t interval did not),
-and the loop stops when every contender is separated from the leader or equivalent to it (within
-±tie_pct), or at the round or time limit (a tie). Blocks are short (tens of ms) so that most rounds
-fall inside one machine state, with a minimum of calls so that a slow model's block is not all
-switching cost.
+interval (pipeline.measure.stats.paired_ratio_interval: the median's order-statistic interval, as
+rounds that straddle one of the machine's speed flips are outliers a mean's t interval did not
+ignore, joined with an interval over five stretches of the contest, as a ratio that moves with the
+machine's state must not look precise). The loop stops when every contender is separated from the
+leader or equivalent to it (within ±tie_pct), after min_rounds and min_seconds, or at the round or
+time limit (a tie). Blocks are short (tens of ms) so that most rounds fall inside one machine
+state, with a minimum of calls so that a slow model's block is not all switching cost.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
         "how": (
             f"{len(variants)} variants loaded in one process, {rounds} rounds of one block each"
             f" (~{settings.block_seconds:g} s, {WARM_CALLS} untimed calls first) in turning order;"
-            f" block {percentile}s; median contender/leader ratio over the rounds with its 95%"
-            f" order-statistic interval; equivalent within ±{settings.tie_pct:g}%"
+            f" block {percentile}s; median contender/leader ratio over the rounds, its 95% interval"
+            f" the order statistics' joined with a t interval over 5 stretches of the contest;"
+            f" equivalent within ±{settings.tie_pct:g}%"
         ),
     }
