@@ -43,7 +43,11 @@ def main() -> None:
     results = {}
     for model in transformers(args.models or params.models):
         export = json.loads(layout.export_report(model, REPO).read_text())
-        opt = json.loads((REPO / "reports/details" / model / "onnx_opt.json").read_text())
+        fused = (
+            json.loads((REPO / "reports/details" / model / "onnx_opt.json").read_text())
+            .get("build", {})
+            .get("fused_ops")
+        )
         race = measure_contenders(model, PAIR, params, REPO)
         latency = race["latency_ms"]
         if race["leader"] == "onnx_fp32":
@@ -60,13 +64,13 @@ def main() -> None:
             "p50_ms": latency,
             "exporter": export.get("exporter"),
             "exporter_why": export.get("exporter_why"),
-            "fused_ops": opt.get("build", {}).get("fused_ops"),
+            "fused_ops": fused,
             "how": race["how"],
         }
         print(
             f"{model:14} onnx_opt / onnx_fp32 = {ratio:.3f} (95% CI {low:.3f}-{high:.3f}, {verdict}); "
             f"p50 {latency['onnx_opt']:.3f} vs {latency['onnx_fp32']:.3f} ms; {export.get('exporter')}; "
-            f"fused {opt.get('build', {}).get('fused_ops')}",
+            f"fused {fused}",
             flush=True,
         )
     cpu = fingerprint()["cpu"]

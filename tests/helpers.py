@@ -9,6 +9,16 @@ import time
 
 from pipeline.core.errors import ModelFileError
 
+# Pipeline runs in the slow tests (test_e2e, test_machines): benchmarks and contests in a fraction
+# of a second each; the figures are asserted on for their shape, not their precision.
+FAST_BENCH = {
+    "threads": 1,
+    "warmup": {"iters": 5, "seconds": 0.05},
+    "latency": {"min_blocks": 6, "min_seconds": 0.1, "max_seconds": 1.0, "block_seconds": 0.02},
+    "throughput": {"batches": [1, 16], "seconds": 0.1, "concurrent_seconds": 0.1},
+}
+FAST_CONTEST = {"block_seconds": 0.02, "min_rounds": 4, "min_seconds": 0, "max_rounds": 20, "max_seconds": 4}
+
 
 def add(a: int, b: int) -> int:
     return a + b

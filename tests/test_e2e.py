@@ -16,15 +16,10 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, copy_project, write_fixed_batch_onnx
+from tests.helpers import FAST_BENCH, FAST_CONTEST
 
 pytestmark = pytest.mark.slow
 
-FAST_BENCH = {
-    "threads": 1,
-    "warmup": {"iters": 5, "seconds": 0.05},
-    "latency": {"min_blocks": 6, "min_seconds": 0.1, "max_seconds": 1.0, "block_seconds": 0.02},
-    "throughput": {"batches": [1, 16], "seconds": 0.1, "concurrent_seconds": 0.1},
-}
 VARIANTS = [
     "onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static",
     "openvino_fp32", "openvino_fp16", "openvino_int8", "openvino_int8_acc", "torch_eager", "torch_compile",
@@ -99,13 +94,7 @@ def project(tmp_path_factory, tiny_onnx):
     }
     params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
     params["bench"] = FAST_BENCH
-    params["select"]["contest"] = {
-        "block_seconds": 0.02,
-        "min_rounds": 4,
-        "min_seconds": 0,
-        "max_rounds": 20,
-        "max_seconds": 4,
-    }
+    params["select"]["contest"] = FAST_CONTEST
     params["targets"] = ["cpu", "cuda:0"]  # two GPU variants show the target plumbing through DVC
     params["gpu_variants"] = {name: {} for name in GPU_KEPT}
     params["export"]["max_eval_samples"] = 500

@@ -21,7 +21,7 @@ from pipeline.core.files import write_json
 from pipeline.machine import naming as machines
 from pipeline.present.compare import key_variants
 from tests.conftest import copy_project
-from tests.helpers import metric
+from tests.helpers import FAST_BENCH, FAST_CONTEST, metric
 
 
 def fingerprint(vendor="GenuineIntel", family="6", model_id="143", cores=16, gpus="none", name="Xeon") -> dict:
@@ -74,13 +74,6 @@ def test_key_variants_are_the_choice_the_baseline_and_the_fastest_per_target_and
 
 # Two machines, one DVC remote -----------------------------------------------------------------
 
-FAST_BENCH = {
-    "threads": 1,
-    "warmup": {"iters": 5, "seconds": 0.05},
-    "latency": {"min_blocks": 6, "min_seconds": 0.1, "max_seconds": 1.0, "block_seconds": 0.02},
-    "throughput": {"batches": [1, 16], "seconds": 0.1, "concurrent_seconds": 0.1},
-}
-
 
 def sh(cmd: list[str], cwd: Path, machine: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
@@ -108,13 +101,7 @@ def tiny_project(folder: Path, onnx_file: Path, models: tuple[str, ...] = ("m",)
     root = copy_project(folder)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params |= {"models": list(models), "targets": ["cpu"], "train": {}, "bench": FAST_BENCH}
-    params["select"]["contest"] = {
-        "block_seconds": 0.02,
-        "min_rounds": 4,
-        "min_seconds": 0,
-        "max_rounds": 20,
-        "max_seconds": 4,
-    }
+    params["select"]["contest"] = FAST_CONTEST
     spec = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}
     params["catalog"] = dict.fromkeys(models, spec)
     params["variants"] = {"onnx_fp32": {}, "onnx_opt": params["variants"]["onnx_opt"]}
