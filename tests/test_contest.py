@@ -60,6 +60,9 @@ def test_the_re_measure_decides_not_the_noise_in_the_stored_figures(monkeypatch,
     assert ratio["verdict"] == "slower" and 1.6 < ratio["low"] <= ratio["ratio"] <= ratio["high"] < 2.4
     assert decision.latency_ms["fast"] == pytest.approx(0.4, rel=0.5)  # the figure that ranked them is recorded
     assert decision.why.startswith("fastest when re-measured side by side")
+    # the manifest's reasons follow the contest, not the screen: the screen's winner lost it
+    assert set(decision.rejected) == {"slow"} and decision.rejected["slow"].startswith("slower side by side: x")
+    assert decision.selection.pareto == ["slow"] and decision.pareto == ["fast"]  # the front on the contest's figures
 
 
 def test_a_tie_is_broken_by_the_documented_order_and_said(monkeypatch, tmp_path):
@@ -78,6 +81,7 @@ def test_a_tie_is_broken_by_the_documented_order_and_said(monkeypatch, tmp_path)
     decision = contest.decide("m", stored, params(), tmp_path)
     assert sorted(decision.tied) == ["fast", "slow"] and decision.chosen == "fast"  # the better worst-output fidelity
     assert "tie with slow (±" in decision.why and "chosen by the tie-break" in decision.why
+    assert set(decision.rejected) == {"slow"} and decision.rejected["slow"].startswith("tie with fast side by side")
 
 
 def test_identical_artifacts_are_timed_once(monkeypatch, tmp_path):

@@ -272,7 +272,10 @@ def test_select_deploys_an_explained_verified_choice(project):
     selection = manifest["selection"]
     others = {p.stem for p in (results(root) / "details" / "spam_fnn").glob("*.json")} - {chosen}
     assert set(selection["rejected"]) == others and all(selection["rejected"].values())
-    assert chosen in selection["pareto_front"] and selection["constraints"]["max_accuracy_drop"] == 0.01
+    # the front is taken on the contest's figures, the tied at one latency: only a tied rival within the
+    # tie-break's tolerances could still dominate the chosen one
+    assert chosen in selection["pareto_front"] or chosen in selection["tied"]
+    assert selection["constraints"]["max_accuracy_drop"] == 0.01
     if selection["contest"]:  # contenders re-measured side by side: the recorded figure is the one that ranked them
         assert record["latency_ms"] == selection["contest"]["latency_ms"][chosen] or chosen in selection["identical"]
         assert record["measured"] == "side by side with its contenders" and "side by side" in selection["why"]

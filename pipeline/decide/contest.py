@@ -12,7 +12,7 @@ the contenders are the ones recorded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from pipeline.decide.selection import (
     Selection,
     objective_key,
     overlapping,
+    pareto_front,
     select,
     tie_break_key,
 )
@@ -45,6 +46,13 @@ class Decision:
     tied: list[str] = field(default_factory=list)
     identical: dict[str, str] = field(default_factory=dict)  # variant -> the one timed in its place
     latency_ms: dict[str, float] = field(default_factory=dict)  # the figures that ranked the contenders
+    rejected: dict[str, str] = field(default_factory=dict)  # every variant not chosen -> why
+    pareto: list[str] = field(default_factory=list)  # the front, with the contenders' re-measured latency
+
+    def __post_init__(self) -> None:
+        if not self.rejected:
+            self.rejected = {v: r for v, r in self.selection.rejected.items() if v != self.chosen}
+        self.pareto = self.pareto or self.selection.pareto
 
 
 def identical_groups(candidates: list[Candidate], root: Path, model: str) -> dict[str, list[str]]:
@@ -99,14 +107,44 @@ def decide(model: str, metrics: dict[str, dict[str, Any]], params: Params, root:
     by_name = {c.variant: c for c in feasible}
     chosen = min((by_name[v] for v in tied), key=tie_break_key).variant
     latency = {m: contest["latency_ms"][rep] for rep in timed for m in groups[rep]}
-    return Decision(
-        screen, chosen, _why(chosen, leader, tied, contest, groups, latency), contest, tied, identical, latency
-    )
+    why = _why(chosen, leader, tied, contest, groups, latency)
+    # The front again, on the figures that ranked the contenders (the tied at one latency: the contest
+    # could not tell them apart): a screen winner the contest beat no longer pushes the chosen off it.
+    level = {m: latency[leader] if m in tied else ms for m, ms in latency.items()}
+    front = [
+        c.variant for c in pareto_front([replace(c, latency_ms=level.get(c.variant, c.latency_ms)) for c in feasible])
+    ]
+    rejected = _rejected(screen, chosen, contest, groups)
+    return Decision(screen, chosen, why, contest, tied, identical, latency, rejected, front)
 
 
 def _half_width_pct(ratio: dict[str, float]) -> float:
     """Half the interval's width in percent, on the log scale it was computed on."""
     return 100 * ((ratio["high"] / ratio["low"]) ** 0.5 - 1) if ratio["low"] > 0 else float("inf")
+
+
+def _rejected(screen: Selection, chosen: str, contest: dict[str, Any], groups: dict[str, list[str]]) -> dict[str, str]:
+    """The screen's reasons, except for the contenders: the side-by-side re-measure decided those
+    (the screen's winner may have lost it, and the chosen one may have been 'rejected' by the screen)."""
+    rejected = {v: r for v, r in screen.rejected.items() if v != chosen}
+    leader, ratios = contest["leader"], contest["ratio_to_leader"]
+    mine = ratios.get(next(rep for rep, members in groups.items() if chosen in members))
+    for rep, members in groups.items():
+        r = ratios.get(rep)
+        for m in (m for m in members if m != chosen and rep in contest["latency_ms"]):
+            if r and r["verdict"] == "slower":
+                rejected[m] = (
+                    f"slower side by side: x{r['ratio']:.3f} of {leader} (95% CI {r['low']:.3f}-{r['high']:.3f})"
+                )
+                continue
+            if r:
+                figure = f"x{r['ratio']:.3f} of {leader}, ±{_half_width_pct(r):.1f}%"
+            elif mine:  # m is the leader
+                figure = f"{chosen} x{mine['ratio']:.3f} of it, ±{_half_width_pct(mine):.1f}%"
+            else:
+                figure = "the same model"
+            rejected[m] = f"tie with {chosen} side by side ({figure}); the tie-break chose {chosen}: {TIE_BREAK}"
+    return rejected
 
 
 def _same(identical: dict[str, str]) -> str:

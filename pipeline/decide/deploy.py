@@ -65,6 +65,8 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
         "candidates": sum(m.get("status") == "ok" for m in metrics.values()),
         "reason": "" if decision.chosen else decision.why,
         "why": decision.why,
+        "rejected": decision.rejected,
+        "pareto_front": decision.pareto,
     }
     write_json(layout.selection_file(model, results), record)
     return {
@@ -142,12 +144,12 @@ def _explanation(decision: Decision, metrics: dict[str, Any], params: Params, mo
     config, selection = params.select, decision.selection
     front = {
         c.variant: {
-            "latency_ms": c.latency_ms,
+            "latency_ms": decision.latency_ms.get(c.variant, c.latency_ms),
             "accuracy_drop": c.accuracy_drop,
             "fidelity": c.fidelity,
             "size_mb": c.size_mb,
         }
-        for c in (Candidate.from_metrics(v, metrics[v], config.percentile) for v in selection.pareto)
+        for c in (Candidate.from_metrics(v, metrics[v], config.percentile) for v in decision.pareto)
     }
     constraints = config.constraints_for(model)
     chosen = metrics.get(decision.chosen or "")
@@ -164,6 +166,6 @@ def _explanation(decision: Decision, metrics: dict[str, Any], params: Params, mo
         "identical": decision.identical,
         "feasible": selection.feasible,
         "pareto_front": front,
-        "rejected": selection.rejected,
+        "rejected": decision.rejected,
         "closest": selection.closest,
     }

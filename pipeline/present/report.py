@@ -289,6 +289,8 @@ def model_report(
     if decided.exists():  # the select stage's decision, after its side-by-side re-measure
         record = read_json(decided)
         selection.chosen, selection.why = record["chosen"] if record["status"] == "ok" else None, record["why"]
+        selection.rejected = record.get("rejected", selection.rejected)
+        selection.pareto = record.get("pareto_front", selection.pareto)
     data = plot_data(metrics, selection, config.percentile)
     images = draw(model, data, config.percentile, folder)
     warnings = traps(metrics, cpu, selection)
