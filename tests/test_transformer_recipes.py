@@ -14,6 +14,7 @@ import onnxruntime as ort
 import pytest
 
 from pipeline.build.passes.base import BuildContext
+from pipeline.build.passes.ort_optimize import optimizer_type
 from pipeline.core import layout
 from pipeline.core.config import Params
 from pipeline.core.data import DataSet
@@ -67,7 +68,7 @@ def built(ctx: BuildContext, variant: str, folder: str = "", **params) -> tuple[
 
 def test_family_is_detected_with_heads_and_hidden_size_from_the_model(bert):
     assert bert.family["model_type"] == "transformer" and bert.transformer
-    assert bert.family["num_heads"] == 4 and bert.family["hidden_size"] == 64
+    assert bert.family["num_heads"] == 4 and bert.family["hidden_size"] == 64 and bert.family["architecture"] == "bert"
     assert detect(Counter({"Softmax": 2, "MatMul": 16, "LayerNormalization": 5}))[0] == "transformer"  # dynamo's
     assert detect(Counter({"Conv": 3, "Relu": 3, "MatMul": 1}))[0] == "cnn"
     assert detect(Counter({"Gemm": 2, "Relu": 1}))[0] == "other"
@@ -76,8 +77,16 @@ def test_family_is_detected_with_heads_and_hidden_size_from_the_model(bert):
 def test_onnx_opt_fuses_attention_and_keeps_the_function(bert):
     details, fidelity = built(bert, "onnx_opt")
     assert details["fused_ops"]["Attention"] == 2 and details["fused_ops"]["SkipLayerNormalization"] >= 2
-    assert details["transformer_optimizer"] == {"model_type": "bert", "num_heads": 4, "hidden_size": 64}
+    why = "auto: the model's architecture (bert)"
+    assert details["transformer_optimizer"] == {"model_type": "bert", "why": why, "num_heads": 4, "hidden_size": 64}
     assert fidelity["cosine_min"] > 0.9999
+
+
+def test_the_optimizer_takes_the_architecture_when_ort_has_fusions_for_it():
+    assert optimizer_type({"architecture": "vit"}) == ("vit", "auto: the model's architecture (vit)")
+    assert optimizer_type({"architecture": "mamba"}) == ("bert", "auto: no ORT fusions for mamba, bert")
+    assert optimizer_type({}) == ("bert", "auto: architecture unknown, bert")
+    assert optimizer_type({"architecture": "vit"}, "gpt2") == ("gpt2", "configured")
 
 
 def test_dynamic_int8_quantizes_the_fused_graph_per_channel(bert):

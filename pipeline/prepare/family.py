@@ -29,9 +29,10 @@ def detect(ops: Counter[str]) -> tuple[str, str]:
     return "other", "no attention, no Conv"
 
 
-def model_family(onnx_path: Path | None, declared: str, attention: dict[str, int]) -> dict[str, Any]:
+def model_family(onnx_path: Path | None, declared: str, attention: dict[str, Any]) -> dict[str, Any]:
     """The `family` record of source.json: model type (declared or detected) and, for transformers,
-    num_heads / hidden_size (declared in the catalog, else the model's config; 0: ORT detects them)."""
+    num_heads / hidden_size (declared in the catalog, else the model's config; 0: ORT detects them)
+    and the architecture its config names (`bert`, `vit`: which of ORT's fusions apply), if it names one."""
     if declared != "auto":
         family = {"model_type": declared, "how": "declared (catalog model_type)"}
     elif onnx_path is None or not onnx_path.exists():
@@ -44,4 +45,5 @@ def model_family(onnx_path: Path | None, declared: str, attention: dict[str, int
         family = {"model_type": model_type, "how": f"detected: {evidence}"}
     if family["model_type"] == "transformer":
         family |= {"num_heads": attention.get("num_heads", 0), "hidden_size": attention.get("hidden_size", 0)}
+        family |= {"architecture": attention["architecture"]} if "architecture" in attention else {}
     return family

@@ -23,13 +23,28 @@ from pipeline.core.onnx_files import graph_stats
 class OrtOptimizeConfig(NoConfig):
     level: Literal["basic", "extended", "all"] = "extended"
     slim: bool = True  # onnxslim first (not on transformers: it can hide the patterns the fusions match)
-    transformer_type: str = "bert"  # onnxruntime.transformers.optimizer model_type for transformer graphs
+    # onnxruntime.transformers.optimizer model_type for transformer graphs; auto: the model's architecture
+    transformer_type: str = "auto"
 
 
 FUSED = "fused.onnx"  # scratch: the transformer optimizer's output
 
 
-def fuse_transformer(ctx: BuildContext, transformer_type: str = "bert") -> tuple[Path, dict[str, Any]]:
+def optimizer_type(family: dict[str, Any], configured: str = "auto") -> tuple[str, str]:
+    """ORT transformer optimizer's model type and why: the configured one, else the architecture the
+    model's config names when ORT has fusions for it (`vit`: its attention is not BERT's pattern),
+    else `bert` (the encoder fusions most exported transformers match)."""
+    from onnxruntime.transformers.optimizer import MODEL_TYPES
+
+    if configured != "auto":
+        return configured, "configured"
+    architecture = family.get("architecture")
+    if architecture in MODEL_TYPES:
+        return architecture, f"auto: the model's architecture ({architecture})"
+    return "bert", f"auto: {f'no ORT fusions for {architecture}' if architecture else 'architecture unknown'}, bert"
+
+
+def fuse_transformer(ctx: BuildContext, transformer_type: str = "auto") -> tuple[Path, dict[str, Any]]:
     """The export through onnxruntime.transformers.optimizer, saved in out_dir (scratch), and what it fused.
 
     num_heads / hidden_size come from the model's config or the catalog (pipeline.prepare.family); 0 lets
@@ -37,6 +52,7 @@ def fuse_transformer(ctx: BuildContext, transformer_type: str = "bert") -> tuple
     from onnxruntime.transformers.optimizer import optimize_model
 
     family = ctx.family
+    transformer_type, why = optimizer_type(family, transformer_type)
     heads, hidden = family.get("num_heads", 0), family.get("hidden_size", 0)
     optimized = optimize_model(
         str(ctx.exported_onnx), model_type=transformer_type, num_heads=heads, hidden_size=hidden, opt_level=0
@@ -45,7 +61,12 @@ def fuse_transformer(ctx: BuildContext, transformer_type: str = "bert") -> tuple
     optimized.save_model_to_file(str(path), use_external_data_format=onnx_files.uses_external_data(ctx.exported_onnx))
     fused = {op: n for op, n in optimized.get_fused_operator_statistics().items() if n}
     return path, {
-        "transformer_optimizer": {"model_type": transformer_type, "num_heads": heads, "hidden_size": hidden},
+        "transformer_optimizer": {
+            "model_type": transformer_type,
+            "why": why,
+            "num_heads": heads,
+            "hidden_size": hidden,
+        },
         "fused_ops": fused,
     }
 

@@ -43,8 +43,9 @@ class SourceModel(ABC):
         return None
 
     @property
-    def attention(self) -> dict[str, int]:
-        """Attention heads and hidden size as the model's own config declares them (transformers)."""
+    def attention(self) -> dict[str, Any]:
+        """Attention heads, hidden size and architecture as the model's own config declares them
+        (transformers)."""
         return {}
 
     def example(self, n: int = 2) -> Arrays:

@@ -37,27 +37,32 @@ class TorchSource(SourceModel):
         found = self.probe(lambda example: flat_outputs(self._call(example))[0])
         self._names = output_names(config, len(found), self.field, found)
 
-    @property
-    def vocab_size(self) -> int | None:
-        """Hugging Face models (and any module with a `config.vocab_size`) declare their vocabulary;
-        a wrapper around one (a classifier head on `self.encoder`) declares it on the inner module."""
-        for module in self.module.modules():  # the wrapper first, then what it holds
-            size = getattr(getattr(module, "config", None), "vocab_size", None)
-            if isinstance(size, int):
-                return size
+    def _declared(self, attribute: str) -> Any:
+        """The first model config declaring `attribute` as an int: a Hugging Face model's own, or that of
+        a module it wraps (a classifier head on `self.encoder`), walking the wrapper first."""
+        for module in self.module.modules():
+            config = getattr(module, "config", None)
+            if isinstance(getattr(config, attribute, None), int):
+                return config
         return None
 
     @property
-    def attention(self) -> dict[str, int]:
-        """A Hugging Face config's num_attention_heads and hidden_size, when the module (or one it
-        wraps) has one."""
-        found = {"num_heads": "num_attention_heads", "hidden_size": "hidden_size"}
-        for module in self.module.modules():
-            config = getattr(module, "config", None)
-            values = {key: getattr(config, attribute, None) for key, attribute in found.items()}
-            if isinstance(values["num_heads"], int):
-                return {key: value for key, value in values.items() if isinstance(value, int)}
-        return {}
+    def vocab_size(self) -> int | None:
+        config = self._declared("vocab_size")
+        return config.vocab_size if config else None
+
+    @property
+    def attention(self) -> dict[str, Any]:
+        """num_attention_heads, hidden_size and the architecture (`model_type`, which picks ORT's
+        transformer fusions) of the config declaring attention heads."""
+        config = self._declared("num_attention_heads")
+        if config is None:
+            return {}
+        found = {"num_heads": config.num_attention_heads, "hidden_size": getattr(config, "hidden_size", None)}
+        architecture = getattr(config, "model_type", None)
+        return {k: v for k, v in found.items() if isinstance(v, int)} | (
+            {"architecture": architecture} if isinstance(architecture, str) and architecture else {}
+        )
 
     def exporter(self, export: ExportConfig) -> tuple[str, str]:
         """The torch.onnx exporter for this model, and why: the model's setting, else the export
