@@ -30,7 +30,7 @@ from pipeline.machine.fingerprint import fingerprint
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL, GOAL_S = "resnet50", 180
-COPIED = ("pipeline", "stages", "models", "prepare", "fingerprint", "params.yaml", ".dvcignore")
+COPIED = ("pipeline", "stages", "models", "fingerprint", "variants", "dvc.yaml", "params.yaml", ".dvcignore")
 REPRO = ["dvc", "repro"]
 
 
@@ -66,8 +66,7 @@ def main() -> None:
     try:
         build_s = run(REPRO, root)
         params = yaml.safe_load((root / PARAMS_FILE).read_text())
-        stages = [f"bench@{MODEL}-{v}" for v in params["variants"]]
-        stages += [f"bench_machine@{MODEL}-{v}" for v in params["machine_variants"]]
+        stages = [layout.dvc_stage("bench", MODEL, v) for v in [*params["variants"], *params["machine_variants"]]]
         stages += [f"select@{MODEL}", "report"]
         seconds = {stage: run(["dvc", "repro", "-s", "-f", stage], root) for stage in stages}
         phases: Counter[str] = Counter()

@@ -48,8 +48,11 @@ def _repro(args: argparse.Namespace) -> int:
 
 
 def _stages(args: argparse.Namespace) -> int:
-    from pipeline.stagefile import check_or_write
+    from pipeline.stagefile import check_or_write, portable_builds
 
+    if args.portable_builds:
+        print("\n".join(portable_builds()))
+        return 0
     return check_or_write(write=args.write)
 
 
@@ -67,11 +70,17 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from pipeline.build.plan import require_stage_files
     from pipeline.core.config import load_params
+    from pipeline.core.errors import ConfigError
     from pipeline.prepare.check import check_models
 
     params = load_params(args.params)
     problems = check_models(params, args.params.parent)
+    try:
+        require_stage_files(params, args.params.parent)
+    except ConfigError as error:
+        problems.append(str(error))
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems:
@@ -132,12 +141,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     repro.set_defaults(run=_repro)
     commands.add_parser("env", help="print this machine's environment fingerprint").set_defaults(run=_env)
     for name, run, what in (
-        ("stages", _stages, "dvc.yaml"),
+        ("stages", _stages, "the pipeline's dvc.yaml files (variants/<variant>/ included)"),
         ("docs", _docs, "the generated tables in docs/ and README"),
     ):
         command = commands.add_parser(name, help=f"check {what} is up to date with the code (--write: regenerate)")
         command.add_argument("--write", action="store_true")
         command.set_defaults(run=run)
+    commands.choices["stages"].add_argument(
+        "--portable-builds", action="store_true", help="print the DVC targets of the builds machines share"
+    )
     check = commands.add_parser("check", help="validate params.yaml and the listed models' files, running nothing")
     check.add_argument("--params", type=Path, default=Path("params.yaml"))
     check.set_defaults(run=_check)

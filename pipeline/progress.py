@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from pipeline.core.layout import short_name
+
 RUNNING = re.compile(r"^Running stage '([^']+)'")
 UNCHANGED = re.compile(r"^Stage '([^']+)' didn't change")
 RESULT = re.compile(r"^[\w .:/-]+: ((?:ok|skipped|failed|none)\b.*)$")  # pipeline.stage_runner's result line
@@ -62,7 +64,7 @@ def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> 
                 if current:
                     durations.append(time.monotonic() - stage_start)
                     done += 1
-                current, stage_start = (running[1], time.monotonic()) if running else ("", stage_start)
+                current, stage_start = (short_name(running[1]), time.monotonic()) if running else ("", stage_start)
                 done += bool(unchanged)
             elif line.startswith(("error:", "ERROR")):
                 console.print(line.rstrip(), markup=False, highlight=False, soft_wrap=True)

@@ -1,4 +1,4 @@
-"""dvc.yaml and fingerprint/dvc.yaml, rendered from the stage list below.
+"""dvc.yaml, fingerprint/dvc.yaml and variants/<variant>/dvc.yaml, rendered from the stage list below.
 
 Every stage depends on the project files its code runs and on nothing else, so an edit reruns the
 stages whose code it touches and no others: the plan stage (pipeline.build.plan) hashes each stage
@@ -9,8 +9,15 @@ itself depends on the whole pipeline/ and stages/ folders: it reruns for any edi
 `python -m pipeline stages --write` regenerates both files; tests/test_stagefile.py fails when the
 committed ones are stale.
 
-Why two files: DVC rewrites a whole dvc.lock after running any stage of it, and the always-run `env`
-stage would rewrite the 170-stage lock on every `dvc repro`.
+Why several files: DVC parses and rewrites a whole dvc.lock (a round-trip YAML parse, in pure Python)
+after running any stage of it, so each stage cost time in proportion to the lock, and a run in
+proportion to its square: with every build and bench in the root file (an 11,000-line lock for 7
+models), DVC spent 3-5 s per stage on it, 4 s of a skipped stage's 4.5 s. So each variant's build
+and bench stages (one per model, `foreach: ${models}`) live in variants/<variant>/dvc.yaml with a
+lock of their own (a few hundred lines); the always-run `env` stage is in fingerprint/dvc.yaml.
+The variant files follow params.yaml's variant lists: after adding or removing a variant there,
+`python -m pipeline stages --write` (the plan stage stops with that line until it is done:
+pipeline.build.plan).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ ENV, SOFTWARE = layout.env_file().as_posix(), layout.software_file().as_posix()
 METRICS, DETAILS, PROFILE = "reports/metrics", "reports/details", "reports/profile"
 # The three groups of variants in params.yaml, with what their builds depend on besides code: the
 # software fingerprint (portable builds, shared through the DVC remote) or this machine's.
-GROUPS = {"": ("variants", SOFTWARE), "_machine": ("machine_variants", ENV), "_gpu": ("gpu_variants", ENV)}
+GROUPS = {"variants": SOFTWARE, "machine_variants": ENV, "gpu_variants": ENV}
 
 
 def code(script: str, *also: str, root: Path = Path(".")) -> list[str]:
@@ -62,9 +69,37 @@ def always_run_stage(root: Path = Path(".")) -> dict[str, Any]:
     }
 
 
+def variant_stages(variant: str, basis: str) -> dict[str, Any]:
+    """One variant's build and bench stages, one of each per model: `build@<model>`, `bench@<model>`
+    of variants/<variant>/dvc.yaml, run from the project root (wdir), models from params.yaml."""
+    up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
+    plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
+    per_model = lambda stage: {"foreach": "${models}", "do": {"wdir": up, **stage}}  # noqa: E731
+    return {
+        "vars": [f"{up}/{layout.PARAMS_FILE}:models"],
+        "stages": {
+            "build": per_model({
+                "cmd": f"python stages/build.py ${{item}} {variant}",
+                "deps": [basis, plan_file, "artifacts/${item}/source", "models/${item}", stage_file("build")],
+                "outs": [artifact],
+            }),
+            "bench": per_model({
+                "cmd": f"python stages/bench.py ${{item}} {variant}",
+                "deps": [ENV, layout.bench_plan().as_posix(), plan_file, "artifacts/${item}/source", artifact,
+                         "models/${item}", stage_file("bench")],
+                "outs": [_uncached(f"{kind}/${{item}}/{variant}.json") for kind in (METRICS, DETAILS, PROFILE)],
+            }),
+        },
+    }  # fmt: skip
+
+
+def configured_variants(root: Path = Path(".")) -> dict[str, str]:
+    """Every variant params.yaml lists -> what its build depends on besides code (GROUPS)."""
+    params = yaml.safe_load((root / layout.PARAMS_FILE).read_text()) or {}
+    return {variant: basis for group, basis in GROUPS.items() for variant in params.get(group) or {}}
+
+
 def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
-    pair = "${item.model}/${item.variant}"
-    plan_file = "reports/plan/${item.variant}.json"
     stages: dict[str, Any] = {
         "train": {
             "foreach": "${train}",
@@ -96,44 +131,12 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
             "outs": [_uncached("reports/plan")],
         },
     }
-    for suffix, (group, basis) in GROUPS.items():
-        stages[f"build{suffix}"] = {
-            "matrix": {"model": "${models}", "variant": f"${{{group}}}"},
-            "cmd": "python stages/build.py ${item.model} ${item.variant}",
-            "deps": [
-                basis,
-                plan_file,
-                "artifacts/${item.model}/source",
-                "models/${item.model}",
-                stage_file("build"),
-            ],
-            "outs": [f"artifacts/{pair}"],
-        }
     stages["bench_plan"] = {
         "cmd": "python stages/bench_plan.py",
         "deps": [ENV, stage_file("bench_plan")],
         "params": ["bench"],
         "outs": [_uncached(layout.bench_plan().as_posix())],
     }
-    for suffix, (group, _) in GROUPS.items():
-        stages[f"bench{suffix}"] = {
-            "matrix": {"model": "${models}", "variant": f"${{{group}}}"},
-            "cmd": "python stages/bench.py ${item.model} ${item.variant}",
-            "deps": [
-                ENV,
-                layout.bench_plan().as_posix(),
-                plan_file,
-                "artifacts/${item.model}/source",
-                f"artifacts/{pair}",
-                "models/${item.model}",
-                stage_file("bench"),
-            ],
-            "outs": [
-                _uncached(f"{METRICS}/{pair}.json"),
-                _uncached(f"{DETAILS}/{pair}.json"),
-                _uncached(f"{PROFILE}/{pair}.json"),
-            ],
-        }
     stages["select"] = {
         "foreach": "${models}",
         "do": {
@@ -181,23 +184,45 @@ PLOTS = [
 
 
 def render(root: Path = Path(".")) -> dict[Path, str]:
-    """{file: its text} for both pipeline files."""
+    """{file: its text} for every pipeline file."""
     dump = lambda data: HEADER + yaml.safe_dump(data, sort_keys=False, width=120)  # noqa: E731
-    return {ROOT_FILE: dump(pipeline_stages(root)), ALWAYS_FILE: dump(always_run_stage(root))}
+    files = {ROOT_FILE: dump(pipeline_stages(root)), ALWAYS_FILE: dump(always_run_stage(root))}
+    for variant, basis in configured_variants(root).items():
+        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis))
+    return files
+
+
+def portable_builds(root: Path = Path(".")) -> list[str]:
+    """The DVC targets of the portable variants' builds, one group per variant: what one machine
+    builds for all (their deps are software only) and shares through the remote's run cache."""
+    configured = configured_variants(root).items()
+    return [f"{layout.variant_stage_file(v).as_posix()}:build" for v, basis in configured if basis == SOFTWARE]
+
+
+def stale_files(root: Path = Path(".")) -> list[Path]:
+    """Pipeline files missing or not as rendered, and variant files of variants params.yaml no longer lists."""
+    wanted = render(root)
+    stale = [path for path, text in wanted.items() if not (root / path).exists() or (root / path).read_text() != text]
+    return stale + [p.relative_to(root) for p in sorted(root.glob(f"{layout.VARIANT_STAGES}/*/dvc.yaml"))
+                    if p.relative_to(root) not in wanted]  # fmt: skip
 
 
 def check_or_write(root: Path = Path("."), write: bool = False) -> int:
-    stale = [
-        path for path, text in render(root).items() if not (root / path).exists() or (root / path).read_text() != text
-    ]
+    stale = stale_files(root)
     if write:
-        for path, text in render(root).items():
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).write_text(text)
-        print(f"wrote {', '.join(map(str, render(root)))}")
+        wanted = render(root)
+        for path in stale:
+            if path in wanted:
+                (root / path).parent.mkdir(parents=True, exist_ok=True)
+                (root / path).write_text(wanted[path])
+            else:  # a variant no longer listed: its stages go, with their lock
+                for leftover in (root / path).parent.iterdir():
+                    leftover.unlink()
+                (root / path).parent.rmdir()
+        print(f"wrote {', '.join(map(str, stale)) or 'nothing: all current'}")
         return 0
     if stale:
         print(f"stale: {', '.join(map(str, stale))}: run `python -m pipeline stages --write`", file=sys.stderr)
         return 1
-    print("dvc.yaml and fingerprint/dvc.yaml are up to date")
+    print("the pipeline's dvc.yaml files are up to date")
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from pipeline.core.config import ModelConfig
 
@@ -177,6 +178,15 @@ def copy_project(destination: Path) -> Path:
     )
     shutil.copytree(REPO, destination, ignore=ignore, dirs_exist_ok=True)
     return destination
+
+
+def write_params(root: Path, params: dict) -> None:
+    """A copied project's params.yaml, and the pipeline files its variant lists call for (as a user
+    runs `python -m pipeline stages --write` after editing them)."""
+    from pipeline.stagefile import check_or_write
+
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    check_or_write(root, write=True)
 
 
 def fixed_batch_cnn():

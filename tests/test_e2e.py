@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.conftest import REPO, copy_project, write_fixed_batch_onnx
+from pipeline.core.layout import short_name
+from tests.conftest import REPO, copy_project, write_fixed_batch_onnx, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
 
 pytestmark = pytest.mark.slow
@@ -48,9 +49,8 @@ ALWAYS_RUN = {"fingerprint/dvc.yaml:env"}
 
 
 def stages_run(output: str) -> set[str]:
-    """Stages DVC ran, the build and bench groups of each kind of variant named as one."""
-    names = re.findall(r"Running stage '([^']+)'", output)
-    return {re.sub(r"^(build|bench)_(machine|gpu)@", r"\1@", n) for n in names}
+    """Stages DVC ran, a variant's build and bench as `build@<model>-<variant>` (layout.short_name)."""
+    return {short_name(n) for n in re.findall(r"Running stage '([^']+)'", output)}
 
 
 # The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
@@ -98,7 +98,7 @@ def project(tmp_path_factory, tiny_onnx):
     params["targets"] = ["cpu", "cuda:0"]  # two GPU variants show the target plumbing through DVC
     params["gpu_variants"] = {name: {} for name in GPU_KEPT}
     params["export"]["max_eval_samples"] = 500
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(root, params)
     for name in ("byo_onnx", "broken"):
         (root / "models" / name).mkdir()
         shutil.copy(tiny_onnx, root / "models" / name / "model.onnx")

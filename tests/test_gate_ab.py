@@ -19,7 +19,7 @@ from pipeline.ci.remeasure import Side, materialize, paired, worktree_at
 from pipeline.core import layout
 from pipeline.core.data import DataSet
 from pipeline.core.files import write_json
-from tests.conftest import REPO, copy_project
+from tests.conftest import REPO, copy_project, write_params
 
 FAST_BENCH = {
     "threads": 1,
@@ -86,14 +86,14 @@ def test_a_base_artifact_missing_from_the_dvc_cache_is_rebuilt_in_the_worktree(t
     params |= {"machine_variants": {}, "gpu_variants": {}}
     params["catalog"] = {"m": {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}}
     params["train"] = {}
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(root, params)
     (root / "models" / "m").mkdir()
     shutil.copy(tiny_onnx, root / "models" / "m" / "model.onnx")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
     commit = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro", "-q", "build@m-onnx_fp32"],
-                ["git", "add", "-A"], commit):  # fmt: skip
+    build = ["dvc", "repro", "-q", layout.dvc_stage("build", "m", "onnx_fp32")]
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], build, ["git", "add", "-A"], commit):
         subprocess.run(cmd, cwd=root, check=True, capture_output=True)
     with worktree_at("HEAD", root) as tree:
         empty = tmp_path / "empty-cache"

@@ -18,9 +18,10 @@ import yaml
 from pipeline.core import layout
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
+from pipeline.core.layout import short_name
 from pipeline.machine import naming as machines
 from pipeline.present.compare import key_variants
-from tests.conftest import copy_project
+from tests.conftest import copy_project, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST, metric
 
 
@@ -88,7 +89,7 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def ran(output: str) -> set[str]:
-    return set(re.findall(r"Running stage '([^']+)'", output))
+    return {short_name(n) for n in re.findall(r"Running stage '([^']+)'", output)}
 
 
 def repro(cwd: Path, machine: str) -> set[str]:
@@ -106,7 +107,7 @@ def tiny_project(folder: Path, onnx_file: Path, models: tuple[str, ...] = ("m",)
     params["catalog"] = dict.fromkeys(models, spec)
     params["variants"] = {"onnx_fp32": {}, "onnx_opt": params["variants"]["onnx_opt"]}
     params["machine_variants"] = {"onnx_int8_dynamic": params["machine_variants"]["onnx_int8_dynamic"]}
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(root, params)
     for model in models:
         (root / "models" / model).mkdir()
         shutil.copy(onnx_file, root / "models" / model / "model.onnx")
@@ -133,7 +134,7 @@ def test_two_machines_share_builds_through_a_dvc_remote_and_keep_results_on_thei
 
     # Machine alpha runs the root pipeline, pushes builds and run cache, commits to results/alpha.
     first = ran(sh(["dvc", "repro"], alpha, "alpha").stdout)
-    assert {"export@m", "build@m-onnx_fp32", "build@m-onnx_opt", "build_machine@m-onnx_int8_dynamic"} <= first
+    assert {"export@m", "build@m-onnx_fp32", "build@m-onnx_opt", "build@m-onnx_int8_dynamic"} <= first
     sh(["dvc", "push", "--run-cache"], alpha)
     git(alpha, "switch", "-q", "-c", "results/alpha")
     git(alpha, "add", "-A")
@@ -147,7 +148,7 @@ def test_two_machines_share_builds_through_a_dvc_remote_and_keep_results_on_thei
     sh(["dvc", "pull", "--run-cache", "--allow-missing"], beta, check=False)
     second = ran(sh(["dvc", "repro"], beta, "beta").stdout)
     assert not {"export@m", "build@m-onnx_fp32", "build@m-onnx_opt"} & second, second
-    assert {"build_machine@m-onnx_int8_dynamic", "bench@m-onnx_opt", "bench_machine@m-onnx_int8_dynamic"} <= second
+    assert {"build@m-onnx_int8_dynamic", "bench@m-onnx_opt", "bench@m-onnx_int8_dynamic"} <= second
     for path in (layout.details_dir(beta) / "m").glob("*.json"):
         assert json.loads(path.read_text())["machine"] == "beta", path
     git(beta, "switch", "-q", "-c", "results/beta")

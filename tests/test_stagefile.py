@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
-from pipeline.build.plan import STAGE_CODE, stage_code, variant_code
-from pipeline.core import registry
+from pipeline.build.plan import STAGE_CODE, require_stage_files, stage_code, variant_code
+from pipeline.core import layout, registry
+from pipeline.core.config import load_params
+from pipeline.core.errors import ConfigError
 from pipeline.present.docs import check_or_write as docs_check
 from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render, stage_file
+from tests.conftest import copy_project
 
 REPO = Path(__file__).parents[1]
 
@@ -30,15 +34,44 @@ def test_generated_doc_tables_are_current():
 
 
 def test_each_stage_depends_on_its_codes_hash_not_on_code_files():
-    stages = yaml.safe_load(render(REPO)[ROOT_FILE])["stages"]
+    files = render(REPO)
+    stages = yaml.safe_load(files[ROOT_FILE])["stages"]
+    for path in files:
+        if path.parts[0] == layout.VARIANT_STAGES.name:
+            stages |= {f"{path.parent.name}:{n}": s for n, s in yaml.safe_load(files[path])["stages"].items()}
+    assert {"onnx_fp32:build", "onnx_fp32:bench", "onnx_int8_static:build"} <= set(stages)
     for name, stage in stages.items():
         deps = stage.get("do", stage)["deps"]
         if name == "plan":
             assert deps == ["pipeline", "stages"]  # it hashes them: any edit reruns it, in seconds
             continue
-        group = next(g for g in STAGE_CODE if name == g or name.startswith(f"{g}_"))
+        group = name.rpartition(":")[2]
         assert stage_file(group) in deps, name
         assert not [d for d in deps if d.startswith(("pipeline/", "stages/"))], name
+
+
+def test_each_variant_has_its_own_stage_file_and_the_plan_stops_when_they_differ_from_params(tmp_path):
+    """A variant's stages and lock live in variants/<variant>/ (DVC rewrites a whole lock after each
+    stage); the files follow params.yaml's lists, and the plan stage names the command when they do not."""
+    root = copy_project(tmp_path / "project")
+    assert (
+        check_or_write(root) == 0 and layout.dvc_stage("bench", "m", "onnx_opt") == "variants/onnx_opt/dvc.yaml:bench@m"
+    )
+    assert layout.short_name("variants/onnx_opt/dvc.yaml:bench@spam_fnn") == "bench@spam_fnn-onnx_opt"
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["variants"].pop("onnx_fp16")
+    params["gpu_variants"], params["targets"] = {"onnx_cuda_fp32": {}}, ["cpu", "cuda:0"]
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    differ = r"onnx_cuda_fp32 \(listed, no stages\), onnx_fp16 \(stages, not listed\)"
+    with pytest.raises(ConfigError, match=differ + "; run `python -m pipeline stages --write`"):
+        require_stage_files(load_params(root / "params.yaml"), root)
+    assert check_or_write(root) == 1
+    check_or_write(root, write=True)
+    assert (
+        not (root / "variants" / "onnx_fp16").exists() and (root / "variants" / "onnx_cuda_fp32" / "dvc.yaml").is_file()
+    )
+    require_stage_files(load_params(root / "params.yaml"), root)
+    assert check_or_write(root) == 0
 
 
 def test_each_stage_groups_code_is_what_its_entry_runs():

@@ -40,7 +40,8 @@ def test_each_machine_measures_on_its_own_runner_and_keeps_its_results_branch():
     assert measure["env"]["MODELOPT_MACHINE"] == "${{ matrix.machine }}"
     assert measure["needs"] == "shared" and jobs["collect"]["needs"] == "measure"
     runs = {name: "\n".join(step.get("run", "") for step in job["steps"]) for name, job in jobs.items()}
-    assert "dvc repro build" in runs["shared"] and "dvc push --run-cache" in runs["shared"]
+    assert "dvc repro $(python -m pipeline stages --portable-builds)" in runs["shared"]
+    assert "dvc push --run-cache" in runs["shared"]
     assert "python -m pipeline repro" in runs["measure"] and "dvc pull --run-cache" in runs["measure"]
     assert 'git switch -c "results/$MODELOPT_MACHINE"' in runs["measure"]
     assert 'gate --rev "origin/results/$MODELOPT_MACHINE"' in runs["measure"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core import layout
-from pipeline.core.config import PARAMS_FILE, Params, load_params
+from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.isolate import call
 from pipeline.measure.stage import thread_env
@@ -58,16 +58,8 @@ class Paired:
 
 
 def artifact_of(root: Path, model: str, variant: str) -> tuple[Path, str]:
-    """Where `variant` of `model` is built in project `root`, and the DVC stage that builds it (by
-    the group its params.yaml lists it in)."""
-    params = load_params(root / PARAMS_FILE)
-    group = next(g for g, names in build_groups(params).items() if variant in names)
-    return layout.variant_dir(model, variant), f"{group}@{model}-{variant}"
-
-
-def build_groups(params: Params) -> dict[str, dict[str, Any]]:
-    """The build stage groups of dvc.yaml and the variants each builds (pipeline.stagefile)."""
-    return {"build": params.variants, "build_machine": params.machine_variants, "build_gpu": params.gpu_variants}
+    """Where `variant` of `model` is built in project `root`, and the DVC stage that builds it."""
+    return layout.variant_dir(model, variant), layout.dvc_stage("build", model, variant)
 
 
 def latency_in_fresh_process(root: Path, model: str, variant: str) -> dict[str, Any]:

@@ -20,6 +20,24 @@ CALIBRATION = "calib.npz"
 VALIDATION = "validation.npz"
 SOURCE_INFO = "source.json"
 BUILD_INFO = "build.json"
+VARIANT_STAGES = Path("variants")  # variants/<variant>/dvc.yaml: that variant's build and bench stages
+
+
+def variant_stage_file(variant: str, root: Path = Path(".")) -> Path:
+    """The dvc.yaml holding `variant`'s build@<model> and bench@<model> stages (pipeline.stagefile)."""
+    return root / VARIANT_STAGES / variant / "dvc.yaml"
+
+
+def dvc_stage(kind: str, model: str, variant: str) -> str:
+    """The DVC name of `model`'s build or bench stage of `variant`, as `dvc repro` takes it."""
+    return f"{variant_stage_file(variant).as_posix()}:{kind}@{model}"
+
+
+def short_name(stage: str) -> str:
+    """`variants/<v>/dvc.yaml:build@<m>` -> `build@<m>-<v>`: how logs and the progress line name it."""
+    path, _, name = stage.rpartition(":")
+    parts = Path(path).parts
+    return f"{name}-{parts[1]}" if len(parts) == 3 and parts[0] == VARIANT_STAGES.name and "@" in name else stage
 
 
 def source_dir(model: str, root: Path = Path(".")) -> Path:
