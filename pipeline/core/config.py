@@ -336,7 +336,7 @@ class ContestConfig(Strict):
 
     enabled: bool = True
     max_contenders: int = Field(default=4, ge=2)
-    drift_ratio: float = Field(default=2.0, ge=1)
+    drift_ratio: float = Field(default=3.0, ge=1)
     block_seconds: float = Field(default=0.01, gt=0)
     min_block_calls: int = Field(default=10, ge=1)
     min_rounds: int = Field(default=100, ge=3)

@@ -96,17 +96,19 @@ def call(
     env: dict[str, str] | None = None,
     limit_mb: float | None = None,
     log: Path | None = None,
+    usage: dict[str, float] | None = None,
 ) -> Any:
     """Return `target(**kwargs)` computed in a child process, or raise IsolatedFailure.
 
     A child whose processes together grow past `limit_mb` resident (default: 90% of the memory
     available at its start) is killed and the failure says so: one model too big for this
     machine must not bring the kernel's OOM killer down on the whole `dvc repro`. When the call
-    fails (not when it does not apply), the child's whole stderr is kept at `log`."""
+    fails (not when it does not apply), the child's whole stderr is kept at `log`. `usage`, when
+    given, receives the child's peak resident memory (`peak_mb`, sampled every 0.1 s)."""
     limit = limit_mb if limit_mb is not None else memory_limit_mb()
     with tempfile.TemporaryDirectory(prefix="isolate-") as tmp:
         try:
-            return _call(target, kwargs, timeout, env, limit, Path(tmp))
+            return _call(target, kwargs, timeout, env, limit, Path(tmp), usage if usage is not None else {})
         except IsolatedFailure as failure:
             if log is not None and not failure.not_applicable:
                 log.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,7 @@ def call(
 
 
 def _call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str] | None, limit: float,
-          tmp: Path) -> Any:  # fmt: skip
+          tmp: Path, memory: dict[str, float]) -> Any:  # fmt: skip
     """`call`'s work, in the temporary folder `tmp` (request, result and the child's stderr)."""
     request, result = tmp / "request.json", tmp / "result.json"
     request.write_text(json.dumps({"target": target, "kwargs": kwargs}))
@@ -132,7 +134,6 @@ def _call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, st
     keep = (tmp / "stderr.log").open("w")
     pump = threading.Thread(target=_pump, args=(process.stderr, tail, keep), daemon=True)
     pump.start()
-    memory: dict[str, float] = {}
     stop = threading.Event()
     watch = threading.Thread(target=_watch_memory, args=(process, limit, memory, stop), daemon=True)
     watch.start()
