@@ -72,8 +72,10 @@ def test_a_deliberately_slower_artifact_fails_and_identical_ones_pass(tmp_path):
     assert regressed.change_pct > 100 and "paired p50 regressed" in regressed.failure(10.0)
     copy = tmp_path / "copy"
     shutil.copytree(fast.root, copy)
-    same = paired("m", fast, Side(copy, "m", "onnx_fp32"), rounds=3)
-    assert same.failure(50.0) is None  # identical artifacts, timed alternately: no regression
+    same = paired("m", fast, Side(copy, "m", "onnx_fp32"), rounds=5)
+    # identical artifacts, timed alternately: no regression beyond the machine's two speed states
+    # (a 9 us model read 0.009 and 0.017 ms in fresh processes a second apart, 2026-11-23)
+    assert same.failure(100.0) is None
 
 
 @pytest.mark.slow
