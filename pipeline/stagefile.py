@@ -6,8 +6,8 @@ group's import walk into reports/plan/stage_<group>.json, and each variant's pas
 into reports/plan/<variant>.json, and the stages depend on those small files (a dvc.lock listing
 every code file of every stage grew to 745 KB, which DVC rewrites after each stage). The plan stage
 itself depends on the whole pipeline/ and stages/ folders: it reruns for any edit, in seconds.
-`python -m pipeline stages --write` regenerates both files; tests/test_stagefile.py fails when the
-committed ones are stale.
+`python -m pipeline stages --write` regenerates them all; tests/test_stagefile.py fails when a
+committed one is stale.
 
 Why several files: DVC parses and rewrites a whole dvc.lock (a round-trip YAML parse, in pure Python)
 after running any stage of it, so each stage cost time in proportion to the lock, and a run in
@@ -199,18 +199,18 @@ def portable_builds(root: Path = Path(".")) -> list[str]:
     return [f"{layout.variant_stage_file(v).as_posix()}:build" for v, basis in configured if basis == SOFTWARE]
 
 
-def stale_files(root: Path = Path(".")) -> list[Path]:
-    """Pipeline files missing or not as rendered, and variant files of variants params.yaml no longer lists."""
-    wanted = render(root)
+def stale_files(wanted: dict[Path, str], root: Path = Path(".")) -> list[Path]:
+    """Of the `wanted` pipeline files (render), those missing or not as rendered, and variant files of
+    variants params.yaml no longer lists."""
     stale = [path for path, text in wanted.items() if not (root / path).exists() or (root / path).read_text() != text]
-    return stale + [p.relative_to(root) for p in sorted(root.glob(f"{layout.VARIANT_STAGES}/*/dvc.yaml"))
-                    if p.relative_to(root) not in wanted]  # fmt: skip
+    found = (p.relative_to(root) for p in sorted(root.glob(layout.variant_stage_file("*").as_posix())))
+    return stale + [path for path in found if path not in wanted]
 
 
 def check_or_write(root: Path = Path("."), write: bool = False) -> int:
-    stale = stale_files(root)
+    wanted = render(root)
+    stale = stale_files(wanted, root)
     if write:
-        wanted = render(root)
         for path in stale:
             if path in wanted:
                 (root / path).parent.mkdir(parents=True, exist_ok=True)
