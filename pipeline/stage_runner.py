@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -47,6 +48,7 @@ def run_stage(
     values = [getattr(args, name) for name in names]
     words = [Path(sys.argv[0]).stem if sys.argv[0].endswith(".py") else function.__name__, *filter(None, values)]
     name, log = " ".join(words), LOGS / f"{'-'.join(words)}.log"  # e.g. `build spam_fnn onnx_opt`
+    started = time.perf_counter()
     try:
         with chatter_to(log):
             params = load_params()
@@ -54,6 +56,7 @@ def run_stage(
                 if waited > 1:
                     print(f"waited {waited:.0f} s for the machine lock (a benchmark was measuring)", file=sys.stderr)
                 result = function(*values, params)
+            print(peak_memory_line(time.perf_counter() - started))
     except PipelineError as error:
         print(f"error: {name}: {error}", file=sys.stderr)
         return 2
@@ -67,6 +70,17 @@ def run_stage(
 
 
 LOGS = Path("reports/logs/stages")
+PEAK_PREFIX = "stage peak RSS:"
+
+
+def peak_memory_line(seconds: float) -> str:
+    """The stage's peak memory as the kernel kept it (getrusage): this process and its largest
+    child (isolated converters, bench workers). Written last in the stage's log, where
+    benchmarks/stage_memory.py reads it: a stage's memory without sampling anything."""
+    import resource
+
+    own, child = (resource.getrusage(who).ru_maxrss / 1024 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return f"{PEAK_PREFIX} process {own:.0f} MB, largest child {child:.0f} MB, {seconds:.1f} s"
 
 
 @contextmanager
