@@ -56,7 +56,8 @@ def run_stage(
                 if waited > 1:
                     print(f"waited {waited:.0f} s for the machine lock (a benchmark was measuring)", file=sys.stderr)
                 result = function(*values, params)
-            print(peak_memory_line(time.perf_counter() - started))
+        with log.open("a") as sink:
+            sink.write(peak_memory_line(time.perf_counter() - started) + "\n")
     except PipelineError as error:
         print(f"error: {name}: {error}", file=sys.stderr)
         return 2

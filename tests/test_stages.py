@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,25 @@ def test_a_benchmark_refuses_an_env_json_from_other_hardware(stage_project, mach
     with pytest.raises(ConfigError, match=r"machine.hardware: intel-6-167-2c, this is .*: run `dvc repro`"):
         benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
     assert not layout.metrics_file("tiny", "onnx_fp32", stage_project).exists()
+
+
+def test_a_stage_logs_its_peak_memory_and_its_largest_child(tmp_path, monkeypatch):
+    import subprocess
+
+    from benchmarks.stage_memory import LINE, stage_peaks
+    from pipeline.stage_runner import LOGS, run_stage
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("pipeline.core.config.load_params", lambda: None)
+
+    def work(model, params):  # a child that holds 300 MB, as an isolated converter would
+        hold = "b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+        subprocess.run([sys.executable, "-c", hold], check=True)
+        return {"status": "ok"}
+
+    assert run_stage(work, ["model"], ["m1"]) == 0
+    (log,) = (tmp_path / LOGS).glob("*m1*.log")
+    own, child, seconds = LINE.findall(log.read_text())[-1]
+    assert int(child) >= 300 and float(seconds) > 0
+    ((stage, (peak, _)),) = stage_peaks("m1", tmp_path / LOGS).items()
+    assert peak == max(int(own), int(child)) and "m1" not in stage

@@ -129,3 +129,25 @@ def test_every_int8_recipe_separates_from_a_destroyed_output(bert):
     reference = DataSet.load(bert.source_dir / layout.REFERENCE).outputs["embedding"]
     destroyed = np.random.default_rng(0).standard_normal(reference.shape).astype(np.float32)
     assert fidelity_block({"e": reference}, {"e": destroyed}, None)["e"]["cosine_mean"] < 0.5
+
+
+def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cosine_holds(bert):
+    from pipeline.build.passes.ort_sensitivity import worst_cosine
+
+    details, _ = built(bert, "onnx_int8_static", "sensitive", target_cosine=0.999999, max_excluded=2)
+    search = details["sensitivity"]
+    assert [t["excluded_tensors"] for t in search["tries"]] == [0, 1, 2]  # unreachable target: every step tried
+    sqnr = [r["sqnr_db"] for r in search["ranking"]]
+    assert sqnr == sorted(sqnr) and search["validation_rows"] == len(bert.validation())
+    graph = onnx.load(str(bert.out_dir.parent / "sensitive" / "model.onnx")).graph
+    matmuls = {n.name for n in graph.node if n.op_type == "MatMul"}
+    assert set(search["excluded_nodes"]) <= matmuls and len(search["excluded_nodes"]) >= search["kept"]
+    best = max(search["tries"], key=lambda t: t["validation_cosine"])
+    assert search["kept"] == best["excluded_tensors"]  # the best try is the artifact on disk, re-measured:
+    on_disk = worst_cosine(bert.out_dir.parent / "sensitive" / "model.onnx", bert.validation(), 32)
+    assert on_disk == pytest.approx(best["validation_cosine"], abs=1e-5)
+    assert "not reached" in search["note"]
+
+    details, _ = built(bert, "onnx_int8_static", "lenient", target_cosine=0.5)
+    assert details["sensitivity"]["tries"][0]["excluded_tensors"] == 0 and details["sensitivity"]["kept"] == 0
+    assert len(details["sensitivity"]["tries"]) == 1

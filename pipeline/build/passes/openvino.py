@@ -54,6 +54,9 @@ class Int8Config(OpenVinoConfig):
     subset_size: int = Field(default=300, ge=1)
     fast_bias_correction: bool = True
     ignored_scope: IgnoredScope = Field(default_factory=IgnoredScope)
+    # SmoothQuant's alpha on transformer MatMuls (NNCF applies it for ModelType.TRANSFORMER; it moves
+    # activation outliers into the weights); -1 turns it off. Ignored for other models.
+    smooth_quant_alpha: float = Field(default=0.95, ge=-1, le=1)
 
 
 class Int8AccuracyConfig(Int8Config):
@@ -134,6 +137,7 @@ def quantize_kwargs(ctx: BuildContext, config: Int8Config, model: ov.Model) -> d
     """nncf.quantize's arguments: preset, subset, the transformer model type for transformer graphs
     (pipeline.prepare.family: NNCF then keeps attention-sensitive operations in float), the ignored scope."""
     import nncf
+    from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
 
     scope = config.ignored_scope
     known = {op.get_friendly_name() for op in model.get_ops()}
@@ -150,6 +154,11 @@ def quantize_kwargs(ctx: BuildContext, config: Int8Config, model: ov.Model) -> d
         "subset_size": config.subset_size,
         "fast_bias_correction": config.fast_bias_correction,
         "model_type": nncf.ModelType.TRANSFORMER if ctx.transformer else None,
+        "advanced_parameters": AdvancedQuantizationParameters(
+            smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=config.smooth_quant_alpha)
+        )
+        if ctx.transformer
+        else None,
         "ignored_scope": nncf.IgnoredScope(names=scope.names, types=scope.types, patterns=scope.patterns)
         if scope != IgnoredScope()
         else None,
@@ -175,6 +184,7 @@ def _int8_details(ctx: BuildContext, config: Int8Config) -> dict[str, Any]:
     return {
         "preset": config.preset,
         "model_type": "transformer" if ctx.transformer else "default",
+        **({"smooth_quant_alpha": config.smooth_quant_alpha} if ctx.transformer else {}),
         "subset_size": min(config.subset_size, len(calibration)),
         "fast_bias_correction": config.fast_bias_correction,
         "calibration_origin": calibration.origin,
@@ -271,6 +281,8 @@ class NncfInt8AccuracyControl(Pass):
 
         validation = Validation(ctx, config.max_seconds)
         model = convert(ctx, config.frontend)
+        kwargs = quantize_kwargs(ctx, config, model)
+        kwargs["advanced_quantization_parameters"] = kwargs.pop("advanced_parameters")  # this call's name for it
         with _capturing_restorer_report() as captured:
             quantized = nncf.quantize_with_accuracy_control(
                 model,
@@ -282,7 +294,7 @@ class NncfInt8AccuracyControl(Pass):
                 advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
                     max_num_iterations=config.max_num_iterations
                 ),
-                **quantize_kwargs(ctx, config, model),
+                **kwargs,
             )
         search_s = time.monotonic() - validation.started
         report = captured.get("report")

@@ -24,6 +24,7 @@ from pydantic import Field
 from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.build.passes.onnx_export import MODEL_FILE
 from pipeline.build.passes.ort_optimize import FUSED, fuse_transformer, remove_scratch
+from pipeline.build.passes.ort_sensitivity import restore_until
 from pipeline.core import onnx_files
 from pipeline.core.config import PARAMS_FILE
 from pipeline.core.data import Arrays, padded_batches
@@ -52,6 +53,10 @@ class StaticConfig(DynamicConfig):
     calibration_method: Literal["minmax", "entropy", "percentile", "distribution"] = "minmax"
     calibration_samples: int = Field(default=256, ge=1)
     calibration_batch: int = Field(default=32, ge=1)
+    # Below this worst-row cosine on the validation rows, the lowest-SQNR activations' consumers are
+    # kept in float, 1, 2, 4, ... up to max_excluded tensors (pipeline.build.passes.ort_sensitivity).
+    target_cosine: float | None = Field(default=None, gt=0, le=1)
+    max_excluded: int = Field(default=16, ge=0)
 
 
 def resolve_reduce_range(value: bool | str) -> bool:
@@ -261,26 +266,47 @@ class StaticInt8(Pass):
         calibration = ctx.calibration().head(config.calibration_samples)
         reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch))
         model, preprocess = _prepare(ctx, config)
-        quantize_static(
-            model,
-            str(ctx.out_dir / MODEL_FILE),
-            calibration_data_reader=reader,
-            quant_format=QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
-            op_types_to_quantize=used.op_types,
-            nodes_to_exclude=used.nodes_to_exclude,
-            per_channel=used.per_channel,
-            reduce_range=resolve_reduce_range(config.reduce_range),
-            activation_type=_qtype(config.activation_type),
-            weight_type=_qtype(config.weight_type),
-            calibrate_method={
-                "minmax": CalibrationMethod.MinMax,
-                "entropy": CalibrationMethod.Entropy,
-                "percentile": CalibrationMethod.Percentile,
-                "distribution": CalibrationMethod.Distribution,
-            }[config.calibration_method],
-            extra_options=used.extra_options,
-            use_external_data_format=is_external(ctx),
-        )
+
+        def quantize(excluded: list[str]) -> Path:
+            reader.rewind()
+            quantize_static(
+                model,
+                str(ctx.out_dir / MODEL_FILE),
+                calibration_data_reader=reader,
+                quant_format=QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
+                op_types_to_quantize=used.op_types,
+                nodes_to_exclude=used.nodes_to_exclude + excluded,
+                per_channel=used.per_channel,
+                reduce_range=resolve_reduce_range(config.reduce_range),
+                activation_type=_qtype(config.activation_type),
+                weight_type=_qtype(config.weight_type),
+                calibrate_method={
+                    "minmax": CalibrationMethod.MinMax,
+                    "entropy": CalibrationMethod.Entropy,
+                    "percentile": CalibrationMethod.Percentile,
+                    "distribution": CalibrationMethod.Distribution,
+                }[config.calibration_method],
+                extra_options=used.extra_options,
+                use_external_data_format=is_external(ctx),
+            )
+            return ctx.out_dir / MODEL_FILE
+
+        sensitivity: dict[str, Any] = {}
+        if config.target_cosine is None or config.format != "qdq":
+            quantize([])
+        else:
+            validation = ctx.validation()
+            sensitivity = restore_until(
+                quantize,
+                Path(model),
+                validation,
+                ctx.max_batch(config.calibration_batch),
+                used.op_types,
+                config.target_cosine,
+                config.max_excluded,
+                fixed=ctx.fixed_batch is not None,
+            )
+            sensitivity = {"target_cosine": config.target_cosine, "validation_rows": len(validation), **sensitivity}
         return _finish(
             ctx,
             config,
@@ -292,5 +318,6 @@ class StaticInt8(Pass):
                 "calibration_method": config.calibration_method,
                 "calibration_samples": len(calibration),
                 "calibration_origin": calibration.origin,
+                **({"sensitivity": sensitivity} if sensitivity else {}),
             },
         )

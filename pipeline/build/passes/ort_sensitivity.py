@@ -1,0 +1,113 @@
+"""Which layers static INT8 should leave in float, found by measuring, not guessed.
+
+ONNX Runtime's own debugging tool (onnxruntime.quantization.qdq_loss_debug) runs the QDQ model with
+every intermediate tensor as an output, on a few validation rows, and pairs each quantized
+activation before and after its QuantizeLinear/DequantizeLinear: the signal-to-quantization-noise
+ratio (SQNR, dB) of that pair says how much the 8-bit grid loses there. Pretrained transformers
+have a few activations with outliers (a handful of channels 100x the rest), whose grid is so
+coarse that the small values vanish: those rank lowest. The quantizer is then run again with the
+consumers of the worst tensors excluded, 1, 2, 4, ... at a time, until the validation rows' worst-
+row cosine to the FP32 source reaches `target_cosine` (the recipe chosen by measured fidelity, as
+NNCF's accuracy control does for OpenVINO). Validation rows only: the scoring rows stay unseen.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.core.data import Arrays, DataSet, padded_batches, run_batched
+from pipeline.core.evaluate import cosine_per_sample
+
+SENSITIVITY_ROWS = 16  # validation rows run through the augmented model (every tensor kept: memory)
+
+
+def worst_cosine(model: Path, rows: DataSet, batch: int, fixed: bool = False) -> float:
+    """The lowest per-row cosine to the source's outputs over every output, on `rows`."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    outputs = run_batched(
+        lambda chunk: dict(zip(names, session.run(None, chunk), strict=True)), rows.inputs, batch, fixed
+    )
+    return min(float(cosine_per_sample(ref, outputs[name]).min()) for name, ref in rows.outputs.items())
+
+
+def ranked_activations(
+    float_model: Path, qdq_model: Path, rows: Arrays, batch: int, op_types: list[str] | None
+) -> list[dict[str, Any]]:
+    """Quantized activations feeding `op_types` nodes, worst SQNR first, each with those nodes."""
+    import onnx
+    from onnxruntime.quantization.qdq_loss_debug import (
+        collect_activations,
+        compute_signal_to_quantization_noice_ratio,
+        create_activation_matching,
+        modify_model_output_intermediate_tensors,
+    )
+
+    with tempfile.TemporaryDirectory(prefix="qdq-debug-") as scratch:
+        augmented = str(Path(scratch) / "augmented.onnx")
+        modify_model_output_intermediate_tensors(str(qdq_model), augmented, save_as_external_data=True)
+        batches = [chunk for chunk, _ in padded_batches(rows, batch)]
+        pairs = create_activation_matching(collect_activations(augmented, iter(batches)))
+    # ORT's compute_activation_error needs the float model's activations too; the local error is this
+    sqnr = compute_signal_to_quantization_noice_ratio
+    errors = {name: sqnr(pair["pre_qdq"], pair["post_qdq"]) for name, pair in pairs.items()}
+    graph = onnx.load(str(float_model), load_external_data=False).graph
+    consumers: dict[str, list[str]] = {}
+    for node in graph.node:
+        if op_types and node.op_type not in op_types:
+            continue
+        for name in node.input:
+            consumers.setdefault(name, []).append(node.name)
+    ranked = [
+        {"tensor": name, "sqnr_db": round(db, 2), "nodes": consumers[name]}
+        for name, db in errors.items()
+        if consumers.get(name) and np.isfinite(db)
+    ]
+    return sorted(ranked, key=lambda r: r["sqnr_db"])
+
+
+def restore_until(
+    quantize: Callable[[list[str]], Path],
+    float_model: Path,
+    rows: DataSet,
+    batch: int,
+    op_types: list[str] | None,
+    target: float,
+    max_excluded: int,
+    fixed: bool = False,
+) -> dict[str, Any]:
+    """Quantize, and while the validation cosine is below `target`, quantize again with the
+    consumers of the 1, 2, 4, ... lowest-SQNR activations in float. Ends with the artifact of the
+    best try on disk (`quantize` writes the model; it is given the extra nodes to exclude)."""
+    model = quantize([])
+    tries = [{"excluded_tensors": 0, "validation_cosine": round(worst_cosine(model, rows, batch, fixed), 6)}]
+    if tries[0]["validation_cosine"] >= target or max_excluded == 0:
+        return {"tries": tries, "kept": 0, "excluded_nodes": []}
+    ranking = ranked_activations(float_model, model, rows.head(SENSITIVITY_ROWS).inputs, batch, op_types)
+    best, count = (tries[0]["validation_cosine"], 0), 1
+    while count <= min(max_excluded, len(ranking)):
+        nodes = [n for r in ranking[:count] for n in r["nodes"]]
+        cosine = round(worst_cosine(quantize(nodes), rows, batch, fixed), 6)
+        tries.append({"excluded_tensors": count, "excluded_nodes": len(nodes), "validation_cosine": cosine})
+        best = max(best, (cosine, count))
+        if cosine >= target or count == min(max_excluded, len(ranking)):
+            break
+        count = min(count * 2, max_excluded, len(ranking))
+    kept = best[1]
+    nodes = [n for r in ranking[:kept] for n in r["nodes"]]
+    if tries[-1]["excluded_tensors"] != kept:  # the last try is on disk: write the best one again
+        quantize(nodes)
+    return {
+        "tries": tries,
+        "kept": kept,
+        "excluded_nodes": nodes,
+        "ranking": ranking[: max(kept, 8)],
+        **({} if best[0] >= target else {"note": f"target {target} not reached; kept the best try ({best[0]})"}),
+    }
