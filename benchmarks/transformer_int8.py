@@ -63,12 +63,12 @@ def measure_model(model: str) -> dict[str, Any]:
         race = measure_contenders(model, ok, params, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    to_leader = race["ratio_to_leader"]
-    base = to_leader[BASELINE]["ratio"] if BASELINE in ok else None
+    to_leader = {v: race["ratio_to_leader"].get(v, {"ratio": 1.0})["ratio"] for v in ok}  # the leader: 1
+    base = to_leader[BASELINE] if BASELINE in ok else None
     for variant in ok:
         rows[variant] |= {
             "p50_ms": race["latency_ms"][variant],
-            "ratio": to_leader[variant]["ratio"] / base if base else None,
+            "ratio": to_leader[variant] / base if base else None,
         }
     return {"variants": rows, "how": race["how"]}
 
