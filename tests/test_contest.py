@@ -123,3 +123,23 @@ def test_byte_identical_openvino_weights_with_other_layer_names_are_one_model():
         pytest.skip("needs the built minilm_l6 OpenVINO variants (dvc repro)")
     assert signature(root / "openvino_int8") == signature(root / "openvino_int8_acc")
     assert signature(root / "openvino_int8") != signature(root / "openvino_fp32")
+
+
+def test_a_slow_models_blocks_shrink_and_its_time_cap_waits_for_rounds():
+    settings = ContestConfig()  # 0.01 s blocks of at least 10 calls, at most 0.25 s; 30 rounds by the cap
+    assert interleaved.block_calls(0.0001, settings) == 100  # fast: block_seconds' worth
+    assert interleaved.block_calls(0.005, settings) == 10  # min_block_calls
+    assert interleaved.block_calls(0.14, settings) == 1  # VGG19: one call, not 10 (1.4 s a block)
+    assert not interleaved.out_of_time(5, 31.0, settings)  # past max_seconds with 5 rounds: go on
+    assert interleaved.out_of_time(30, 31.0, settings)
+    assert interleaved.out_of_time(12, settings.cap_max_seconds, settings)  # the stretched cap is hard
+    assert interleaved.out_of_time(settings.max_rounds, 1.0, settings)
+
+
+def test_a_slow_contest_still_separates_its_contenders():
+    # 20 ms and 40 ms calls with a 0.3 s cap: the cap waits for cap_min_rounds rounds of one-call blocks
+    slow = FAST.model_copy(update={"max_block_seconds": 0.03, "max_seconds": 0.3, "cap_min_rounds": 8})
+    result = interleaved.race({"a": busy(0.02), "b": busy(0.04)}, "p50", slow)
+    assert result["calls_per_block"] == {"a": 1, "b": 1}
+    assert result["rounds"] >= 6 and result["leader"] == "a"
+    assert result["ratio_to_leader"]["b"]["verdict"] == "slower"

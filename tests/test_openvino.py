@@ -88,10 +88,15 @@ def test_validation_budget_answers_the_fp32_figures_once_spent(context):
 def test_validation_without_a_task_metric_scores_every_output_by_cosine(context):
     ctx = type(context)("tiny", tiny_config(metric="none"), context.root, context.out_dir)
     validation = Validation(ctx)
-    assert validation.metric == "cosine"
+    assert validation.metric == "worst-row cosine"
     _, target = validation.items[0]
     assert validation.score([t.copy() for t in target], target) == pytest.approx(1.0)
     assert validation.score([-t for t in target], target) == pytest.approx(-1.0)  # destroyed: caught
+    # the metric NNCF's max_drop applies to is the worst row (the selection's min_cosine), not the mean
+    answers = iter([[-t for t in target]] + [list(tg) for _, tg in validation.items[1:]])
+    validation.run = lambda compiled, inputs: next(answers)
+    metric, values = validation(compiled=None, items=[(validation.items[0][0], target), *validation.items[1:]])
+    assert metric == pytest.approx(-1.0) and np.mean(values) > metric
 
 
 def test_ignored_scope_names_must_exist(context):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -151,3 +152,24 @@ def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cos
     details, _ = built(bert, "onnx_int8_static", "lenient", target_cosine=0.5)
     assert details["sensitivity"]["tries"][0]["excluded_tensors"] == 0 and details["sensitivity"]["kept"] == 0
     assert len(details["sensitivity"]["tries"]) == 1
+
+
+def test_sensitivity_search_keeps_fewer_float_layers_on_a_tie(monkeypatch, tmp_path):
+    """Equal validation cosines: the try with fewer layers in float is the one kept (and rewritten)."""
+    from pipeline.build.passes import ort_sensitivity
+
+    written: list[list[str]] = []
+    cosines = {0: 0.90, 1: 0.97, 2: 0.97, 4: 0.96}
+
+    def quantize(nodes: list[str]) -> Path:
+        written.append(nodes)
+        return tmp_path / str(len(nodes))
+
+    ranking = [{"tensor": f"t{i}", "sqnr_db": float(i), "nodes": [f"n{i}"]} for i in range(4)]
+    monkeypatch.setattr(ort_sensitivity, "worst_cosine", lambda model, *a, **k: cosines[int(Path(model).name)])
+    monkeypatch.setattr(ort_sensitivity, "ranked_activations", lambda *a, **k: ranking)
+
+    rows = SimpleNamespace(inputs={}, head=lambda n: rows)
+    found = ort_sensitivity.restore_until(quantize, tmp_path / "f.onnx", rows, 1, None, 0.99, 4)
+    assert [t["excluded_tensors"] for t in found["tries"]] == [0, 1, 2, 4]
+    assert found["kept"] == 1 and found["excluded_nodes"] == ["n0"] and written[-1] == ["n0"]

@@ -329,20 +329,24 @@ class ContestConfig(Strict):
     """The select stage's re-measure (pipeline.decide.contest): the variants whose stored latency
     interval overlaps the best one's, or whose stored p50 is within `drift_ratio` of it, at most
     `max_contenders`, are loaded side by side in one process and timed in alternating blocks of
-    about `block_seconds` (at least `min_block_calls` calls), round after round, for at least
-    `min_rounds` and `min_seconds` (long enough to see the machine change state), until every paired
-    ratio's interval separates its variant from the leader by more than `tie_pct` or lies within
-    ±`tie_pct` of 1, or `max_rounds`/`max_seconds` run out: the open ones are then ties."""
+    about `block_seconds` (at least `min_block_calls` calls, at most `max_block_seconds` of them),
+    round after round, for at least `min_rounds` and `min_seconds` (long enough to see the machine
+    change state), until every paired ratio's interval separates its variant from the leader by more
+    than `tie_pct` or lies within ±`tie_pct` of 1, or `max_rounds`/`max_seconds` run out (the time
+    cap waits for `cap_min_rounds` rounds, up to `cap_max_seconds`): the open ones are then ties."""
 
     enabled: bool = True
     max_contenders: int = Field(default=4, ge=2)
     drift_ratio: float = Field(default=3.0, ge=1)
     block_seconds: float = Field(default=0.01, gt=0)
     min_block_calls: int = Field(default=10, ge=1)
+    max_block_seconds: float = Field(default=0.25, gt=0)
     min_rounds: int = Field(default=100, ge=3)
     min_seconds: float = Field(default=10.0, ge=0)
     max_rounds: int = Field(default=3000, ge=3)
     max_seconds: float = Field(default=30.0, gt=0)
+    cap_min_rounds: int = Field(default=30, ge=0)
+    cap_max_seconds: float = Field(default=180.0, gt=0)
     tie_pct: float = Field(default=3.0, ge=0)
 
 

@@ -46,13 +46,17 @@ def warm_up(call: Callable[[], Any], config: WarmupConfig) -> int:
     return n
 
 
-def calls_per_block(call: Callable[[], Any], block_seconds: float, probe_calls: int = 3) -> int:
-    """How many calls fill a block of `block_seconds` (at least one), from a few timed calls."""
+def seconds_per_call(call: Callable[[], Any], probe_calls: int = 3) -> float:
+    """A call's duration from a few timed calls (never zero)."""
     start = clock()
     for _ in range(probe_calls):
         call()
-    per_call_s = max((clock() - start) / probe_calls / 1e9, 1e-7)
-    return max(1, int(block_seconds / per_call_s))
+    return max((clock() - start) / probe_calls / 1e9, 1e-7)
+
+
+def calls_per_block(call: Callable[[], Any], block_seconds: float, probe_calls: int = 3) -> int:
+    """How many calls fill a block of `block_seconds` (at least one), from a few timed calls."""
+    return max(1, int(block_seconds / seconds_per_call(call, probe_calls)))
 
 
 @dataclass(frozen=True)

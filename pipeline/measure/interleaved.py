@@ -12,7 +12,10 @@ ignore, joined with an interval over five stretches of the contest, as a ratio t
 machine's state must not look precise). The loop stops when every contender is separated from the
 leader or equivalent to it (within ±tie_pct), after min_rounds and min_seconds, or at the round or
 time limit (a tie). Blocks are short (tens of ms) so that most rounds fall inside one machine
-state, with a minimum of calls so that a slow model's block is not all switching cost.
+state, with a minimum of calls so that a fast model's block is not all switching cost, and at most
+`max_block_seconds` (one call at least) so that a slow model (VGG19, 140 ms a call) still gets rounds:
+its time cap also waits for `cap_min_rounds` rounds, up to `cap_max_seconds` (with 10-call blocks and
+a flat 30 s cap VGG19 got 3 rounds and every pair was called a tie).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pipeline.core import layout
 from pipeline.core.config import ContestConfig
 from pipeline.core.data import sample_batch
 from pipeline.core.files import read_json
-from pipeline.measure.harness import calls_per_block, clock, no_gc, warm_up
+from pipeline.measure.harness import clock, no_gc, seconds_per_call, warm_up
 from pipeline.measure.stats import Interval, paired_ratio_interval
 from pipeline.measure.worker import load_variant
 
@@ -75,10 +78,25 @@ def contest(
     return race(calls, percentile, settings) | {"runtime_settings": runtimes}
 
 
+def block_calls(per_call_s: float, settings: ContestConfig) -> int:
+    """Calls in one block: `block_seconds` worth, at least `min_block_calls`, at most `max_block_seconds`
+    worth (and never fewer than one)."""
+    wanted = max(settings.min_block_calls, int(settings.block_seconds / per_call_s))
+    return max(1, min(wanted, int(settings.max_block_seconds / per_call_s)))
+
+
+def out_of_time(rounds: int, elapsed: float, settings: ContestConfig) -> bool:
+    """The round limit, or the time cap once `cap_min_rounds` have run (a slow model's time cap
+    stretches to `cap_max_seconds` for them)."""
+    if rounds >= settings.max_rounds or elapsed >= settings.cap_max_seconds:
+        return True
+    return elapsed >= settings.max_seconds and rounds >= settings.cap_min_rounds
+
+
 def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: ContestConfig) -> dict[str, Any]:
     """The interleaved rounds over prepared calls (warmed up); see the module's docstring."""
     variants = list(calls)
-    per_block = {v: max(settings.min_block_calls, calls_per_block(c, settings.block_seconds)) for v, c in calls.items()}
+    per_block = {v: block_calls(seconds_per_call(c), settings) for v, c in calls.items()}
     q = PERCENTILES[percentile]
     stats: dict[str, list[float]] = {v: [] for v in variants}
     with no_gc():
@@ -87,7 +105,7 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
             order = variants[rounds % len(variants) :] + variants[: rounds % len(variants)]
             for variant in order if rounds % 2 == 0 else order[::-1]:
                 call, times = calls[variant], np.empty(per_block[variant], dtype=np.int64)
-                for _ in range(WARM_CALLS):
+                for _ in range(min(WARM_CALLS, len(times))):
                     call()
                 for i in range(len(times)):
                     t0 = clock()
@@ -100,7 +118,7 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
             if long_enough and "open" not in rank(stats, settings.tie_pct)[2].values():
                 stopped_by = "every contender separated from the leader or equivalent to it"
                 break
-            if rounds >= settings.max_rounds or elapsed >= settings.max_seconds:
+            if out_of_time(rounds, elapsed, settings):
                 stopped_by = f"round limit ({rounds} rounds, {elapsed:.1f} s): the open ones are ties"
                 break
     leader, ratios, verdicts = rank(stats, settings.tie_pct)
@@ -117,7 +135,8 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
         },
         "how": (
             f"{len(variants)} variants loaded in one process, {rounds} rounds of one block each"
-            f" (~{settings.block_seconds:g} s, {WARM_CALLS} untimed calls first) in turning order;"
+            f" (~{settings.block_seconds:g} s, at most {settings.max_block_seconds:g} s; up to {WARM_CALLS} untimed"
+            f" calls first) in turning order;"
             f" block {percentile}s; median contender/leader ratio over the rounds, its 95% interval"
             f" the order statistics' joined with a t interval over 5 stretches of the contest;"
             f" equivalent within ±{settings.tie_pct:g}%"

@@ -267,27 +267,28 @@ class StaticInt8(Pass):
         reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch))
         model, preprocess = _prepare(ctx, config)
 
+        fixed_kwargs = {  # every try of the sensitivity search differs only in nodes_to_exclude
+            "calibration_data_reader": reader,
+            "quant_format": QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
+            "op_types_to_quantize": used.op_types,
+            "per_channel": used.per_channel,
+            "reduce_range": resolve_reduce_range(config.reduce_range),
+            "activation_type": _qtype(config.activation_type),
+            "weight_type": _qtype(config.weight_type),
+            "calibrate_method": {
+                "minmax": CalibrationMethod.MinMax,
+                "entropy": CalibrationMethod.Entropy,
+                "percentile": CalibrationMethod.Percentile,
+                "distribution": CalibrationMethod.Distribution,
+            }[config.calibration_method],
+            "extra_options": used.extra_options,
+            "use_external_data_format": is_external(ctx),
+        }
+
         def quantize(excluded: list[str]) -> Path:
             reader.rewind()
             quantize_static(
-                model,
-                str(ctx.out_dir / MODEL_FILE),
-                calibration_data_reader=reader,
-                quant_format=QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
-                op_types_to_quantize=used.op_types,
-                nodes_to_exclude=used.nodes_to_exclude + excluded,
-                per_channel=used.per_channel,
-                reduce_range=resolve_reduce_range(config.reduce_range),
-                activation_type=_qtype(config.activation_type),
-                weight_type=_qtype(config.weight_type),
-                calibrate_method={
-                    "minmax": CalibrationMethod.MinMax,
-                    "entropy": CalibrationMethod.Entropy,
-                    "percentile": CalibrationMethod.Percentile,
-                    "distribution": CalibrationMethod.Distribution,
-                }[config.calibration_method],
-                extra_options=used.extra_options,
-                use_external_data_format=is_external(ctx),
+                model, str(ctx.out_dir / MODEL_FILE), nodes_to_exclude=used.nodes_to_exclude + excluded, **fixed_kwargs
             )
             return ctx.out_dir / MODEL_FILE
 

@@ -96,7 +96,8 @@ def restore_until(
         nodes = [n for r in ranking[:count] for n in r["nodes"]]
         cosine = round(worst_cosine(quantize(nodes), rows, batch, fixed), 6)
         tries.append({"excluded_tensors": count, "excluded_nodes": len(nodes), "validation_cosine": cosine})
-        best = max(best, (cosine, count))
+        if cosine > best[0]:  # strictly better: on a tie the fewer float layers stay
+            best = (cosine, count)
         if cosine >= target or count == min(max_excluded, len(ranking)):
             break
         count = min(count * 2, max_excluded, len(ranking))
