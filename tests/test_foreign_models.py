@@ -160,3 +160,25 @@ def test_truncated_onnx_file_names_the_file_and_field(project):
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(ModelFileError, match=r"model.onnx: not a valid ONNX model \(params.yaml: catalog.fixed.file\)"):
         load_source("fixed", fixed_config(), project)
+
+
+def test_resave_removes_the_side_files_the_exporter_wrote(tmp_path):
+    """torch's TorchScript exporter writes one side file per tensor: a re-saved export keeps none of them."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [numpy_helper.from_array(np.full((4, 4), i, np.float32), f"w{i}") for i in range(2)]
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w0"], ["h"]), helper.make_node("MatMul", ["h", "w1"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        weights,
+    )
+    path = tmp_path / "model.onnx"
+    onnx.save_model(helper.make_model(graph), str(path), save_as_external_data=True, all_tensors_to_one_file=False,
+                    size_threshold=0)  # fmt: skip
+    assert len(onnx_files.external_files(path)) == 2
+    onnx_files.resave(onnx.load(str(path)), path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]  # small: weights inside, side files gone
+    y = ort.InferenceSession(str(path)).run(None, {"x": np.ones((1, 4), np.float32)})[0]
+    assert np.allclose(y, 0.0)  # w0 is zeros: the weights survived the rewrite

@@ -45,6 +45,17 @@ def save(model: onnx.ModelProto, path: Path, external: bool = False) -> None:
     onnx.save_model(model, str(path), save_as_external_data=external, all_tensors_to_one_file=True, location=data.name)
 
 
+def resave(model: onnx.ModelProto, path: Path) -> None:
+    """Rewrite `path` (loaded, weights included, into `model`) in this module's layout and remove the
+    side files the file there pointed to: torch's TorchScript exporter writes one file per tensor."""
+    previous = external_files(path)
+    save(model, path)
+    kept = set(external_files(path))
+    for side in previous:
+        if side not in kept:
+            side.unlink(missing_ok=True)
+
+
 def copy(source: Path, destination: Path) -> None:
     """Copy an ONNX file and the side files of its weights (same relative locations)."""
     shutil.copy2(source, destination)

@@ -120,7 +120,7 @@ class TorchSource(SourceModel):
         )
         model = onnx.load(str(path))
         onnx_files.name_outputs(model, self._names)  # after export: a chosen name may collide with a tensor's
-        onnx_files.save(model, path)
+        onnx_files.resave(model, path)
         return {"exporter": f"torch.onnx ({exporter})", "exporter_why": why, "export_s": time.perf_counter() - start}
 
 
