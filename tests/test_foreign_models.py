@@ -175,8 +175,8 @@ def test_resave_removes_the_side_files_the_exporter_wrote(tmp_path):
         weights,
     )
     path = tmp_path / "model.onnx"
-    onnx.save_model(helper.make_model(graph), str(path), save_as_external_data=True, all_tensors_to_one_file=False,
-                    size_threshold=0)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=False, size_threshold=0)
     assert len(onnx_files.external_files(path)) == 2
     onnx_files.resave(onnx.load(str(path)), path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]  # small: weights inside, side files gone
