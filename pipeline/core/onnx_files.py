@@ -35,11 +35,21 @@ def uses_external_data(path: Path) -> bool:
     return bool(external_files(path))
 
 
+def too_big(model: onnx.ModelProto) -> bool:
+    """Over EXTERNAL_ABOVE; past protobuf's 2 GB ByteSize() itself fails (EncodeError)."""
+    from google.protobuf.message import EncodeError
+
+    try:
+        return model.ByteSize() > EXTERNAL_ABOVE
+    except EncodeError:
+        return True
+
+
 def save(model: onnx.ModelProto, path: Path, external: bool = False) -> None:
     """Write `model` to `path`; weights go to `<name>.data` beside it when asked or when too big."""
     import onnx
 
-    external = external or model.ByteSize() > EXTERNAL_ABOVE
+    external = external or too_big(model)
     data = path.with_name(path.name + ".data")
     data.unlink(missing_ok=True)  # save_model appends to an existing data file
     onnx.save_model(model, str(path), save_as_external_data=external, all_tensors_to_one_file=True, location=data.name)
