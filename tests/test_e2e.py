@@ -110,6 +110,7 @@ def project(tmp_path_factory, tiny_onnx):
     run(["git", "init", "-q"], root)
     run(["dvc", "init", "-q"], root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates
+    shutil.copy(REPO / ".dvc" / "config", root / ".dvc" / "config")  # the cache type: onnx reads no linked weights
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
     output = run(["dvc", "repro"], root)  # the root pipeline, as a user types it

@@ -133,9 +133,13 @@ def calibration_dataset(ctx: BuildContext) -> Any:
     return nncf.Dataset([chunk for chunk, _ in padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)])
 
 
-def quantize_kwargs(ctx: BuildContext, config: Int8Config, model: ov.Model) -> dict[str, Any]:
+def quantize_kwargs(
+    ctx: BuildContext, config: Int8Config, model: ov.Model, advanced: str = "advanced_parameters"
+) -> dict[str, Any]:
     """nncf.quantize's arguments: preset, subset, the transformer model type for transformer graphs
-    (pipeline.prepare.family: NNCF then keeps attention-sensitive operations in float), the ignored scope."""
+    (pipeline.prepare.family: NNCF then keeps attention-sensitive operations in float), the ignored scope.
+    `advanced` names the advanced-parameters argument (quantize_with_accuracy_control calls it
+    advanced_quantization_parameters)."""
     import nncf
     from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
 
@@ -154,7 +158,7 @@ def quantize_kwargs(ctx: BuildContext, config: Int8Config, model: ov.Model) -> d
         "subset_size": config.subset_size,
         "fast_bias_correction": config.fast_bias_correction,
         "model_type": nncf.ModelType.TRANSFORMER if ctx.transformer else None,
-        "advanced_parameters": AdvancedQuantizationParameters(
+        advanced: AdvancedQuantizationParameters(
             smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=config.smooth_quant_alpha)
         )
         if ctx.transformer
@@ -284,8 +288,7 @@ class NncfInt8AccuracyControl(Pass):
 
         validation = Validation(ctx, config.max_seconds)
         model = convert(ctx, config.frontend)
-        kwargs = quantize_kwargs(ctx, config, model)
-        kwargs["advanced_quantization_parameters"] = kwargs.pop("advanced_parameters")  # this call's name for it
+        kwargs = quantize_kwargs(ctx, config, model, advanced="advanced_quantization_parameters")
         with _capturing_restorer_report() as captured:
             quantized = nncf.quantize_with_accuracy_control(
                 model,
