@@ -52,6 +52,7 @@ def test_source_frontend_matches_the_onnx_frontend(tiny_project, context):
 
 
 def test_nncf_int8_inserts_fake_quantize(context):
+    assert build(context, "openvino_int8", subset_size=16).details["preset"] == "performance"  # auto, not a transformer
     result = build(context, "openvino_int8", subset_size=16, preset="mixed")
     assert result.details["fake_quantize_ops"] > 0
     assert result.details["subset_size"] == 16 and result.details["preset"] == "mixed"

@@ -119,6 +119,7 @@ def test_static_int8_leaves_softmax_layernorm_and_attention_scores_in_float(bert
 def test_nncf_uses_the_transformer_model_type(bert):
     details, _ = built(bert, "openvino_int8", subset_size=32)
     assert details["model_type"] == "transformer" and details["fake_quantize_ops"] > 0
+    assert details["preset"] == "mixed"  # auto: NNCF's transformer default (asymmetric activations), not forced
 
 
 def test_nodes_to_exclude_must_name_nodes_of_the_export(bert):

@@ -50,7 +50,9 @@ class IgnoredScope(NoConfig):
 
 
 class Int8Config(OpenVinoConfig):
-    preset: Literal["performance", "mixed"] = "performance"
+    # auto: NNCF's own default, `mixed` (asymmetric activations, for GELU's skewed outputs) for
+    # transformer graphs, `performance` (symmetric) otherwise
+    preset: Literal["auto", "performance", "mixed"] = "auto"
     subset_size: int = Field(default=300, ge=1)
     fast_bias_correction: bool = True
     ignored_scope: IgnoredScope = Field(default_factory=IgnoredScope)
@@ -133,6 +135,12 @@ def calibration_dataset(ctx: BuildContext) -> Any:
     return nncf.Dataset([chunk for chunk, _ in padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)])
 
 
+def resolved_preset(ctx: BuildContext, config: Int8Config) -> str:
+    if config.preset != "auto":
+        return config.preset
+    return "mixed" if ctx.transformer else "performance"
+
+
 def quantize_kwargs(
     ctx: BuildContext, config: Int8Config, model: ov.Model, advanced: str = "advanced_parameters"
 ) -> dict[str, Any]:
@@ -152,9 +160,7 @@ def quantize_kwargs(
             f"{', '.join(missing)} not operations of the OpenVINO model of {ctx.model}"
         )
     return {
-        "preset": nncf.QuantizationPreset.PERFORMANCE
-        if config.preset == "performance"
-        else nncf.QuantizationPreset.MIXED,
+        "preset": nncf.QuantizationPreset(resolved_preset(ctx, config)),
         "subset_size": config.subset_size,
         "fast_bias_correction": config.fast_bias_correction,
         "model_type": nncf.ModelType.TRANSFORMER if ctx.transformer else None,
@@ -186,7 +192,8 @@ class NncfInt8(Pass):
 def _int8_details(ctx: BuildContext, config: Int8Config) -> dict[str, Any]:
     calibration = ctx.calibration()
     return {
-        "preset": config.preset,
+        "preset": resolved_preset(ctx, config),
+        **({"preset_why": "auto: NNCF's default for this model type"} if config.preset == "auto" else {}),
         "model_type": "transformer" if ctx.transformer else "default",
         **({"smooth_quant_alpha": config.smooth_quant_alpha} if ctx.transformer else {}),
         "subset_size": min(config.subset_size, len(calibration)),
