@@ -404,6 +404,9 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
         assert m["fixed_batch"] == 1 and set(m["throughput_sps"]["by_batch"]) == {"b1"}
         assert m["fidelity"]["scores"]["cosine_mean"] > 0.9 and m["fidelity"]["scores"]["top1_agreement"] is None
     assert (root / "artifacts" / "byo_fixed" / "onnx_fp32" / "model.onnx.data").is_file()
+    for variant in ("onnx_int8_dynamic", "onnx_int8_static"):  # no scratch copies of the weights left behind
+        files = {p.name for p in (root / "artifacts" / "byo_fixed" / variant).iterdir()}
+        assert files == {"model.onnx", "model.onnx.data", "build.json"}, (variant, files)
     details = read(results(root) / "details" / "byo_fixed" / "onnx_fp16.json")
     assert details["build"]["load_check"].startswith("ok: loaded by onnxruntime")
     manifest = read(root / "deploy" / "byo_fixed" / "manifest.json")

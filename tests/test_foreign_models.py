@@ -162,7 +162,7 @@ def test_truncated_onnx_file_names_the_file_and_field(project):
         load_source("fixed", fixed_config(), project)
 
 
-def test_resave_removes_the_side_files_the_exporter_wrote(tmp_path):
+def test_resave_and_remove_unreferenced_leave_a_model_and_its_own_side_files(tmp_path):
     """torch's TorchScript exporter writes one side file per tensor: a re-saved export keeps none of them."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -178,6 +178,9 @@ def test_resave_removes_the_side_files_the_exporter_wrote(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=False, size_threshold=0)
     assert len(onnx_files.external_files(path)) == 2
+    (tmp_path / "stray-copy-of-w0").write_bytes(b"0" * 64)  # what ORT's static quantizer leaves beside its output
+    onnx_files.remove_unreferenced(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "w0", "w1"]  # its own side files stay
     onnx_files.resave(onnx.load(str(path)), path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]  # small: weights inside, side files gone
     y = ort.InferenceSession(str(path)).run(None, {"x": np.ones((1, 4), np.float32)})[0]

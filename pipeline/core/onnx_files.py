@@ -66,6 +66,15 @@ def resave(model: onnx.ModelProto, path: Path) -> None:
             side.unlink(missing_ok=True)
 
 
+def remove_unreferenced(path: Path) -> None:
+    """Remove every file beside `path` that is neither it nor one of its side files: ORT's static
+    quantizer leaves a copy of the FP32 weights there, one file per tensor, on a model over 2 GB."""
+    keep = {path, *external_files(path)}
+    for other in path.parent.iterdir():
+        if other.is_file() and other not in keep:
+            other.unlink()
+
+
 def copy(source: Path, destination: Path) -> None:
     """Copy an ONNX file and the side files of its weights (same relative locations)."""
     shutil.copy2(source, destination)

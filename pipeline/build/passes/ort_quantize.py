@@ -177,6 +177,7 @@ def _finish(
     ctx: BuildContext, config: DynamicConfig, used: Recipe, preprocess: str, details: dict[str, Any]
 ) -> BuildResult:
     remove_scratch(ctx, CLEAN, PREPROCESSED, FUSED)
+    onnx_files.remove_unreferenced(ctx.out_dir / MODEL_FILE)
     stats = graph_stats(ctx.out_dir / MODEL_FILE)
     return BuildResult(
         MODEL_FILE,
@@ -287,6 +288,7 @@ class StaticInt8(Pass):
 
         def quantize(excluded: list[str]) -> Path:
             reader.rewind()
+            (ctx.out_dir / (MODEL_FILE + ".data")).unlink(missing_ok=True)  # onnx appends to a side file
             quantize_static(
                 model, str(ctx.out_dir / MODEL_FILE), nodes_to_exclude=used.nodes_to_exclude + excluded, **fixed_kwargs
             )
