@@ -2,8 +2,9 @@
 `performance` or `mixed`, asymmetric activations, which NNCF recommends for GELU models) crossed with
 SmoothQuant's alpha on MatMuls (-1: off), each built by the pipeline's own `openvino_int8` pass in a
 scratch project and judged by its worst-row cosine to the FP32 source on the validation rows (what
-a recipe may be chosen on) and, beside it, on the scoring rows (what the selection reads). No timing:
-`benchmarks.transformer_int8` times the chosen recipe side by side with the others.
+a recipe may be chosen on) and, beside it, on the scoring rows (what the selection reads); then every
+recipe that built is timed side by side in one process by the select stage's contest (alternating
+blocks, bench threads, machine lock), ratios to the fastest. Nothing else may run meanwhile.
 
     python -m benchmarks.openvino_int8_recipes [MODEL] [--alphas 0.95 0.8 0.5 -1]
 """
@@ -27,6 +28,8 @@ from pipeline.core.evaluate import cosine_per_sample
 from pipeline.core.files import write_json
 from pipeline.core.isolate import call
 from pipeline.machine.fingerprint import fingerprint
+from pipeline.machine.lock import machine_lock
+from pipeline.measure.stage import thread_env
 
 VARIANT = "openvino_int8"
 
@@ -52,6 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     root = scratch_project(args.model, [])
     rows: list[dict[str, Any]] = []
+    folders: dict[str, str] = {}
     try:
         params_file = root / PARAMS_FILE
         print(f"{args.model}: worst-row cosine to FP32 ({VARIANT}, {fingerprint()['cpu']['model']})")
@@ -65,15 +69,34 @@ def main() -> None:
                 info = build_variant(args.model, VARIANT, load_params(params_file), root)
                 row: dict[str, Any] = {"preset": preset, "smooth_quant_alpha": alpha, "status": info["status"]}
                 if info["status"] == "ok":
-                    row |= call("benchmarks.openvino_int8_recipes:worst_rows", {"root": str(root), "model": args.model})
+                    where = {"root": str(root), "model": args.model}
+                    row |= call("benchmarks.openvino_int8_recipes:worst_rows", where, timeout=1800)
+                    name = f"{preset}_{alpha:g}"
+                    folders[name] = str(shutil.copytree(layout.variant_dir(args.model, VARIANT, root), root / name))
                     print(f"{preset:12} {alpha:6g} {row['validation']:10.5f} {row['scoring']:8.5f}")
                 else:
                     print(f"{preset:12} {alpha:6g} {info['status']}: {info['reason'][:80]}")
                 rows.append(row)
+        params = load_params(params_file)
+        with machine_lock(exclusive=True):
+            race = call(
+                "pipeline.measure.interleaved:contest",
+                {"model": args.model, "variants": list(folders), "percentile": "p50", "root": str(root),
+                 "config": params.select.contest.model_dump(), "folders": folders},
+                timeout=params.bench.timeout_s,
+                env=thread_env(params.bench.resolved_threads()),
+            )  # fmt: skip
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    print(f"side by side: {race['how']}")
+    ratios = {name: race["ratio_to_leader"].get(name, {"ratio": 1.0})["ratio"] for name in folders}
+    for row in rows:
+        name = f"{row['preset']}_{row['smooth_quant_alpha']:g}"
+        if name in folders:
+            row |= {"p50_ms": race["latency_ms"][name], "ratio_to_fastest": ratios[name]}
+            print(f"{row['preset']:12} {row['smooth_quant_alpha']:6g} {row['p50_ms']:8.3f} ms {ratios[name]:6.3f}x")
     recipes = {f"{r['preset']} {r['smooth_quant_alpha']:g}": r for r in rows}
-    write_json(args.out, {"model": args.model, "variant": VARIANT, "recipes": recipes})
+    write_json(args.out, {"model": args.model, "variant": VARIANT, "timing": race["how"], "recipes": recipes})
 
 
 if __name__ == "__main__":

@@ -63,15 +63,22 @@ def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict
 
 
 def contest(
-    model: str, variants: list[str], percentile: str, config: dict[str, Any], root: str = "."
+    model: str,
+    variants: list[str],
+    percentile: str,
+    config: dict[str, Any],
+    root: str = ".",
+    folders: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Interleaved batch-1 timing of `variants` of `model` (run in a fresh process by the select stage)."""
+    """Interleaved batch-1 timing of `variants` of `model` (run in a fresh process by the select stage);
+    `folders` names where each was built when not in its variant folder (a benchmark's recipes)."""
     settings = ContestConfig.model_validate(config)
     base = Path(root)
     source = read_json(layout.source_dir(model, base) / layout.SOURCE_INFO)
     calls, runtimes = {}, {}
     for variant in variants:
-        loaded = load_variant(model, layout.variant_dir(model, variant, base), base)
+        folder = Path(folders[variant]) if folders else layout.variant_dir(model, variant, base)
+        loaded = load_variant(model, folder, base)
         calls[variant] = loaded.session.prepare(sample_batch(loaded.reference.inputs, source.get("fixed_batch") or 1))
         runtimes[variant] = loaded.session.details()
         warm_up(calls[variant], loaded.params.bench.warmup)
