@@ -23,7 +23,7 @@ from pydantic import Field
 
 from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.build.passes.onnx_export import MODEL_FILE
-from pipeline.build.passes.ort_optimize import FUSED, fuse_transformer, remove_scratch
+from pipeline.build.passes.ort_optimize import fuse_transformer
 from pipeline.build.passes.ort_sensitivity import restore_until
 from pipeline.core import onnx_files
 from pipeline.core.config import PARAMS_FILE
@@ -176,8 +176,7 @@ def is_external(ctx: BuildContext) -> bool:
 def _finish(
     ctx: BuildContext, config: DynamicConfig, used: Recipe, preprocess: str, details: dict[str, Any]
 ) -> BuildResult:
-    remove_scratch(ctx, CLEAN, PREPROCESSED, FUSED)
-    onnx_files.remove_unreferenced(ctx.out_dir / MODEL_FILE)
+    onnx_files.remove_unreferenced(ctx.out_dir / MODEL_FILE)  # the scratch models (clean, preprocessed, fused) too
     stats = graph_stats(ctx.out_dir / MODEL_FILE)
     return BuildResult(
         MODEL_FILE,
