@@ -50,11 +50,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?", default="minilm_l6_pretrained")
     parser.add_argument("--presets", nargs="+", default=["performance", "mixed"])
-    parser.add_argument("--alphas", nargs="+", type=float, default=[0.95, 0.8, 0.5, -1.0])
+    parser.add_argument("--alphas", nargs="+", type=float, default=[0.95, 0.5, -1.0])
     parser.add_argument("--out", type=Path, default=Path("reports/benchmarks/openvino_int8_recipes.json"))
     args = parser.parse_args()
     root = scratch_project(args.model, [])
-    rows: list[dict[str, Any]] = []
+    rows: dict[str, dict[str, Any]] = {}  # by recipe name, e.g. mixed_0.95
     folders: dict[str, str] = {}
     try:
         params_file = root / PARAMS_FILE
@@ -67,16 +67,15 @@ def main() -> None:
                 overrides[VARIANT] = {"preset": preset, "smooth_quant_alpha": alpha}
                 params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
                 info = build_variant(args.model, VARIANT, load_params(params_file), root)
-                row: dict[str, Any] = {"preset": preset, "smooth_quant_alpha": alpha, "status": info["status"]}
+                name = f"{preset}_{alpha:g}"
+                row = rows[name] = {"preset": preset, "smooth_quant_alpha": alpha, "status": info["status"]}
                 if info["status"] == "ok":
                     where = {"root": str(root), "model": args.model}
                     row |= call("benchmarks.openvino_int8_recipes:worst_rows", where, timeout=1800)
-                    name = f"{preset}_{alpha:g}"
                     folders[name] = str(shutil.copytree(layout.variant_dir(args.model, VARIANT, root), root / name))
                     print(f"{preset:12} {alpha:6g} {row['validation']:10.5f} {row['scoring']:8.5f}")
                 else:
                     print(f"{preset:12} {alpha:6g} {info['status']}: {info['reason'][:80]}")
-                rows.append(row)
         params = load_params(params_file)
         with machine_lock(exclusive=True):
             race = call(
@@ -90,13 +89,11 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     print(f"side by side: {race['how']}")
     ratios = {name: race["ratio_to_leader"].get(name, {"ratio": 1.0})["ratio"] for name in folders}
-    for row in rows:
-        name = f"{row['preset']}_{row['smooth_quant_alpha']:g}"
-        if name in folders:
-            row |= {"p50_ms": race["latency_ms"][name], "ratio_to_fastest": ratios[name]}
-            print(f"{row['preset']:12} {row['smooth_quant_alpha']:6g} {row['p50_ms']:8.3f} ms {ratios[name]:6.3f}x")
-    recipes = {f"{r['preset']} {r['smooth_quant_alpha']:g}": r for r in rows}
-    write_json(args.out, {"model": args.model, "variant": VARIANT, "timing": race["how"], "recipes": recipes})
+    for name in folders:
+        row = rows[name]
+        row |= {"p50_ms": race["latency_ms"][name], "ratio_to_fastest": ratios[name]}
+        print(f"{row['preset']:12} {row['smooth_quant_alpha']:6g} {row['p50_ms']:8.3f} ms {ratios[name]:6.3f}x")
+    write_json(args.out, {"model": args.model, "variant": VARIANT, "timing": race["how"], "recipes": rows})
 
 
 if __name__ == "__main__":
