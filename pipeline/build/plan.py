@@ -38,7 +38,7 @@ STAGE_CODE = {
     "export": ["stages/export.py", *SOURCE_MODULES.values()],
     "build": ["stages/build.py"],
     "bench_plan": ["stages/bench_plan.py"],
-    "bench": ["stages/bench.py", "pipeline.measure.worker"],
+    "bench": ["stages/bench.py", "pipeline.measure.worker", "pipeline.measure.generation"],
     "select": ["stages/select_artifact.py"],
     "report": ["stages/report.py"],
 }

@@ -21,7 +21,7 @@ from pipeline.core.validation import FieldError, validate
 
 MODELS_DIR = Path("models")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
-SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "jax"]
+SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "jax", "transformers"]  # transformers: a HF model folder
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
 MetricName = Literal["accuracy", "binary_accuracy", "none"]
 
@@ -105,8 +105,10 @@ class ModelConfig(Strict):
     eval_data: str | None = None
     calib_data: str | None = None
     metric: MetricName = "none"
-    task: Literal["auto", "classification", "other"] = Field(
-        default="auto", description="classification: the first output holds class scores (top-1 agreement)"
+    task: Literal["auto", "classification", "other", "text-generation"] = Field(
+        default="auto",
+        description="classification: the first output holds class scores (top-1 agreement); "
+        "text-generation: a causal LM, built and measured as a generator (pipeline.generation)",
     )
     dims: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="values of symbolic dimensions (e.g. seq: 128) for generated inputs"
@@ -135,8 +137,30 @@ class ModelConfig(Strict):
             raise ValueError(f"expected 'module:function', got {value!r}")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _decoder_inputs(cls, data: Any) -> Any:
+        """A decoder's one input is its token ids: the catalog need not spell it out."""
+        if isinstance(data, dict) and data.get("task") == "text-generation" and "inputs" not in data:
+            return data | {"inputs": {"input_ids": {"shape": ["batch", "seq"], "dtype": "int64", "kind": "token_ids"}}}
+        return data
+
+    @property
+    def generates(self) -> bool:
+        return self.task == "text-generation"
+
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
+        if self.generates != (self.source == "transformers"):
+            raise FieldError(
+                "task" if self.source == "transformers" else "source",
+                "text-generation models come as a Hugging Face causal LM folder (source: transformers), "
+                "and a transformers folder is measured as a text-generation model",
+            )
+        if self.source == "transformers" and not self.file:
+            raise FieldError(
+                "file", "transformers models need 'file:' (the model folder: config.json, weights, tokenizer)"
+            )
         if self.source in ("torch", "jax") and not self.factory:
             raise FieldError("factory", f"{self.source} models need 'factory: module:function' (the model's code)")
         if self.source in ("onnx", "savedmodel") and not self.file:
@@ -260,6 +284,21 @@ class ThroughputConfig(Strict):
     concurrent_requests: int | None = Field(default=None, ge=1)
 
 
+class GenerationBench(Strict):
+    """How text-generation variants are measured (pipeline.measure.generation): greedy decoding of
+    `new_tokens` after a prompt of each length (time to first token at each; time per output token
+    at the first); tokens/s at each batch size; the peak footprint while one sequence grows to
+    `context` tokens (weights, runtime and KV cache); perplexity, next-token agreement and logit
+    cosine over `quality_rows` held-out windows. Each timed figure is the median of `repeats` runs."""
+
+    prompt_lengths: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [16, 64], min_length=1)
+    new_tokens: int = Field(default=32, ge=2)
+    batches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 4], min_length=1)
+    context: int = Field(default=256, ge=2)
+    repeats: int = Field(default=5, ge=1)
+    quality_rows: int = Field(default=32, ge=1)
+
+
 class BenchConfig(Strict):
     threads: int | Literal["auto"] = "auto"
     warmup: WarmupConfig = WarmupConfig()
@@ -268,6 +307,7 @@ class BenchConfig(Strict):
     eval_batch: int = Field(default=64, ge=1)
     profile_calls: int = Field(default=20, ge=1)  # batch-1 runs under each runtime's operator profiler
     timeout_s: float = Field(default=1800, gt=0)
+    generation: GenerationBench = GenerationBench()
 
     @field_validator("threads")
     @classmethod
@@ -294,6 +334,7 @@ class Constraints(Strict):
     max_rel_error: float | None = Field(default=0.1, gt=0)
     max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
     max_size_mb: float | None = Field(default=None, gt=0)
+    max_ppl_increase_pct: float | None = Field(default=2.0, ge=0)  # text generation: perplexity vs the FP32 source
     max_memory_mb: float | None = Field(
         default=None, gt=0
     )  # footprint_mb: the runtime's peak RSS over the bare process

@@ -46,6 +46,15 @@ class Metrics(BaseModel):
     cosine_min: float | None = Field(
         None, description="worst row's cosine with the FP32 source, over every output (scoring rows)"
     )
+    # text generation (p50_ms/p99_ms are then the time per output token, peak_sps tokens/s)
+    ttft_ms: float | None = Field(None, description="text generation: time to first token at the shortest prompt, ms")
+    tpot_p90_ms: float | None = Field(None, description="text generation: 90th-percentile time per output token, ms")
+    ppl_increase_pct: float | None = Field(
+        None, description="text generation: perplexity on held-out text over the FP32 source's, % increase"
+    )
+    top1_agreement: float | None = Field(
+        None, description="text generation: share of positions whose next token matches the FP32 source's"
+    )
 
     @classmethod
     def from_details(cls, details: dict[str, Any]) -> Metrics:
@@ -64,7 +73,21 @@ class Metrics(BaseModel):
             load_ms=details["load_ms"],
             acc_delta=(details.get("accuracy") or {}).get("delta"),
             cosine_min=worst_row_cosine(details.get("fidelity")),
+            **generation_metrics(details),
         )
+
+
+def generation_metrics(details: dict[str, Any]) -> dict[str, float]:
+    """The tracked figures of a text-generation record; nothing for other models."""
+    generation = details.get("generation")
+    if not generation:
+        return {}
+    return {
+        "ttft_ms": next(iter(generation["ttft_ms"].values())),
+        "tpot_p90_ms": generation["tpot_ms"]["p90"],
+        "ppl_increase_pct": details["perplexity"]["increase_pct"],
+        "top1_agreement": details["fidelity"]["logits"]["top1_agreement"],
+    }
 
 
 def write(model: str, variant: str, details: dict[str, Any], root: Path = Path(".")) -> Metrics:

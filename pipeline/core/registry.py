@@ -33,6 +33,7 @@ class Variant:
     per_target: bool = False  # its artifact depends on the hardware that builds it: params.yaml machine_variants
     runtime_options: tuple[tuple[str, Any], ...] = ()  # fixed runtime_config entries (an ORT provider, say)
     should_beat: str | None = None  # the higher-precision variant of its runtime and target it must be faster than
+    generates: bool = False  # a text-generation variant (a decoder with its KV cache), for task: text-generation
 
     @property
     def needs_export(self) -> bool:
@@ -79,6 +80,32 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "pipeline.build.passes.jax_xla:JaxJit", frozenset({"jax"})),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",
             "pipeline.build.passes.jax_xla:JaxXla", frozenset({"jax"})),
+    # Text generation (task: text-generation): a causal LM with its KV cache, greedy decoding.
+    Variant("lm_torch", "the Hugging Face model in PyTorch, decoding with its KV cache: the baseline",
+            "transformers", "fp32", "pipeline.build.passes.decoder:LmTorch", frozenset({"transformers"}),
+            generates=True),
+    Variant("lm_onnx_fp32", "ONNX with past key/values by onnxruntime-genai's model builder, run by "
+            "onnxruntime-genai", "onnxruntime-genai", "fp32", "pipeline.build.passes.decoder:GenaiFp32",
+            frozenset({"transformers"}), generates=True),
+    Variant("lm_onnx_int8", "the builder's ONNX with weight-only INT8 MatMulNBits (block-wise, RTN)",
+            "onnxruntime-genai", "int8", "pipeline.build.passes.decoder:GenaiInt8", frozenset({"transformers"}),
+            generates=True, should_beat="lm_onnx_fp32"),
+    Variant("lm_onnx_int4", "the builder's ONNX with weight-only INT4 MatMulNBits (block-wise, RTN)",
+            "onnxruntime-genai", "int4", "pipeline.build.passes.decoder:GenaiInt4", frozenset({"transformers"}),
+            generates=True, should_beat="lm_onnx_fp32"),
+    Variant("lm_openvino_fp32", "stateful OpenVINO IR (KV cache as model state), f32 inference and KV cache "
+            "pinned, run by openvino-genai", "openvino-genai", "fp32", "pipeline.build.passes.decoder:OvFp32",
+            frozenset({"transformers"}), generates=True),
+    Variant("lm_openvino_fp16", "the stateful IR with FP16 weights; the CPU plugin's own inference and KV-cache "
+            "precision (bf16 and u8 where the CPU has them)", "openvino-genai", "fp16",
+            "pipeline.build.passes.decoder:OvFp16", frozenset({"transformers"}), generates=True,
+            should_beat="lm_openvino_fp32"),
+    Variant("lm_openvino_int8", "the stateful IR with weights compressed to INT8 by nncf.compress_weights",
+            "openvino-genai", "int8", "pipeline.build.passes.decoder:OvInt8", frozenset({"transformers"}),
+            generates=True, should_beat="lm_openvino_fp32"),
+    Variant("lm_openvino_int4", "the stateful IR with weights compressed to INT4 (group-wise) by "
+            "nncf.compress_weights", "openvino-genai", "int4", "pipeline.build.passes.decoder:OvInt4",
+            frozenset({"transformers"}), generates=True, should_beat="lm_openvino_fp32"),
     # GPU targets (NVIDIA, CUDA): skipped with the target probe's reason where there is none.
     Variant("onnx_cuda_fp32", "the ONNX export on ONNX Runtime's CUDA execution provider", "onnxruntime",
             "fp32", "pipeline.build.passes.onnx_export:AsExported", device="cuda", per_target=True,
@@ -120,6 +147,10 @@ RUNTIMES: dict[str, Runtime] = {
     "openvino": Runtime("pipeline.runtimes.ov", ("openvino",), "openvino"),
     "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow",), "tensorflow-cpu"),
     "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax"), "jax"),
+    # generators (pipeline.runtimes.generator): text-generation variants
+    "transformers": Runtime("pipeline.runtimes.lm_torch", ("torch", "transformers"), "transformers"),
+    "onnxruntime-genai": Runtime("pipeline.runtimes.lm_ort", ("onnxruntime_genai",), "onnxruntime-genai"),
+    "openvino-genai": Runtime("pipeline.runtimes.lm_ov", ("openvino_genai",), "openvino-genai"),
 }
 
 
@@ -152,6 +183,7 @@ BASELINES = {
     "savedmodel": "tf_graph",
     "jax": "jax_jit",
     "onnx": "onnx_fp32",
+    "transformers": "lm_torch",
 }
 
 
@@ -185,6 +217,11 @@ def skip_reason(
     """Why `variant` does not apply to `model` on `target` (probed as `probe`), or None when it does."""
     if variant.name in config.skip:
         return f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)"
+    if variant.generates != config.generates:
+        kind = "text-generation" if variant.generates else "single-pass (non-generative)"
+        return (
+            f"a {kind} variant; {model} is {'a text-generation' if config.generates else 'not a text-generation'} model"
+        )
     if variant.sources is not None and config.source not in variant.sources:
         return f"needs a {' or '.join(sorted(variant.sources))} source; {model} is a {config.source} model"
     if target is None:

@@ -34,6 +34,7 @@ class Candidate:
     accuracy_drop: float | None  # source metric minus variant metric (negative: the variant scores higher)
     fidelity: float | None  # the worst output's worst-row score vs the FP32 source (1 = identical)
     outputs: dict[str, Any]  # the per-output fidelity blocks the quality constraints read
+    ppl_increase_pct: float | None = None  # text generation: held-out perplexity over the source's, %
 
     @classmethod
     def from_metrics(cls, variant: str, metrics: Metrics, percentile: str) -> Candidate:
@@ -53,6 +54,7 @@ class Candidate:
             accuracy_drop=None if delta is None else -delta,
             fidelity=worst_output_fidelity(metrics.get("fidelity")),
             outputs=metrics.get("fidelity") or {},
+            ppl_increase_pct=(metrics.get("perplexity") or {}).get("increase_pct"),
         )
 
     @property
@@ -118,6 +120,9 @@ def quality_violations(candidate: Candidate, constraints: Constraints) -> list[V
     drop, limit = candidate.accuracy_drop, constraints.max_accuracy_drop
     if drop is not None and limit is not None and drop > limit:
         found.append(Violation("max_accuracy_drop", f"accuracy drop {drop:.4g} > {limit:g}", _excess(drop, limit)))
+    rise, cap = candidate.ppl_increase_pct, constraints.max_ppl_increase_pct
+    if rise is not None and cap is not None and rise > cap:
+        found.append(Violation("max_ppl_increase_pct", f"perplexity +{rise:.3g}% > +{cap:g}%", _excess(rise, cap)))
     if not candidate.outputs and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
         return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
     for name, block in candidate.outputs.items():

@@ -70,7 +70,8 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
             with machine_lock(exclusive=True) as waited:  # the machine to itself: no build, no other benchmark
                 start = time.perf_counter()
                 result = call(
-                    "pipeline.measure.worker:measure",
+                    # a text-generation model is measured as a generator (TTFT, TPOT, tokens/s, perplexity)
+                    f"pipeline.measure.{'generation' if params.model(model).generates else 'worker'}:measure",
                     {"model": model, "artifact": str(artifact), "root": str(root)},
                     timeout=params.bench.timeout_s,
                     env=thread_env(threads),

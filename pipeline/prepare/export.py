@@ -31,6 +31,7 @@ from pipeline.core.evaluate import task_metric
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.isolate import IsolatedFailure, call
 from pipeline.core.memory import batch_limit, batch_size
+from pipeline.prepare.decoder import export_decoder
 from pipeline.prepare.family import model_family
 from pipeline.prepare.sources import load_source
 from pipeline.prepare.sources.base import SourceModel
@@ -164,7 +165,7 @@ def check_onnx(
 def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Run the export stage for one model; returns the export report (also written to reports/)."""
     try:
-        return _export(name, params, root)
+        return (export_decoder if params.model(name).generates else _export)(name, params, root)
     except PipelineError as error:  # the model's own files or spec: this model fails, the others go on
         reason = str(error)
     except Exception as error:
