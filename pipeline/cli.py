@@ -92,7 +92,7 @@ def _check(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from pipeline.serve.predict import run_cli
 
-    run_cli(args.deploy, args.input, args.output, args.threads)
+    run_cli(args.deploy, args.input, args.output, args.threads, args.prompt, args.max_new_tokens)
     return 0
 
 
@@ -155,7 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.set_defaults(run=_check)
     predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")
     predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
-    predict.add_argument("input", type=Path, help=".npy (single-input models) or .npz (arrays named like the inputs)")
+    predict.add_argument(
+        "input", type=Path, nargs="?", help=".npy (single-input models) or .npz (arrays named like the inputs)"
+    )
+    predict.add_argument("--prompt", help="text-generation models: the text to continue (greedy)")
+    predict.add_argument("--max-new-tokens", type=int, default=32, help="text-generation models (default 32)")
     predict.add_argument("--output", type=Path, help="save outputs to .npy (one output) or .npz instead of printing")
     predict.add_argument("--threads", type=int, help="intra-op threads (default: all cores)")
     predict.set_defaults(run=_predict)

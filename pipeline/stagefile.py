@@ -179,6 +179,9 @@ PLOTS = [
     {"reports/plots/memory": {
         "template": "bar_horizontal", "x": "footprint_mb", "y": "variant",
         "title": "Footprint: the runtime's peak RSS over the bare process (MB)"}},
+    {"reports/plots/tpot_size": {
+        "template": "scatter", "x": "size_mb", "y": "tpot_ms", "x_label": "artifact size (MB)",
+        "y_label": "time per output token, p50 (ms)", "title": "Text generation: time per token vs size"}},
     {"reports/report/img": {"title": "Report plots (PNG)"}},
 ]  # fmt: skip
 

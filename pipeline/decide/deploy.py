@@ -25,6 +25,7 @@ from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import RUNTIMES
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import Candidate, decided_by
+from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
 
 CODE = "code"
 
@@ -49,6 +50,11 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
         write_json(tmp / layout.MANIFEST, manifest)
     winner = Candidate.from_metrics(decision.chosen, chosen, config.percentile) if chosen else None
     latency = decision.latency_ms.get(decision.chosen or "", winner.latency_ms if winner else None)
+    measured = "side by side with its contenders" if decision.contest else "stored benchmark figures"
+    if params.model(model).generates and winner:  # the contest timed whole replies: keep the per-token figure
+        latency = winner.latency_ms
+        if decision.contest:
+            measured += f" (each call a {CONTEST_TOKENS}-token reply to a {CONTEST_PROMPT}-token prompt)"
     record = {
         "status": "ok" if decision.chosen else "none",
         "chosen": decision.chosen or "none",
@@ -56,9 +62,10 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
         "objective": f"{config.objective}" + (f" ({config.percentile})" if config.objective == "latency" else ""),
         "value": (latency if config.objective == "latency" else winner.value(config.objective)) if winner else None,
         "latency_ms": latency,
-        "measured": "side by side with its contenders" if decision.contest else "stored benchmark figures",
+        "measured": measured,
         "tied_with": [v for v in decision.tied if v != decision.chosen],
-        "accuracy_delta": chosen["accuracy"]["delta"] if chosen else None,
+        "accuracy_delta": (chosen.get("accuracy") or {}).get("delta") if chosen else None,
+        **({"ppl_increase_pct": winner.ppl_increase_pct} if winner and winner.ppl_increase_pct is not None else {}),
         "fidelity": winner.fidelity if winner else None,
         "size_mb": winner.size_mb if winner else None,
         "feasible": len(decision.selection.feasible),
@@ -101,11 +108,19 @@ def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params
         "fixed_batch": source["fixed_batch"],
         "dims": source["dims"],  # the values the metrics were measured at
         "outputs": source["output_names"],
-        "source": {"kind": config.source, "metric": config.metric},
+        "source": {"kind": config.source, "metric": config.metric, "task": config.task},
+        **(generation_facts(source, root) if config.generates else {}),
         "metrics": metrics,
         "build": build["build"],
         "files": {str(p.relative_to(out)): sha256(p) for p in iter_files(out)},
     }
+
+
+def generation_facts(source: dict[str, Any], root: Path) -> dict[str, Any]:
+    """What predict needs to generate text: the context length and the end-of-text token."""
+    hf = read_json(layout.source_dir(source["model"], root) / "hf" / "config.json")
+    eos = hf.get("eos_token_id")
+    return {"context": source["family"]["context"], "eos_token_id": eos[0] if isinstance(eos, list) else eos}
 
 
 def copy_module_code(module: str, root: Path, dest: Path) -> None:

@@ -97,6 +97,14 @@ def quality(generator: Generator, reference: dict[str, np.ndarray], ids: np.ndar
     }
 
 
+def executed_precision(runtime: dict[str, Any]) -> dict[str, str]:
+    """OpenVINO's compute and KV-cache precision as the plugin chose them (bench.honest_precision reads it)."""
+    chose = runtime.get("plugin_chose")
+    if not chose:
+        return {}
+    return {"inference_precision": f"{chose['INFERENCE_PRECISION_HINT']} (KV cache {chose['KV_CACHE_PRECISION']})"}
+
+
 def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
     base = Path(root)
     source = read_json(layout.source_dir(model, base) / layout.SOURCE_INFO)
@@ -168,6 +176,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
                 ),
             },
             **scored,
+            **executed_precision(runtime_details),
         },
         "profile": {"reason": "no operator profile for generation variants"},
         "details": {

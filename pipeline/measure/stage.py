@@ -106,7 +106,7 @@ def honest_precision(declared: str, executed: str | None) -> dict[str, str]:
         return {}
     name, _, note = executed.partition(" (")
     name = OV_PRECISIONS.get(name, name)
-    actual = f"int8+{name}" if declared == "int8" else name
+    actual = f"{declared}+{name}" if declared in ("int8", "int4") else name
     noted = {"precision_note": note.rstrip(")")} if note else {}
     return {"precision": actual, "precision_declared": declared} | noted
 

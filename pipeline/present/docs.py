@@ -28,6 +28,7 @@ def variants_table() -> str:
     lines = ["| variant | what it is | runtime | precision | device | applies to |", "|---|---|---|---|---|---|"]
     for v in registry.VARIANTS.values():
         sources = ", ".join(sorted(v.sources)) + " sources" if v.sources else "any source (through the ONNX export)"
+        sources = "text-generation models (a Hugging Face causal LM)" if v.generates else sources
         lines.append(f"| `{v.name}` | {v.summary} | {v.runtime} | {v.precision} | {v.device} | {sources} |")
     return "\n".join(lines)
 

@@ -18,12 +18,13 @@ from pipeline.core.files import atomic_dir, read_json, write_json
 from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import BASELINES, VARIANTS, ordered, should_beat
 from pipeline.decide.selection import Candidate, Selection, select
+from pipeline.present import generation
 from pipeline.present.summary import how_measured, markdown_table, rows
 
 Metrics = dict[str, dict[str, Any]]
 REPORT_DIR = layout.REPORTS / "report"
 PLOTS_DIR = layout.REPORTS / "plots"
-PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory")
+PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory", "tpot_size")
 # Variants that trade precision for speed, and the variant of the same runtime they should beat.
 FP16_PAIRS, INT8_PAIRS = should_beat("fp16"), should_beat("int8")
 
@@ -162,6 +163,7 @@ def plot_data(metrics: Metrics, selection: Selection, percentile: str) -> dict[s
             for key, value in ok[v]["throughput_sps"]["by_batch"].items()
         ],
         "memory": [{"variant": v, "footprint_mb": ok[v]["footprint_mb"]} for v in order],
+        "tpot_size": generation.plot_records(ok, order, selection.chosen),
     }
 
 
@@ -182,6 +184,8 @@ def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, fol
         figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
         if kind == "latency_accuracy":
             _draw_tradeoff(axes, records, percentile)
+        elif kind == "tpot_size":
+            generation.draw(axes, records)
         elif kind == "throughput":
             colors = plt.get_cmap("tab20").colors  # more variants than tab10 has colours
             for index, variant in enumerate(dict.fromkeys(r["variant"] for r in records)):
@@ -295,6 +299,8 @@ def model_report(
     images = draw(model, data, config.percentile, folder)
     warnings = traps(metrics, cpu, selection)
     baseline = BASELINES[params.model(model).source]
+    generates = params.model(model).generates
+    example = '--prompt "TEXT"' if generates else "INPUT.npy"
     limits = ", ".join(f"{k} {v}" for k, v in constraints.model_dump().items() if v is not None) or "none"
     lines = [f"# {model}", ""]
     if selection.chosen:
@@ -303,19 +309,23 @@ def model_report(
             f"**Deploy `{selection.chosen}`** ({chosen['runtime']}, {chosen['precision']}): {selection.why}.",
             "",
             f"The artifact is in `{deploy}/` with its `manifest.json`; run it with "
-            f"`python -m pipeline predict {deploy} INPUT.npy`.",
+            f"`python -m pipeline predict {deploy} {example}`.",
         ]
     else:
         lines += [f"**Nothing deployed**: {selection.why}."]
     lines += ["", f"Objective: {config.objective} ({config.percentile}). Constraints: {limits}.", ""]
     if warnings:
         lines += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
-    lines += [
-        f"## Variants (speed-up against `{baseline}`)",
-        "",
-        markdown_table(rows(metrics, ordered(params.all_variants), baseline)),
-        "",
-    ]
+    if generates:  # TTFT at each prompt length; tokens/s at each batch size
+        table = generation.rows(metrics, ordered(params.all_variants))
+        lines += ["## Variants", "", markdown_table(table, generation.COLUMNS), ""]
+    else:
+        lines += [
+            f"## Variants (speed-up against `{baseline}`)",
+            "",
+            markdown_table(rows(metrics, ordered(params.all_variants), baseline)),
+            "",
+        ]
     if selection.rejected:
         lines += ["## Why not the others", "", "| variant | reason |", "|---|---|"]
         lines += [
@@ -334,10 +344,11 @@ def model_report(
         "size": "Size per variant",
         "throughput": "Throughput vs batch size",
         "memory": "Peak memory per variant",
+        "tpot_size": "Time per output token vs size",
     }
     lines += where_the_time_goes(model, metrics, results)
     lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
-    lines += [f"_{how_measured(params, results)}_", ""]
+    lines += [f"_{generation.how_measured(params) if generates else how_measured(params, results)}_", ""]
     (folder / f"{model}.md").write_text("\n".join(lines))
     chosen_metrics = metrics.get(selection.chosen or "", {})
     base = metrics.get(baseline, {})

@@ -3,6 +3,7 @@
     from pipeline.serve.predict import load
     predictor = load("deploy/spam_fnn")
     outputs = predictor({"features": x})        # or predictor(x) for a single-input model
+    text = load("deploy/tiny_lm").generate("def read(path):", max_new_tokens=32)   # text-generation models
 
 The manifest says which runtime loads the artifact and how (its recorded runtime config); inputs
 are checked against the input spec, files against their sha256, before anything runs.
@@ -31,7 +32,7 @@ class Predictor:
         manifest_path = folder / layout.MANIFEST
         if not manifest_path.is_file():
             raise ModelFileError(f"{manifest_path}: not found (is {folder} a deploy/<model> folder?)")
-        self.manifest = read_json(manifest_path)
+        self.folder, self.manifest = folder, read_json(manifest_path)
         if not self.manifest.get("variant"):
             why = self.manifest.get("selection", {}).get("why", "")
             raise ModelFileError(f"{folder}: no artifact was chosen for {self.manifest.get('model')}: {why}")
@@ -66,6 +67,28 @@ class Predictor:
         fixed = self.manifest.get("fixed_batch")
         outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
         return {name: outputs[name] for name in self.output_names}
+
+    def generate(self, prompt: str, max_new_tokens: int = 32) -> str:
+        """Greedy continuation of `prompt` (text-generation models), cut at the end-of-text token."""
+        from tokenizers import Tokenizer
+
+        if not self.manifest.get("context"):
+            raise ModelFileError(f"{self.manifest['model']}: --prompt: not a text-generation model; give an input file")
+        entry = self.folder / self.manifest["entry"]
+        tokenizer = Tokenizer.from_file(str(entry / "tokenizer.json"))
+        ids = tokenizer.encode(prompt).ids
+        context = self.manifest["context"]
+        if not ids:
+            raise ModelFileError("--prompt: empty: give some text to continue")
+        if len(ids) + max_new_tokens > context:
+            raise ModelFileError(
+                f"--prompt: {len(ids)} tokens + {max_new_tokens} new exceed the model's context of {context} tokens"
+            )
+        tokens = self.session.generate(np.array([ids], dtype=np.int64), max_new_tokens).tokens[0].tolist()
+        eos = self.manifest.get("eos_token_id")
+        if eos in tokens:
+            tokens = tokens[: tokens.index(eos)]
+        return tokenizer.decode(tokens)
 
 
 def load(folder: str | Path, threads: int | None = None, verify: bool = True) -> Predictor:
@@ -103,10 +126,25 @@ def describe(outputs: Arrays, rows: int = 5) -> str:
     return "\n".join(lines)
 
 
-def run_cli(folder: Path, input_path: Path, output: Path | None, threads: int | None) -> dict[str, Any]:
+def run_cli(
+    folder: Path,
+    input_path: Path | None,
+    output: Path | None,
+    threads: int | None,
+    prompt: str | None = None,
+    max_new_tokens: int = 32,
+) -> dict[str, Any]:
+    if (input_path is None) == (prompt is None):
+        raise ModelFileError("predict: give an input file, or --prompt TEXT for a text-generation model (one of them)")
     predictor = load(folder, threads)
-    outputs = predictor(read_inputs(input_path), source=str(input_path))
     manifest = predictor.manifest
+    if prompt is not None:
+        text = predictor.generate(prompt, max_new_tokens)
+        print(f"{manifest['model']}: {manifest['variant']} on {manifest['runtime']} {manifest['runtime_version']}")
+        print(prompt + text)
+        return {"text": text}
+    assert input_path is not None
+    outputs = predictor(read_inputs(input_path), source=str(input_path))
     print(f"{manifest['model']}: {manifest['variant']} on {manifest['runtime']} {manifest['runtime_version']}")
     if output:
         write_outputs(outputs, output)
