@@ -69,7 +69,7 @@ def test_repository_params_are_valid():
             ),
             "gpu_variants.onnx_opt: runs on cpu: list it elsewhere",
         ),
-        (lambda d: d["models"].append("nope"), "models.5: 'nope' has no entry under 'catalog'"),
+        (lambda d: d["models"].append("nope"), "models.6: 'nope' has no entry under 'catalog'"),
         (
             lambda d: d["catalog"]["resnet50"]["inputs"]["image"].update(shape=["batch", 3, "side", "side"]),
             "catalog.resnet50.dims.side: symbolic dimension 'side' needs a value",

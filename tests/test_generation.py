@@ -28,7 +28,7 @@ TEXT = " ".join(
 
 
 def tokenizer():
-    from models.tiny_lm.net import train_tokenizer
+    from models.common.text import train_tokenizer
 
     return train_tokenizer([TEXT], vocab_size=300)
 
@@ -59,6 +59,19 @@ def write_decoder(folder: Path, kind: str = "llama", rows: int = 6, seq: int = 1
     ids = np.array(tokens(TEXT * 4)["input_ids"][: rows * seq], dtype=np.int64).reshape(rows, seq)
     np.savez(folder / "eval.npz", input_ids=ids)
     return folder
+
+
+GPT2_FACTORY = """
+import transformers
+
+from models.common.text import train_tokenizer
+
+
+def build():
+    config = transformers.GPT2Config(vocab_size=300, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+                                     bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    return transformers.GPT2LMHeadModel(config), train_tokenizer(["some text to learn a vocabulary from"] * 9, 300)
+"""
 
 
 def run(cmd: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
@@ -159,6 +172,10 @@ def project(tmp_path_factory):
         write_decoder(root / "models" / name, kind)
         params["catalog"][name] = {"source": "transformers", "task": "text-generation", "file": "hf",
                                    "eval_data": "eval.npz"}  # fmt: skip
+    # GPT-2 comes as code: a seeded factory returning the model and its tokenizer, no eval data
+    (root / "models" / "tiny_gpt2" / "net.py").write_text(GPT2_FACTORY)
+    params["catalog"]["tiny_gpt2"] = {"source": "transformers", "task": "text-generation",
+                                      "factory": "models.tiny_gpt2.net:build", "init_seed": 0}  # fmt: skip
     # GPT-2 covers the builder's refusal and OpenVINO's conversion of another architecture
     params["catalog"]["tiny_gpt2"]["skip"] = ["lm_onnx_fp32", "lm_onnx_int8", "lm_openvino_fp16", "lm_openvino_int8"]
     params["bench"]["threads"] = 1
@@ -231,6 +248,7 @@ def test_bad_decoders_fail_or_skip_alone_with_one_line(project):
         assert record["status"] == "skipped" and "not currently supported" in record["reason"], record["reason"]
     for variant in ("lm_torch", "lm_openvino_fp32", "lm_openvino_int4"):
         assert details(project, "tiny_gpt2", variant)["status"] == "ok", variant
+    assert details(project, "tiny_gpt2", "lm_torch")["eval_origin"].startswith("random token ids")
     masked = details(project, "masked_lm", "lm_torch")
     assert masked["status"] == "failed" and "no KV-cache path" in masked["reason"]
     assert "\n" not in masked["reason"]

@@ -1,17 +1,12 @@
 """A small Llama-style causal language model built with Hugging Face `transformers` from a config,
-and its byte-level BPE tokenizer trained here with `tokenizers`: the shape of the decoders users
+with a byte-level BPE tokenizer trained here (models.common.text): the shape of the decoders users
 bring (rotary positions, grouped-query attention, SwiGLU, an untied LM head), small enough to
 train on 2 cores in about two minutes. Nothing is downloaded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-EOS = "<|endoftext|>"
+from transformers import LlamaConfig, LlamaForCausalLM
 
 
 def config(
@@ -34,15 +29,3 @@ def config(
 
 def build(**kwargs: int) -> LlamaForCausalLM:
     return LlamaForCausalLM(config(**kwargs))
-
-
-def train_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenizerFast:
-    """Byte-level BPE (GPT-2's scheme): any text encodes, the end-of-text token is id 0."""
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=[EOS], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tokenizer.train_from_iterator(texts, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=EOS, bos_token=EOS, pad_token=EOS)

@@ -7,11 +7,7 @@ eval.npz (held-out windows of token ids: the rows every variant's quality is sco
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
-import pkgutil
-import random
 import time
 from pathlib import Path
 from typing import Any
@@ -19,39 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.tiny_lm.net import build, train_tokenizer
-
-SKIP = ("test", "idlelib", "tkinter", "turtle", "lib2to3", "ensurepip", "antigravity", "this", "__")
-
-
-def docstrings(name: str) -> str:
-    """A module's docstrings (its own and its members'), one per paragraph; empty if it won't import."""
-    try:
-        module = importlib.import_module(name)
-    except Exception:
-        return ""
-    docs = [inspect.getdoc(module)] + [inspect.getdoc(m) for _, m in inspect.getmembers(module)]
-    return "\n\n".join(dict.fromkeys(d for d in docs if d and len(d) > 40))
-
-
-def corpus(seed: int, held_out: float) -> tuple[str, str]:
-    """(training text, held-out text): whole standard-library modules on each side, seeded."""
-    names = sorted(
-        m.name
-        for m in pkgutil.iter_modules()
-        if m.module_finder.path.endswith("lib/python3.11")  # type: ignore[union-attr]
-        and not m.name.startswith(SKIP)
-    )
-    random.Random(seed).shuffle(names)
-    texts = [t for t in map(docstrings, names) if t]
-    cut = int(len(texts) * (1 - held_out))
-    return "\n\n".join(texts[:cut]), "\n\n".join(texts[cut:])
-
-
-def windows(ids: list[int], length: int) -> np.ndarray:
-    count = len(ids) // length
-    return np.array(ids[: count * length], dtype=np.int64).reshape(count, length)
-
+from models.common.text import corpus, train_tokenizer, windows
+from models.tiny_lm.net import build
 
 def train(settings: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     torch.manual_seed(settings["seed"])

@@ -157,9 +157,11 @@ class ModelConfig(Strict):
                 "text-generation models come as a Hugging Face causal LM folder (source: transformers), "
                 "and a transformers folder is measured as a text-generation model",
             )
-        if self.source == "transformers" and not self.file:
+        if self.source == "transformers" and not (self.file or self.factory):
             raise FieldError(
-                "file", "transformers models need 'file:' (the model folder: config.json, weights, tokenizer)"
+                "file",
+                "transformers models need 'file:' (the model folder: config.json, weights, tokenizer) or "
+                "'factory:' (module:function returning the model and its tokenizer)",
             )
         if self.source in ("torch", "jax") and not self.factory:
             raise FieldError("factory", f"{self.source} models need 'factory: module:function' (the model's code)")
@@ -191,7 +193,7 @@ class ModelConfig(Strict):
             if name not in symbols:
                 raise FieldError(f"dims.{name}", f"no input has a dimension named {name!r} (symbols: {symbols})")
         for name in symbols:
-            if name not in self.dims and not self.eval_data:
+            if name not in self.dims and not self.eval_data and not self.generates:  # a decoder's windows: 128
                 raise FieldError(
                     f"dims.{name}", f"symbolic dimension {name!r} needs a value (e.g. {name}: 128) or eval_data"
                 )

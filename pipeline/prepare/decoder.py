@@ -15,6 +15,7 @@ full pass's logits. Anything else fails here with one line naming the file and t
 from __future__ import annotations
 
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from pipeline.core import layout
-from pipeline.core.config import PARAMS_FILE, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, ModelConfig, Params, model_dir
 from pipeline.core.data import DataSet, load_user_data
 from pipeline.core.errors import ModelFileError, first_line
 from pipeline.core.files import atomic_dir, tree_digest, write_json
+from pipeline.core.model_code import import_object
 
 HF_DIR = "hf"  # the model folder inside the source folder
 LOGIT_VALUES = 8_000_000  # float16 logits kept for the cosine: at most this many values (16 MB)
@@ -130,10 +132,29 @@ def architecture(config: Any) -> dict[str, Any]:
     }
 
 
+def from_factory(name: str, config: ModelConfig, root: Path, out: Path) -> Path:
+    """A factory's seeded model and tokenizer (`catalog.<name>.factory` returns both), saved as a
+    Hugging Face folder `out`: a code model goes through the same path as a folder of files."""
+    import torch
+
+    build = import_object(config.factory or "", root, f"catalog.{name}.factory")
+    torch.manual_seed(config.init_seed)
+    model, tokenizer = build(**config.factory_args)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
 def export_decoder(name: str, params: Params, root: Path) -> dict[str, Any]:
     config = params.model(name)
-    field = f"catalog.{name}.file"
-    folder = model_dir(name, root) / (config.file or "")
+    field = f"catalog.{name}.{'file' if config.file else 'factory'}"
+    with tempfile.TemporaryDirectory() as built:
+        folder = model_dir(name, root) / config.file if config.file else from_factory(name, config, root, Path(built))
+        return export_folder(name, params, root, folder, field)
+
+
+def export_folder(name: str, params: Params, root: Path, folder: Path, field: str) -> dict[str, Any]:
+    config = params.model(name)
     if not folder.is_dir():
         raise ModelFileError(f"{folder}: not found ({PARAMS_FILE}: {field})")
     if not (folder / "tokenizer.json").exists():
@@ -187,7 +208,7 @@ def export_decoder(name: str, params: Params, root: Path) -> dict[str, Any]:
                 "fixed_batch": None,
                 "vocab_size": family["vocab_size"],
                 "batching": {},
-                "model_digest": tree_digest(folder),
+                "model_digest": tree_digest(model_dir(name, root)),  # its files, or the factory's code
                 "eval_origin": scoring.origin,
                 "held_out": {"scoring": {"rows": len(scoring), "origin": scoring.origin}},
                 "family": family,
