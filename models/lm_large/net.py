@@ -1,4 +1,4 @@
-"""A Llama-style decoder of 0.27 B parameters with seeded weights (nothing downloaded, nothing
+"""A Llama-style decoder of 0.25 B parameters with seeded weights (nothing downloaded, nothing
 trained): large enough that decoding is bound by reading the weights, where weight-only INT4 shows
 its speed-up. Its tokenizer is tiny_lm's scheme (models.common.text) at a 32k vocabulary, trained
 on the same text; with seeded weights, perplexity is near the vocabulary size for every variant and
