@@ -36,4 +36,5 @@ def config(
 def build(vocab_size: int = 32000, **kwargs: int) -> tuple[LlamaForCausalLM, Any]:
     """The seeded model (the export seeds torch with catalog.lm_large.init_seed) and its tokenizer."""
     train_text, _ = corpus(seed=0, held_out=0.1)
-    return LlamaForCausalLM(config(vocab_size=vocab_size, **kwargs)), train_tokenizer(train_text.split("\n\n"), vocab_size)
+    tokenizer = train_tokenizer(train_text.split("\n\n"), vocab_size)
+    return LlamaForCausalLM(config(vocab_size=vocab_size, **kwargs)), tokenizer

@@ -18,6 +18,7 @@ import torch
 from models.common.text import corpus, train_tokenizer, windows
 from models.tiny_lm.net import build
 
+
 def train(settings: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     torch.manual_seed(settings["seed"])
     train_text, held_text = corpus(settings["seed"], settings["held_out"])
