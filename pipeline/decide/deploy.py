@@ -25,6 +25,7 @@ from pipeline.core.records import load_details, load_env
 from pipeline.core.registry import RUNTIMES
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import Candidate, decided_by
+from pipeline.prepare.decoder import HF_DIR
 from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
 
 CODE = "code"
@@ -118,7 +119,7 @@ def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params
 
 def generation_facts(source: dict[str, Any], root: Path) -> dict[str, Any]:
     """What predict needs to generate text: the context length and the end-of-text token."""
-    hf = read_json(layout.source_dir(source["model"], root) / "hf" / "config.json")
+    hf = read_json(layout.source_dir(source["model"], root) / HF_DIR / "config.json")
     eos = hf.get("eos_token_id")
     return {"context": source["family"]["context"], "eos_token_id": eos[0] if isinstance(eos, list) else eos}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ class GenaiGenerator(Generator):
                 feed[port.name] = np.zeros(shape, NUMPY_TYPES.get(port.type, np.float32))
         return self._session.run(["logits"], feed)[0][0].astype(np.float32)
 
-    @property
+    @cached_property
     def decoder(self) -> dict[str, Any]:
         return json.loads((self.folder / "genai_config.json").read_text())["model"]["decoder"]
 

@@ -23,11 +23,11 @@ from pydantic import Field
 
 from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.core.errors import NotApplicable, PipelineError, one_line
+from pipeline.prepare.decoder import HF_DIR
 
 if TYPE_CHECKING:
     import openvino as ov
 
-HF_DIR = "hf"  # pipeline.prepare.decoder's folder inside the source folder
 OV_MODEL = "openvino_model.xml"  # the name openvino-genai loads from a folder
 SIDE_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
 
