@@ -63,10 +63,21 @@ def plot_records(metrics: dict[str, dict[str, Any]], order: list[str], chosen: s
 
 
 def draw(axes: Any, records: list[dict[str, Any]]) -> None:
-    for r in records:
+    """Each variant at (size, TPOT), numbered by size; the legend names them with their perplexity
+    change (labels beside the points collide when variants sit close); the chosen one large and red."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator
+
+    for number, r in enumerate(sorted(records, key=lambda r: r["size_mb"]), 1):
         axes.scatter(
-            r["size_mb"], r["tpot_ms"], s=90 if r["chosen"] else 30, color="#c44e52" if r["chosen"] else "#4c72b0"
-        )
-        axes.annotate(f"{r['variant']} ({r['ppl_increase_pct']:+.1f}% ppl)", (r["size_mb"], r["tpot_ms"]), fontsize=7,
-                      xytext=(4, 3), textcoords="offset points")  # fmt: skip
+            r["size_mb"], r["tpot_ms"], s=90 if r["chosen"] else 30, color="#c44e52" if r["chosen"] else "#4c72b0",
+            label=f"{number}: {r['variant']} ({r['ppl_increase_pct']:+.1f}% ppl)",
+        )  # fmt: skip
+        axes.annotate(str(number), (r["size_mb"], r["tpot_ms"]), fontsize=7, xytext=(5, 3), textcoords="offset points")
     axes.set(xscale="log", yscale="log", xlabel="artifact size (MB)", ylabel="time per output token, p50 (ms)")
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_minor_locator(LogLocator(base=10, subs=(2, 3, 5)))
+        axis.set_major_formatter(FormatStrFormatter("%g"))
+        axis.set_minor_formatter(FormatStrFormatter("%g"))
+    axes.tick_params(which="minor", labelsize=7)
+    axes.margins(x=0.1, y=0.15)
+    axes.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False)
