@@ -107,13 +107,3 @@ def tree_digest(root: Path) -> str:
         digest.update(str(path.relative_to(root) if root.is_dir() else path.name).encode())
         digest.update(sha256(path).encode())
     return digest.hexdigest()
-
-
-def copy_into(src: Path, dst_dir: Path) -> Path:
-    """Copy a file or folder into `dst_dir`, keeping its name; return the new path."""
-    dst = dst_dir / src.name
-    if src.is_dir():
-        shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
-    else:
-        shutil.copy2(src, dst)
-    return dst

@@ -20,6 +20,8 @@ CALIBRATION = "calib.npz"
 VALIDATION = "validation.npz"
 SOURCE_INFO = "source.json"
 BUILD_INFO = "build.json"
+HF_DIR = "hf"  # a decoder's Hugging Face folder, inside its source folder and the artifacts that run it
+OV_GENAI_MODEL = "openvino_model.xml"  # the IR name openvino-genai loads from a folder
 VARIANT_STAGES = Path("variants")  # variants/<variant>/dvc.yaml: that variant's build and bench stages
 
 

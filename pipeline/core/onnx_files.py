@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import onnx
 
-PROTOBUF_LIMIT = 2**31 - 1
 EXTERNAL_ABOVE = 1 << 30  # a model this big keeps its weights in a side file (protobuf's limit is 2 GB)
 
 

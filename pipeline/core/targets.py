@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-KINDS = ("cpu", "cuda")
 PATTERN = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
 

@@ -29,7 +29,6 @@ from pipeline.core.errors import ModelFileError, first_line
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.model_code import import_object
 
-HF_DIR = "hf"  # the model folder inside the source folder
 LOGIT_VALUES = 8_000_000  # float16 logits kept for the cosine: at most this many values (16 MB)
 COPIED = ("*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.py")
 
@@ -190,10 +189,10 @@ def export_folder(name: str, params: Params, root: Path, folder: Path, field: st
         "reference_s": time.perf_counter() - start,
     }
     with atomic_dir(layout.source_dir(name, root)) as tmp:
-        (tmp / HF_DIR).mkdir()
+        (tmp / layout.HF_DIR).mkdir()
         for pattern in COPIED:
             for file in folder.glob(pattern):
-                shutil.copy2(file, tmp / HF_DIR / file.name)
+                shutil.copy2(file, tmp / layout.HF_DIR / file.name)
         scoring.save(tmp / layout.REFERENCE)
         write_json(
             tmp / layout.SOURCE_INFO,

@@ -15,9 +15,8 @@ import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
+from pipeline.core import layout
 from pipeline.runtimes.generator import Generation, Generator
-
-MODEL = "openvino_model.xml"
 
 
 def properties(threads: int, config: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +69,7 @@ class OpenVinoGenerator(Generator):
     @property
     def compiled(self) -> ov.CompiledModel:
         if self._compiled is None:
-            self._compiled = ov.Core().compile_model(str(self.folder / MODEL), "CPU", self.props)
+            self._compiled = ov.Core().compile_model(str(self.folder / layout.OV_GENAI_MODEL), "CPU", self.props)
         return self._compiled
 
     def logits(self, ids: np.ndarray) -> np.ndarray:

@@ -22,18 +22,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field
 
 from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.core import layout
 from pipeline.core.errors import NotApplicable, PipelineError, one_line
-from pipeline.prepare.decoder import HF_DIR
 
 if TYPE_CHECKING:
     import openvino as ov
 
-OV_MODEL = "openvino_model.xml"  # the name openvino-genai loads from a folder
 SIDE_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
 
 
 def hf_folder(ctx: BuildContext) -> Path:
-    return ctx.source_dir / HF_DIR
+    return ctx.source_dir / layout.HF_DIR
 
 
 def copy_side_files(ctx: BuildContext, out: Path) -> None:
@@ -45,8 +44,8 @@ def copy_side_files(ctx: BuildContext, out: Path) -> None:
 
 class LmTorch(Pass):
     def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
-        shutil.copytree(hf_folder(ctx), ctx.out_dir / HF_DIR)
-        return BuildResult(HF_DIR, {"source": "the Hugging Face folder as exported"})
+        shutil.copytree(hf_folder(ctx), ctx.out_dir / layout.HF_DIR)
+        return BuildResult(layout.HF_DIR, {"source": "the Hugging Face folder as exported"})
 
 
 class GenaiConfig(NoConfig):
@@ -214,7 +213,7 @@ class OvDecoder(Pass):
 
         model = convert_stateful(ctx)
         details = self.compress(model, config) if hasattr(config, "mode") else {}
-        ov.save_model(model, ctx.out_dir / OV_MODEL, compress_to_fp16=self.fp16_weights)
+        ov.save_model(model, ctx.out_dir / layout.OV_GENAI_MODEL, compress_to_fp16=self.fp16_weights)
         copy_side_files(ctx, ctx.out_dir)
         runtime = {"inference_precision": config.inference_precision, "kv_cache_precision": config.kv_cache_precision}
         return BuildResult(".", {"stateful": True, **details}, runtime)
