@@ -26,9 +26,10 @@ from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import load_params
 from pipeline.core.data import DataSet, run_batched
-from pipeline.core.evaluate import fidelity_block, worst_row_cosine
+from pipeline.core.evaluate import fidelity_block
 from pipeline.core.files import write_json
 from pipeline.core.isolate import call
+from pipeline.core.records import Measured
 from pipeline.decide.contest import measure_contenders
 from pipeline.machine.fingerprint import fingerprint
 
@@ -58,7 +59,10 @@ def measure_model(model: str) -> dict[str, Any]:
         for variant in ok:
             found = call("benchmarks.transformer_int8:fidelity_of", {"root": str(root), "model": model,
                                                                     "variant": variant}, timeout=1800)  # fmt: skip
-            rows[variant] |= {"cosine_min": worst_row_cosine(found["fidelity"]), "fidelity": found["fidelity"]}
+            rows[variant] |= {
+                "cosine_min": Measured(fidelity=found["fidelity"]).worst_cosine,
+                "fidelity": found["fidelity"],
+            }
             rows[variant]["precision"] = found["runtime"].get("inference_precision", "")
         race = measure_contenders(model, ok, params, root)
     finally:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import Any
 
 from pipeline.core.errors import ModelFileError
+from pipeline.core.records import Kind, VariantRecord
 
 # Pipeline runs in the slow tests (test_e2e, test_machines): benchmarks and contests in a fraction
 # of a second each; the figures are asserted on for their shape, not their precision.
@@ -50,21 +52,27 @@ def sleep(seconds: float) -> None:
 def metric(
     p50: float, delta: float | None = 0.0, size: float = 1.0, runtime: str = "onnxruntime", peak: float | None = None,
     rss: float = 100.0, noise: float = 1.0, status: str = "ok", value: float = 0.9, precision: str = "fp32",
-    cosine: float | None = 0.9999,
-) -> dict:  # fmt: skip
-    """One variant's full record, shaped like the bench stage's (reports/details/<model>/<variant>.json)."""
+    cosine: float | None = 0.9999, **fields: Any,
+) -> VariantRecord:  # fmt: skip
+    """One variant's record as the bench stage writes it (reports/details/<model>/<variant>.json), built by
+    the same typed model: a field renamed there fails here. `fields` sets any other field (device, kind...)."""
     peak = peak if peak is not None else 1000.0 / p50
-    return {
-        "status": status, "reason": "" if status == "ok" else "it broke", "runtime": runtime, "precision": precision,
+    if status != "ok":
+        kind = fields.pop("kind", Kind.FAILED if status == "failed" else Kind.UNAVAILABLE)
+        reason = fields.pop("reason", "it broke")
+        return VariantRecord(status=status, kind=kind, reason=reason, runtime=runtime, precision=precision, **fields)
+    data = {
+        "status": "ok", "kind": "ok", "reason": "", "runtime": runtime, "precision": precision,
         "device": "cpu", "threads": 2, "size_mb": size, "load_ms": 5.0, "first_infer_ms": 1.0,
         "latency_ms": {"p50": p50, "p90": p50 * 1.2, "p99": p50 * 1.5, "mean": p50, "std": 0.0, "n": 1000},
         "p50_ci_pct": noise, "noisy": noise > 2,
         "p50_ci_ms": {"low": p50 * (1 - noise / 100), "high": p50 * (1 + noise / 100), "blocks": 10},
         "throughput_sps": {"peak": peak, "peak_batch": 8, "by_batch": {"b1": 1000.0 / p50, "b8": peak}},
-        "peak_rss_mb": rss + 50.0, "footprint_mb": rss, "cpu_util_pct": 100.0,
+        "peak_rss_mb": rss + 50.0, "footprint_mb": rss, "cpu_util_pct": {"latency": 100.0, "sweep": 150.0},
         "accuracy": {"metric": "accuracy", "value": value, "delta": delta} if delta is not None
         else {"metric": "none", "value": None, "delta": None},
         **({"fidelity": {"y": {"cosine_mean": cosine, "cosine_min": cosine, "rel_l2": 1 - cosine, "max_abs_diff": 0.1,
                                "max_rel_diff": 0.01, "values_per_row": 10, "top1_agreement": None}}}
            if cosine is not None else {}),
     }  # fmt: skip
+    return VariantRecord.model_validate(data | fields)

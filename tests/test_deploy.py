@@ -24,7 +24,7 @@ def test_nothing_feasible_names_the_closest_and_deploys_nothing(tmp_path: Path):
     folder = results / "reports" / "details" / "spam_fnn"  # the full records select reads
     folder.mkdir(parents=True)
     for name, data in {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "torch_eager": metric(2.0)}.items():
-        (folder / f"{name}.json").write_text(json.dumps(data))
+        (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
 
     result = select_model("spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.core.evaluate import accuracy_block, fidelity_block, predictions, task_metric, worst_row_cosine
+from pipeline.core.evaluate import accuracy_block, fidelity_block, predictions, task_metric
+from pipeline.core.records import Measured
 
 
 def test_predictions_by_metric_and_shape():
@@ -35,7 +36,8 @@ def test_fidelity_separates_a_destroyed_variant_from_a_good_one_on_every_output(
         assert broken_block[name]["cosine_mean"] < 0.4 and broken_block[name]["rel_l2"] > 0.9
         assert broken_block[name]["cosine_min"] <= broken_block[name]["cosine_mean"]
         assert good_block[name]["top1_agreement"] is None  # an embedding holds no class scores
-    assert worst_row_cosine(good_block) > 0.999 and worst_row_cosine(broken_block) < 0.4
+    worst = lambda block: Measured(fidelity=block).worst_cosine  # noqa: E731
+    assert worst(good_block) > 0.999 and worst(broken_block) < 0.4
     # The old figure, argmax of the flattened output, calls the destroyed variant half right:
     flat = lambda a: a.reshape(len(a), -1).argmax(1)  # noqa: E731
     assert (flat(broken["hidden"]) == flat(hidden)).mean() < 0.5

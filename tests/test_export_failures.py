@@ -38,9 +38,9 @@ def test_a_broken_source_fails_every_variant_with_its_reason_and_nothing_else(ti
     assert saved == report
     for variant in ("onnx_fp32", "torch_eager"):
         assert build_variant("tiny", variant, params, tiny_project)["status"] == "failed"
-        metrics = benchmark_variant("tiny", variant, params, tiny_project)
-        assert metrics["status"] == "failed" and "the source model failed: " in metrics["reason"]
-        assert "missing.pt" in metrics["reason"]
+        record = benchmark_variant("tiny", variant, params, tiny_project)
+        assert record.status == "failed" and "the source model failed: " in record.reason
+        assert "missing.pt" in record.reason
 
 
 def test_a_failed_build_keeps_the_childs_stderr_and_a_command_that_reproduces_it(tiny_project):

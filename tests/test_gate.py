@@ -30,7 +30,7 @@ def commit(root: Path, variants: dict[str, dict], chosen: str | None, message: s
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, data in variants.items():
-        (folder / f"{name}.json").write_text(json.dumps(data))
+        (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
     selection = root / RESULTS / "reports" / "selection" / f"{MODEL}.json"
     selection.parent.mkdir(parents=True, exist_ok=True)
     selection.unlink(missing_ok=True)
@@ -106,7 +106,9 @@ def test_a_base_revision_without_a_recorded_choice_is_selected_again(repo):
 
 
 def test_workspace_changes_are_compared_with_head(repo):
-    (repo / RESULTS / "reports" / "details" / MODEL / "onnx_opt.json").write_text(json.dumps(metric(2.0)))
+    (repo / RESULTS / "reports" / "details" / MODEL / "onnx_opt.json").write_text(
+        metric(2.0).model_dump_json(exclude_none=True)
+    )
     assert failures(repo, rev="HEAD") == ["p50 latency regressed +150.0% (threshold 10%)"]
 
 

@@ -24,10 +24,10 @@ def test_user_errors_keep_their_message():
 def test_not_applicable_is_told_apart_from_failure():
     with pytest.raises(IsolatedFailure, match="torchax does not import") as failure:
         call("tests.helpers:not_applicable", {}, timeout=60)
-    assert failure.value.not_applicable
+    assert failure.value.skip_kind == "skipped-not-applicable"
     with pytest.raises(IsolatedFailure) as failure:
         call("tests.helpers:raise_value_error", {}, timeout=60)
-    assert not failure.value.not_applicable
+    assert failure.value.skip_kind is None
 
 
 def test_a_crash_is_reported_with_the_signal_and_last_line():

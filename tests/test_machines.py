@@ -65,10 +65,10 @@ def test_key_variants_are_the_choice_the_baseline_and_the_fastest_per_target_and
         "torch_eager": metric(3.0),
         "onnx_fp32": metric(1.0),
         "onnx_opt": metric(0.9),
-        "int8_a": metric(0.5) | {"precision": "int8"},
-        "int8_b": metric(0.4) | {"precision": "int8"},
-        "gpu": metric(0.2) | {"device": "cuda:0"},
-        "broken": {"status": "failed"},
+        "int8_a": metric(0.5, precision="int8"),
+        "int8_b": metric(0.4, precision="int8"),
+        "gpu": metric(0.2, device="cuda:0"),
+        "broken": metric(1.0, status="failed"),
     }
     assert key_variants(metrics, "int8_a", "torch_eager") == ["int8_a", "torch_eager", "gpu", "int8_b", "onnx_opt"]
 

@@ -14,10 +14,10 @@ from pipeline.progress import RESULT, RUNNING, UNCHANGED, status_line
 from tests.helpers import metric
 
 
-def test_the_tracked_metrics_are_the_numbers_of_the_details(tmp_path):
-    details = metric(2.0, delta=-0.01, cosine=0.97) | {"footprint_mb": 40.0}
-    details["fidelity"]["z"] = {"cosine_mean": 0.999, "cosine_min": 0.95}
-    saved = records.write("m", "v", details, tmp_path)
+def test_the_tracked_metrics_are_the_numbers_of_the_record(tmp_path):
+    record = metric(2.0, delta=-0.01, cosine=0.97, footprint_mb=40.0)
+    record.outputs["z"] = records.OutputFidelity(cosine_mean=0.999, cosine_min=0.95)
+    saved = records.write("m", "v", record, tmp_path)
     tracked = json.loads(layout.metrics_file("m", "v", tmp_path).read_text())
     assert tracked == saved.model_dump(exclude_none=True)
     assert tracked == {
@@ -25,17 +25,42 @@ def test_the_tracked_metrics_are_the_numbers_of_the_details(tmp_path):
         "size_mb": 1.0,
         "load_ms": 5.0, "acc_delta": -0.01, "cosine_min": 0.95,  # the worst row of the worst output
     }  # fmt: skip
-    evidence = json.loads(layout.details_file("m", "v", tmp_path).read_text())  # floats rounded as written
-    assert evidence.keys() == details.keys() and evidence["latency_ms"] == details["latency_ms"]
     assert records.read_metrics("m", tmp_path) == {"v": saved}
-    assert records.load_details("m", tmp_path) == {"v": evidence}
+    loaded = records.load("m", tmp_path)["v"]  # floats rounded as written
+    assert loaded.latency_ms == record.latency_ms and loaded.worst_cosine == 0.95 and loaded.kind == records.Kind.OK
 
 
 def test_a_variant_without_numbers_tracks_its_status_only(tmp_path):
-    records.write("m", "v", {"status": "skipped", "reason": "needs a jax source"}, tmp_path)
+    skipped = records.VariantRecord(
+        status="skipped", kind=records.Kind.NOT_APPLICABLE, reason="needs a jax source", runtime="jax", precision="fp32"
+    )
+    records.write("m", "v", skipped, tmp_path)
     assert json.loads(layout.metrics_file("m", "v", tmp_path).read_text()) == {"status": "skipped"}
     with pytest.raises(ValidationError):
         records.Metrics.model_validate({"status": "ok", "reason": "text is not a metric"})
+
+
+def test_a_renamed_or_mistyped_field_fails_at_once():
+    """The fixtures are built by the worker's own model: a key the record does not declare, a part of
+    the wrong shape, or a kind that contradicts the status is refused, not carried to the report."""
+    with pytest.raises(ValidationError, match="p50_latency"):
+        metric(1.0, p50_latency=1.0)
+    with pytest.raises(ValidationError, match="cpu_util_pct"):
+        metric(1.0, cpu_util_pct=100.0)  # a dict per phase, as the worker writes it
+    with pytest.raises(ValidationError, match="does not match kind"):
+        metric(1.0, status="failed", kind=records.Kind.NOT_NEEDED)
+
+
+def test_records_of_an_older_revision_still_read():
+    """The gate reads the base revision's records: written before `kind`, perhaps with keys since dropped."""
+    old = metric(1.0).model_dump(mode="json", exclude_none=True)
+    del old["kind"]
+    assert records.parse(old).kind == records.Kind.OK
+    skipped = {"status": "skipped", "reason": "no GPU", "runtime": "tensorrt", "precision": "fp16"}
+    assert records.parse(skipped).kind == records.Kind.UNAVAILABLE
+    with pytest.raises(ValidationError):
+        records.parse(old | {"dropped_key": 1})
+    assert records.parse(old | {"dropped_key": 1}, lenient=True).p50_ms == 1.0
 
 
 def test_the_progress_display_reads_dvcs_lines():

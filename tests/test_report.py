@@ -8,17 +8,19 @@ from pathlib import Path
 import yaml
 
 from pipeline.core.config import SelectConfig, load_params
-from pipeline.decide.selection import select
-from pipeline.present.report import traps, write_reports
+from pipeline.core.records import Kind
+from pipeline.decide.selection import screen
+from pipeline.present.report import not_applicable, traps, write_reports
 from tests.conftest import REPO
 from tests.helpers import metric
 
 NO_FP16_CPU = {"native_fp16": False, "vnni": True}
+LM_REASON = "a text-generation variant; spam_fnn is not a text-generation model"
 
 
 def warnings_for(metrics: dict) -> list[str]:
     config = SelectConfig()
-    return traps(metrics, NO_FP16_CPU, select(metrics, config, config.constraints))
+    return traps(metrics, NO_FP16_CPU, screen(metrics, config, config.constraints))
 
 
 def test_fp16_slower_and_int8_no_faster_are_explained():
@@ -51,14 +53,26 @@ def test_gpu_pairs_warn_without_blaming_the_cpu_and_skips_are_listed_once_per_re
     gpu = {"device": "cuda:0", "gpu": {"gpu": "NVIDIA L4", "compute_capability": "8.9"}}
     no_driver = {"reason": "target cuda:0 is not usable here: no NVIDIA driver"}
     found = warnings_for({
-        "tensorrt_fp16": metric(1.0, runtime="tensorrt") | gpu,
-        "tensorrt_int8": metric(0.99, runtime="tensorrt", precision="int8") | gpu,
-        "onnx_cuda_fp32": metric(1.0, status="skipped") | no_driver,
-        "onnx_cuda_fp16": metric(1.0, status="skipped") | no_driver,
+        "tensorrt_fp16": metric(1.0, runtime="tensorrt", **gpu),
+        "tensorrt_int8": metric(0.99, runtime="tensorrt", precision="int8", **gpu),
+        "onnx_cuda_fp32": metric(1.0, status="skipped", **no_driver),
+        "onnx_cuda_fp16": metric(1.0, status="skipped", **no_driver),
     })  # fmt: skip
     int8 = next(w for w in found if w.startswith("`tensorrt_int8` is not faster than `tensorrt_fp16`"))
     assert "measured on cuda:0 (NVIDIA L4, compute capability 8.9)" in int8 and "VNNI" not in int8
     assert "`onnx_cuda_fp16`, `onnx_cuda_fp32` were skipped: target cuda:0 is not usable here" in " ".join(found)
+
+
+def test_variants_that_do_not_apply_are_no_warning():
+    """A single-pass model's report: the text-generation variants, whose reason has no 'source;' in it,
+    are listed once apart from the warnings (the kind says so, the reason text is not parsed)."""
+    lm = {
+        f"lm_{name}": metric(1.0, status="skipped", kind=Kind.NOT_APPLICABLE, reason=LM_REASON)
+        for name in ("torch", "onnx_fp32", "openvino_int4")
+    }
+    found = {"onnx_fp32": metric(1.0), "onnx_opt": metric(1.0), **lm}
+    assert not any("lm_" in w for w in warnings_for(found))
+    assert not_applicable(found) == [f"`lm_onnx_fp32`, `lm_openvino_int4`, `lm_torch`: {LM_REASON}"]
 
 
 def test_differences_within_the_noise_margin_are_not_traps():
@@ -69,7 +83,7 @@ def test_noisy_failed_skipped_and_infeasible_are_reported():
     metrics = {
         "onnx_fp32": metric(1.0, noise=25.0, delta=-0.5),
         "openvino_fp32": metric(1.0, status="failed"),
-        "onnx_int8_static": metric(1.0, status="skipped") | {"reason": "no calibration data"},
+        "onnx_int8_static": metric(1.0, status="skipped", reason="no calibration data"),
     }
     found = warnings_for(metrics)
     assert found[0].startswith("No variant meets the constraints: no variant meets the constraints; closest: onnx_fp32")
@@ -85,12 +99,16 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
     folder = results / "reports" / "details" / "spam_fnn"
     folder.mkdir(parents=True)
     variants = {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "onnx_int8_dynamic": metric(0.5, delta=-0.3)}
+    variants["lm_torch"] = metric(1.0, status="skipped", kind=Kind.NOT_APPLICABLE, reason=LM_REASON)
     for name, data in variants.items():
-        (folder / f"{name}.json").write_text(json.dumps(data))
+        (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
     result = write_reports(load_params(tmp_path / "params.yaml"), tmp_path)
     assert result["status"] == "ok"
     report = (results / "reports" / "report" / "spam_fnn.md").read_text()
     assert "**Deploy `onnx_opt`**" in report and "breaks max_accuracy_drop" in report
+    warnings = report.partition("## Warnings")[2].partition("\n## ")[0]
+    assert "lm_torch" not in warnings and f"- `lm_torch`: {LM_REASON}" in report  # listed once, apart
+    assert "| 0 |" not in (results / "reports" / "report" / "index.md").read_text().replace("| 1 |", "")
     for kind in ("latency_accuracy", "size", "throughput", "memory"):
         assert (results / "reports" / "report" / "img" / "spam_fnn" / f"{kind}.png").stat().st_size > 1000
         assert f"img/spam_fnn/{kind}.png" in report
@@ -117,7 +135,7 @@ def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp
         "onnx_int8_dynamic": metric(0.5, delta=None, cosine=0.3),
     }
     for name, data in variants.items():
-        (folder / f"{name}.json").write_text(json.dumps(data))
+        (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
     assert write_reports(load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
     index = (results / "reports" / "report" / "index.md").read_text()
     assert "| onnx_int8_dynamic |" in index and "cos 0.3000" in index  # no constraint: the fastest wins

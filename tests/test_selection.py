@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.core.config import Constraints, SelectConfig
-from pipeline.decide.selection import Candidate, dominates, overlapping, pareto_front, select, tie_break_key
+from pipeline.decide.selection import Candidate, dominates, overlapping, pareto_front, screen, tie_break_key
 from tests.helpers import metric as m
 
 LATENCY = SelectConfig()
@@ -13,7 +13,7 @@ LATENCY = SelectConfig()
 
 def test_fastest_variant_within_the_accuracy_drop_wins():
     metrics = {"fp32": m(1.0), "int8": m(0.5, delta=-0.005), "int8_bad": m(0.3, delta=-0.2)}
-    choice = select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01))
+    choice = screen(metrics, LATENCY, Constraints(max_accuracy_drop=0.01))
     assert choice.chosen == "int8"
     assert choice.rejected["int8_bad"] == "breaks max_accuracy_drop: accuracy drop 0.2 > 0.01"
     assert "lowest p50 latency (p50 0.5 ms) of 2 variant(s)" in choice.why
@@ -26,7 +26,7 @@ def test_every_constraint_is_checked_in_order():
         "failed": m(0.01, status="failed"), "ok": m(2.0),
     }  # fmt: skip
     constraints = Constraints(max_latency_ms=3.0, max_size_mb=10, max_memory_mb=500, runtimes=["onnxruntime"])
-    choice = select(metrics, LATENCY, constraints)
+    choice = screen(metrics, LATENCY, constraints)
     assert choice.chosen == "ok"
     assert choice.rejected["slow"].startswith("breaks max_latency_ms: 5 > 3 ms (p50)")
     assert choice.rejected["big"].startswith("breaks max_size_mb")
@@ -37,30 +37,30 @@ def test_every_constraint_is_checked_in_order():
 
 def test_percentile_is_the_one_configured():
     metrics = {"steady": m(1.0), "spiky": m(0.9)}
-    metrics["spiky"]["latency_ms"]["p99"] = 10.0
-    assert select(metrics, SelectConfig(percentile="p50"), Constraints()).chosen == "spiky"
-    assert select(metrics, SelectConfig(percentile="p99"), Constraints()).chosen == "steady"
+    metrics["spiky"].latency_ms.p99 = 10.0
+    assert screen(metrics, SelectConfig(percentile="p50"), Constraints()).chosen == "spiky"
+    assert screen(metrics, SelectConfig(percentile="p99"), Constraints()).chosen == "steady"
 
 
 def test_other_objectives():
     metrics = {"fast": m(0.5, size=4.0, peak=1000), "small": m(1.0, size=1.0, peak=500), "wide": m(2.0, peak=9000)}
-    assert select(metrics, SelectConfig(objective="size"), Constraints()).chosen == "small"
-    assert select(metrics, SelectConfig(objective="throughput"), Constraints()).chosen == "wide"
+    assert screen(metrics, SelectConfig(objective="size"), Constraints()).chosen == "small"
+    assert screen(metrics, SelectConfig(objective="throughput"), Constraints()).chosen == "wide"
 
 
 def test_ties_are_decided_by_accuracy_then_size_then_name():
     tie = {"b": m(1.0, delta=-0.002), "a": m(1.0, delta=0.0)}
-    assert select(tie, LATENCY, Constraints()).chosen == "a"  # same latency: the more accurate
+    assert screen(tie, LATENCY, Constraints()).chosen == "a"  # same latency: the more accurate
     tie = {"b": m(1.0, size=1.0), "a": m(1.0, size=2.0)}
-    assert select(tie, LATENCY, Constraints()).chosen == "b"  # then the smaller
+    assert screen(tie, LATENCY, Constraints()).chosen == "b"  # then the smaller
     tie = {"b": m(1.0), "a": m(1.0)}
-    assert select(tie, LATENCY, Constraints()).chosen == "a"  # then by name: deterministic
+    assert screen(tie, LATENCY, Constraints()).chosen == "a"  # then by name: deterministic
 
 
 def test_overlapping_intervals_make_contenders_for_the_re_measure():
     """An overlapping interval, or a figure within the drift a rerun can show (2x), makes a contender."""
     metrics = {"x": m(1.0, noise=8.0), "y": m(1.9, noise=1.0), "z": m(2.5, noise=60.0), "w": m(2.5, noise=1.0)}
-    feasible = [Candidate.from_metrics(v, metrics[v], "p50") for v in ("x", "y", "z", "w")]
+    feasible = [Candidate.from_record(v, metrics[v], "p50") for v in ("x", "y", "z", "w")]
     assert [c.variant for c in overlapping(feasible[0], feasible, 4, 2.0)] == ["x", "y", "z"]  # z reaches 1.0 < 1.08
     assert [c.variant for c in overlapping(feasible[0], feasible, 2, 2.0)] == ["x", "y"]
     assert [c.variant for c in overlapping(feasible[0], feasible, 1, 2.0)] == ["x"]
@@ -69,7 +69,7 @@ def test_overlapping_intervals_make_contenders_for_the_re_measure():
 def test_tie_break_order_is_fidelity_then_footprint_size_and_packages():
     base = {"delta": None}
     order = lambda metrics: sorted(  # noqa: E731
-        (Candidate.from_metrics(v, x, "p50") for v, x in metrics.items()), key=tie_break_key
+        (Candidate.from_record(v, x, "p50") for v, x in metrics.items()), key=tie_break_key
     )
     assert order({"a": m(1, cosine=0.999, **base), "b": m(1, cosine=0.9999, **base)})[0].variant == "b"
     assert order({"a": m(1, rss=300), "b": m(1, rss=100)})[0].variant == "b"
@@ -79,7 +79,7 @@ def test_tie_break_order_is_fidelity_then_footprint_size_and_packages():
 
 def test_nothing_feasible_names_the_closest_and_chooses_nothing():
     metrics = {"near": m(1.1, delta=-0.02), "far": m(9.0, delta=-0.02), "worse": m(1.05, delta=-0.5)}
-    choice = select(metrics, LATENCY, Constraints(max_latency_ms=1.0, max_accuracy_drop=0.01))
+    choice = screen(metrics, LATENCY, Constraints(max_latency_ms=1.0, max_accuracy_drop=0.01))
     assert choice.chosen is None and choice.feasible == []
     assert choice.closest == "near"
     assert choice.why.startswith("no variant meets the constraints; closest: near (accuracy drop 0.02 > 0.01;")
@@ -87,11 +87,11 @@ def test_nothing_feasible_names_the_closest_and_chooses_nothing():
 
 def test_without_a_task_metric_every_outputs_cosine_decides():
     metrics = {"good": m(1.0, delta=None, cosine=0.995), "broken": m(0.5, delta=None, cosine=0.3)}
-    choice = select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99))
+    choice = screen(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99))
     assert choice.chosen == "good"  # max_accuracy_drop cannot apply: no variant is rejected for lacking a delta
     assert choice.rejected["broken"] == "breaks min_cosine: output y: worst row's cosine 0.3000 < 0.99"
-    assert select(metrics, LATENCY, Constraints(min_cosine=None)).chosen == "broken"
-    unknown = select({"reg": m(1.0, delta=None, cosine=None)}, LATENCY, Constraints())
+    assert screen(metrics, LATENCY, Constraints(min_cosine=None)).chosen == "broken"
+    unknown = screen({"reg": m(1.0, delta=None, cosine=None)}, LATENCY, Constraints())
     assert unknown.chosen is None and "fidelity unknown" in unknown.rejected["reg"]
 
 
@@ -99,28 +99,31 @@ def test_with_labels_every_output_is_still_checked_on_its_worst_row():
     """Old behaviour: with labels only the first output's task metric counted, so a variant whose
     second output was destroyed passed; and the cosine checked was the mean, not the worst row."""
     metrics = {"int8": m(0.5, delta=-0.005, cosine=0.9999), "fp32": m(1.0, cosine=1.0)}
-    metrics["int8"]["fidelity"]["second"] = metrics["int8"]["fidelity"]["y"] | {"cosine_mean": 0.999, "cosine_min": 0.5}
-    choice = select(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99))
+    second = metrics["int8"].outputs["y"].model_copy(update={"cosine_mean": 0.999, "cosine_min": 0.5})
+    metrics["int8"].outputs["second"] = second
+    choice = screen(metrics, LATENCY, Constraints(max_accuracy_drop=0.01, min_cosine=0.99))
     assert choice.chosen == "fp32" and "output second: worst row's cosine 0.5000" in choice.rejected["int8"]
 
 
 def test_one_value_outputs_are_checked_by_their_worst_rows_error():
     """spam_fnn's probability: cosine over the column 0.997, yet one row moved by 0.76."""
     flipped = m(0.5, delta=0.0, cosine=0.997)
-    flipped["fidelity"]["y"] |= {"values_per_row": 1, "max_abs_diff": 0.76, "max_rel_diff": 0.76}
-    choice = select({"int8": flipped, "fp32": m(1.0, cosine=1.0)}, LATENCY, Constraints(max_rel_error=0.1))
+    flipped.outputs["y"] = flipped.outputs["y"].model_copy(
+        update={"values_per_row": 1, "max_abs_diff": 0.76, "max_rel_diff": 0.76}
+    )
+    choice = screen({"int8": flipped, "fp32": m(1.0, cosine=1.0)}, LATENCY, Constraints(max_rel_error=0.1))
     assert choice.chosen == "fp32" and "worst row's error 0.76 > 0.1" in choice.rejected["int8"]
 
 
 def test_max_memory_mb_limits_the_footprint_not_the_process_rss():
     metrics = {"big": m(0.5, rss=150), "small": m(1.0, rss=50)}  # peak RSS is rss + 50 MB of interpreter
-    assert select(metrics, LATENCY, Constraints(max_memory_mb=120)).rejected["big"].endswith("150 > 120 MB footprint")
-    assert select(metrics, LATENCY, Constraints(max_memory_mb=160)).chosen == "big"
+    assert screen(metrics, LATENCY, Constraints(max_memory_mb=120)).rejected["big"].endswith("150 > 120 MB footprint")
+    assert screen(metrics, LATENCY, Constraints(max_memory_mb=160)).chosen == "big"
 
 
 def test_dominated_variants_name_their_dominator():
     metrics = {"good": m(1.0, size=1.0), "worse": m(2.0, size=2.0), "smaller": m(3.0, size=0.5)}
-    choice = select(metrics, LATENCY, Constraints())
+    choice = screen(metrics, LATENCY, Constraints())
     assert choice.chosen == "good"
     assert choice.rejected["worse"].startswith("dominated by good: p50 1 vs 2 ms")
     assert choice.rejected["smaller"].startswith("on the Pareto front, but good wins on the objective")
@@ -145,6 +148,6 @@ def test_per_model_constraints_override_the_global_ones():
 
 def test_variant_allow_list_pins_the_candidates():
     metrics = {"fast": m(0.1), "pinned": m(2.0)}
-    choice = select(metrics, LATENCY, Constraints(variants=["pinned"]))
+    choice = screen(metrics, LATENCY, Constraints(variants=["pinned"]))
     assert choice.chosen == "pinned"
     assert choice.rejected["fast"] == "breaks variants: variant not in the allowed list (pinned)"

@@ -15,6 +15,7 @@ from pipeline.core import registry as variants
 from pipeline.core.config import Params
 from pipeline.core.files import write_json
 from pipeline.core.isolate import IsolatedFailure
+from pipeline.core.records import Kind
 from pipeline.measure.stage import benchmark_variant
 from tests.conftest import tiny_config
 
@@ -32,11 +33,12 @@ def make_params(**catalog_overrides) -> Params:
 def test_skip_reasons():
     onnx_model = tiny_config(source="onnx", factory=None)
     cpu = ("cpu", {"available": True})
-    assert "needs a torch source; m is a onnx model" in variants.skip_reason(
-        variants.get("torch_eager"), "m", onnx_model, *cpu
-    )
+    skip = variants.skip_reason(variants.get("torch_eager"), "m", onnx_model, *cpu)
+    assert skip.kind == Kind.NOT_APPLICABLE and "needs a torch source; m is a onnx model" in skip.reason
     skipping = tiny_config(skip=["onnx_fp32"])
-    assert "catalog.m.skip" in variants.skip_reason(variants.get("onnx_fp32"), "m", skipping, *cpu)
+    assert "catalog.m.skip" in variants.skip_reason(variants.get("onnx_fp32"), "m", skipping, *cpu).reason
+    no_gpu = variants.skip_reason(variants.get("onnx_cuda_fp32"), "m", tiny_config(), None, {})
+    assert no_gpu.kind == Kind.UNAVAILABLE
     assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config(), *cpu) is None
 
 
@@ -48,7 +50,8 @@ def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project, 
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
     record = benchmark_variant("tiny", "torch_eager", params, stage_project)
     saved = json.loads(layout.details_file("tiny", "torch_eager", stage_project).read_text())
-    assert saved == record
+    assert saved == record.model_dump(mode="json", exclude_none=True)
+    assert record.kind == Kind.NOT_APPLICABLE
     assert saved["status"] == "skipped" and "needs a torch source" in saved["reason"]
     assert saved["runtime"] == "torch" and "latency_ms" not in saved
     tracked = json.loads(layout.metrics_file("tiny", "torch_eager", stage_project).read_text())
@@ -67,8 +70,8 @@ def test_failed_build_leaves_only_its_record(stage_project, machine, monkeypatch
     )
     folder = layout.variant_dir("tiny", "onnx_fp32", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
-    metrics = benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
-    assert metrics["status"] == "failed" and "converter exploded" in metrics["reason"]
+    record = benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
+    assert record.kind == Kind.FAILED and "converter exploded" in record.reason
 
 
 def test_failed_export_fails_onnx_variants_only(stage_project, monkeypatch):

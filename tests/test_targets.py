@@ -18,7 +18,7 @@ from pipeline.core.config import Constraints, Params, SelectConfig, validate
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
 from pipeline.core.targets import Target, target_for
-from pipeline.decide.selection import select
+from pipeline.decide.selection import screen
 from pipeline.machine import probe as target_probe
 from pipeline.machine.probe import engine_cache_key, probe
 from pipeline.measure.stage import benchmark_variant
@@ -158,8 +158,8 @@ def test_every_gpu_variant_is_skipped_with_the_probe_reason(stage_project, machi
         assert info["status"] == "skipped", name
         assert info["reason"] == f"target cuda:0 is not usable here: {reason}"
         assert info["target"] == "cuda:0"
-        metrics = benchmark_variant("tiny", name, params, stage_project)
-        assert metrics["status"] == "skipped" and metrics["device"] == "cuda:0" and "latency_ms" not in metrics
+        record = benchmark_variant("tiny", name, params, stage_project)
+        assert record.kind == "skipped-unavailable" and record.device == "cuda:0" and record.latency_ms is None
     saved = json.loads(layout.details_file("tiny", "tensorrt_int8", stage_project).read_text())
     assert saved["reason"].endswith(reason)
 
@@ -170,11 +170,11 @@ def test_gpu_variants_without_a_cuda_target_are_a_params_error():
 
 
 def test_devices_constraint_takes_a_kind_or_a_target():
-    gpu = metric(1.0) | {"device": "cuda:0"}
+    gpu = metric(1.0, device="cuda:0")
     metrics = {"on_cpu": metric(2.0), "on_gpu": gpu}
-    assert select(metrics, SelectConfig(), Constraints(devices=["cuda"])).chosen == "on_gpu"
-    assert select(metrics, SelectConfig(), Constraints(devices=["cuda:0"])).chosen == "on_gpu"
-    choice = select(metrics, SelectConfig(), Constraints(devices=["cpu"]))
+    assert screen(metrics, SelectConfig(), Constraints(devices=["cuda"])).chosen == "on_gpu"
+    assert screen(metrics, SelectConfig(), Constraints(devices=["cuda:0"])).chosen == "on_gpu"
+    choice = screen(metrics, SelectConfig(), Constraints(devices=["cpu"]))
     assert choice.chosen == "on_cpu" and "device cuda:0 not allowed" in choice.rejected["on_gpu"]
 
 

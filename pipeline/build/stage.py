@@ -18,6 +18,7 @@ from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import one_line
 from pipeline.core.files import atomic_dir, read_json, remove, write_json
 from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.records import Kind
 from pipeline.core.targets import target_for
 from pipeline.machine.probe import recorded_probe
 
@@ -71,6 +72,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     probe = recorded_probe(target, root) if target else {}
     info: dict[str, Any] = {
         "status": "ok",
+        "kind": Kind.OK,
         "reason": "",
         "variant": variant,
         "runtime": spec.runtime,
@@ -84,13 +86,13 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
     export = source["export"]
     with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
-        reason = variants.skip_reason(spec, model, config, target, probe)
-        if reason:
-            info |= {"status": "skipped", "reason": reason}
+        skip = variants.skip_reason(spec, model, config, target, probe)
+        if skip:
+            info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif source.get("status") == "failed":
-            info |= {"status": "failed", "reason": f"the source model failed: {source['reason']}"}
+            info |= {"status": "failed", "kind": Kind.FAILED, "reason": f"the source model failed: {source['reason']}"}
         elif spec.needs_export and export["status"] != "ok":
-            info |= {"status": "failed", "reason": f"no ONNX export: {export['reason']}"}
+            info |= {"status": "failed", "kind": Kind.FAILED, "reason": f"no ONNX export: {export['reason']}"}
         else:
             try:
                 info |= call(
@@ -102,10 +104,14 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
             except IsolatedFailure as failure:
                 for leftover in tmp.iterdir():
                     remove(leftover)
-                if failure.not_applicable:
-                    info |= {"status": "skipped", "reason": str(failure)}
+                if failure.skip_kind:
+                    info |= {"status": "skipped", "kind": Kind(failure.skip_kind), "reason": str(failure)}
                 else:
                     command = f"python stages/build.py {model} {variant}"
-                    info |= {"status": "failed", "reason": f"build failed: {failure.evidence(command)}"}
+                    info |= {
+                        "status": "failed",
+                        "kind": Kind.FAILED,
+                        "reason": f"build failed: {failure.evidence(command)}",
+                    }
         write_json(tmp / layout.BUILD_INFO, info)
     return info

@@ -17,14 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pipeline.core import layout
+from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.errors import PipelineError
-from pipeline.core.files import read_json
-from pipeline.core.records import load_details, load_env
-from pipeline.decide.selection import Candidate, quality_violations, select
-
-Metrics = dict[str, dict[str, Any]]
+from pipeline.core.records import Accuracy, Records, load_env
+from pipeline.decide.selection import Candidate, quality_violations, screen
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -52,32 +49,30 @@ def _json_at(rev: str, path: PurePosixPath, root: Path) -> Any:
         raise PipelineError(f"gate: {path} at {rev} is not valid JSON ({error})") from error
 
 
-def metrics_at(rev: str, model: str, root: Path, results: Path = Path(".")) -> Metrics:
-    """Every variant's full record (details) for `model` as committed at `rev` ({} when the model
-    was not there)."""
+def records_at(rev: str, model: str, root: Path, results: Path = Path(".")) -> Records:
+    """Every variant's record for `model` as committed at `rev` ({} when the model was not there); an
+    older revision's keys this version no longer knows are dropped."""
     folder = PurePosixPath(layout.details_dir(results).as_posix()) / model
     listing = _git(root, "ls-tree", "--name-only", f"{rev}:{folder}")
     names = [n for n in listing.stdout.split() if n.endswith(".json")] if listing.returncode == 0 else []
-    return {PurePosixPath(n).stem: _json_at(rev, folder / n, root) for n in sorted(names)}
+    return {PurePosixPath(n).stem: records.parse(_json_at(rev, folder / n, root), lenient=True) for n in sorted(names)}
 
 
 def chosen_at(
-    rev: str | None, model: str, metrics: Metrics, params: Params, root: Path, results: Path = Path(".")
+    rev: str | None, model: str, found: Records, params: Params, root: Path, results: Path = Path(".")
 ) -> str | None:
     """The variant the select stage recorded in `results` at `rev` (None: the workspace); recomputed
     with the current select params from that revision's metrics when it predates the select stage."""
-    path = layout.selection_file(model, results)
-    record = (
-        _json_at(rev, PurePosixPath(path.as_posix()), root)
-        if rev
-        else (read_json(root / path) if (root / path).exists() else None)
-    )
-    if record is None:
-        if not metrics:
-            return None
-        record = {"chosen": select(metrics, params.select, params.select.constraints_for(model)).chosen}
-    chosen = record.get("chosen")
-    return chosen if chosen and chosen != "none" and chosen in metrics else None
+    if rev:
+        data = _json_at(rev, PurePosixPath(layout.selection_file(model, results).as_posix()), root)
+        decided = records.parse_choice(data, lenient=True) if data else None
+    else:
+        decided = records.load_choice(model, root / results)
+    if decided is None:
+        chosen = screen(found, params.select, params.select.constraints_for(model)).chosen if found else None
+    else:
+        chosen = decided.chosen
+    return chosen if chosen and chosen != "none" and chosen in found else None
 
 
 @dataclass
@@ -100,14 +95,10 @@ class Verdict:
         return None
 
 
-def _accuracy(metrics: dict[str, Any]) -> dict[str, Any]:
-    return metrics.get("accuracy") or {}
-
-
 def judge(
     model: str,
-    before: Metrics,
-    after: Metrics,
+    before: Records,
+    after: Records,
     chosen_before: str | None,
     chosen_after: str | None,
     params: Params,
@@ -121,9 +112,9 @@ def judge(
         verdict.failures.append("no variant meets the constraints now (see reports/selection)")
         return verdict
     now = after[chosen_after]
-    verdict.after_ms, verdict.after_delta = now["latency_ms"][percentile], _accuracy(now).get("delta")
+    verdict.after_ms, verdict.after_delta = now.latency(percentile), now.accuracy_delta
     constraints = params.select.constraints_for(model)
-    for broken in quality_violations(Candidate.from_metrics(chosen_after, now, percentile), constraints):
+    for broken in quality_violations(Candidate.from_record(chosen_after, now, percentile), constraints):
         verdict.failures.append(f"{broken.message} vs the FP32 source ({broken.constraint})")
     if chosen_before is None:
         verdict.notes.append(
@@ -131,8 +122,8 @@ def judge(
         )
         return verdict
     then = before[chosen_before]
-    verdict.before_ms, verdict.before_delta = then["latency_ms"][percentile], _accuracy(then).get("delta")
-    verdict.noise_pct = (then.get("p50_ci_pct") or 0.0) + (now.get("p50_ci_pct") or 0.0)  # both intervals
+    verdict.before_ms, verdict.before_delta = then.latency(percentile), then.accuracy_delta
+    verdict.noise_pct = (then.p50_ci_pct or 0.0) + (now.p50_ci_pct or 0.0)  # both intervals
     change = verdict.change_pct or 0.0
     if change > threshold_pct:
         verdict.failures.append(f"{percentile} latency regressed {change:+.1f}% (threshold {threshold_pct:g}%)")
@@ -145,25 +136,24 @@ def judge(
             f"choice changed to a slower artifact: {chosen_after} is {change:+.1f}% vs {chosen_before} "
             f"(beyond the two p50 intervals, ±{verdict.noise_pct:.1f}% together)"
         )
-    was, now_acc = _accuracy(then), _accuracy(now)
-    comparable = was.get("metric") == now_acc.get("metric") and None not in (was.get("value"), now_acc.get("value"))
-    if limit is not None and comparable:
-        fall = was["value"] - now_acc["value"]
+    was, is_now = then.accuracy or Accuracy(metric="none"), now.accuracy or Accuracy(metric="none")
+    if limit is not None and was.metric == is_now.metric and was.value is not None and is_now.value is not None:
+        fall = was.value - is_now.value
         if fall > limit:
             verdict.failures.append(
-                f"{now_acc['metric']} fell {fall:.4g} since the base revision ({was['value']:.4g} -> "
-                f"{now_acc['value']:.4g}), more than max_accuracy_drop {limit}"
+                f"{is_now.metric} fell {fall:.4g} since the base revision ({was.value:.4g} -> "
+                f"{is_now.value:.4g}), more than max_accuracy_drop {limit}"
             )
     return verdict
 
 
-def moved(before: Metrics, after: Metrics, percentile: str, threshold_pct: float) -> list[tuple[str, float, float]]:
+def moved(before: Records, after: Records, percentile: str, threshold_pct: float) -> list[tuple[str, float, float]]:
     """Variants (chosen or not) whose latency moved by more than the threshold either way: context, not failures."""
     out = []
     for variant in sorted(set(before) & set(after)):
         a, b = before[variant], after[variant]
-        if a.get("status") == b.get("status") == "ok":
-            old, new = a["latency_ms"][percentile], b["latency_ms"][percentile]
+        if a.ok and b.ok:
+            old, new = a.latency(percentile), b.latency(percentile)
             if old and abs(new / old - 1.0) * 100.0 > threshold_pct:
                 out.append((variant, old, new))
     return out
@@ -205,7 +195,7 @@ def run_gate(
         )
     verdicts, movements = [], {}
     for model in models or list(params.models):
-        before, after = metrics_at(rev, model, root, results), load_details(model, root / results)
+        before, after = records_at(rev, model, root, results), records.load(model, root / results)
         verdicts.append(
             judge(
                 model,

@@ -27,7 +27,16 @@ class ConfigError(PipelineError):
 
 
 class NotApplicable(PipelineError):
-    """A variant cannot be built for this model or on this machine: recorded as skipped, not failed."""
+    """A variant cannot be built for this model: recorded as skipped, not failed. `kind` is the record's
+    (pipeline.core.records.Kind) value."""
+
+    kind = "skipped-not-applicable"
+
+
+class Unavailable(NotApplicable):
+    """A variant could apply, but a package or device it needs is missing on this machine."""
+
+    kind = "skipped-unavailable"
 
 
 class ModelFileError(PipelineError):

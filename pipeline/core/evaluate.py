@@ -18,8 +18,6 @@ import numpy as np
 
 from pipeline.core.data import Arrays
 
-FIDELITY_KEYS = ("cosine_mean", "cosine_min", "rel_l2", "max_abs_diff", "max_rel_diff", "top1_agreement")
-
 
 def predictions(output: np.ndarray, metric: str) -> np.ndarray | None:
     """Predicted classes: a 0.5 threshold for one probability, argmax over the last axis otherwise."""
@@ -110,29 +108,3 @@ def accuracy_block(metric: str, labels: np.ndarray | None, reference: Arrays, ou
         "source_value": source_value if scored else None,
         "delta": value - source_value if scored else None,
     }
-
-
-def worst_row_cosine(fidelity: dict[str, dict[str, Any]] | None) -> float | None:
-    """The lowest per-row cosine over every output: one broken output or row decides."""
-    values = [f["cosine_min"] for f in (fidelity or {}).values() if f.get("cosine_min") is not None]
-    return min(values) if values else None
-
-
-def one_value_per_row(block: dict[str, Any]) -> bool:
-    """An output with one value per row (a probability, a score): its cosine is taken over the
-    column and can stay at 0.997 while one row moves from 0.1 to 0.86, so its error decides."""
-    return block.get("values_per_row", 2) == 1
-
-
-def output_score(block: dict[str, Any]) -> float | None:
-    """One output's fidelity on its worst row, 1 = identical: the cosine of a row of several values,
-    1 - the error relative to the output's range for one value per row."""
-    if one_value_per_row(block):
-        return None if block.get("max_rel_diff") is None else 1.0 - block["max_rel_diff"]
-    return block.get("cosine_min")
-
-
-def worst_output_fidelity(fidelity: dict[str, dict[str, Any]] | None) -> float | None:
-    """The worst output's score (output_score): what ties are broken on and the Pareto front weighs."""
-    scores = [s for s in map(output_score, (fidelity or {}).values()) if s is not None]
-    return min(scores) if scores else None

@@ -30,12 +30,13 @@ from pipeline.core.errors import NotApplicable, PipelineError, one_line
 class IsolatedFailure(Exception):
     """The isolated call failed; the message is a one-line reason fit for a metrics file.
 
-    `not_applicable` is set when the child raised NotApplicable: nothing broke, the work does not apply.
+    `skip_kind` is set when the child raised NotApplicable (its `kind`): nothing broke, the work does
+    not apply or cannot run here.
     """
 
-    def __init__(self, reason: str, not_applicable: bool = False) -> None:
+    def __init__(self, reason: str, skip_kind: str | None = None) -> None:
         super().__init__(reason)
-        self.not_applicable = not_applicable
+        self.skip_kind = skip_kind
         self.log: Path | None = None  # the child's stderr, when the caller asked to keep it
 
     def evidence(self, command: str) -> str:
@@ -110,7 +111,7 @@ def call(
         try:
             return _call(target, kwargs, timeout, env, limit, Path(tmp), usage if usage is not None else {})
         except IsolatedFailure as failure:
-            if log is not None and not failure.not_applicable:
+            if log is not None and not failure.skip_kind:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 log.write_text((Path(tmp) / "stderr.log").read_text() + f"\n# {target} failed: {failure}\n")
                 failure.log = log
@@ -156,7 +157,7 @@ def _call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, st
         outcome = json.loads(result.read_text())
         if outcome["ok"]:
             return outcome["value"]
-        raise IsolatedFailure(outcome["reason"], outcome.get("not_applicable", False))
+        raise IsolatedFailure(outcome["reason"], outcome.get("skip_kind"))
     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
     last = tail[-1] if tail else "no output"
     raise IsolatedFailure(
@@ -175,7 +176,8 @@ def _child(request_path: str, result_path: str) -> int:
     except Exception as error:
         if not isinstance(error, PipelineError):
             traceback.print_exc()
-        outcome = {"ok": False, "reason": _reason(error), "not_applicable": isinstance(error, NotApplicable)}
+        skip_kind = error.kind if isinstance(error, NotApplicable) else None
+        outcome = {"ok": False, "reason": _reason(error), "skip_kind": skip_kind}
     Path(result_path).write_text(json.dumps(outcome))
     return 0
 

@@ -1,26 +1,354 @@
-"""The pipeline's results on disk, written and read through this one module.
+"""The pipeline's results on disk: one typed record per model and variant, written and read here only.
 
-A benchmark's outcome is split in two files per model and variant:
-- reports/metrics/<model>/<variant>.json: `Metrics`, the numbers a user diffs with
-  `dvc metrics diff` (plus `status`), flat, in the unit each key names. Keep the names stable.
-- reports/details/<model>/<variant>.json: the evidence, the full measurement (`latency_ms` with
-  every percentile, per-batch throughput, per-output fidelity, reason, runtime settings, phase
-  times, how each figure was taken). The summary, report, selection and gate read this one.
-docs/metrics.md's schema table is generated from `Metrics` (python -m pipeline docs).
+`VariantRecord` is the whole outcome of one variant on this machine (reports/details/<model>/<variant>.json):
+how it ended (`status`, `kind`, `reason`), what it is (runtime, precision as executed, target), and
+what the bench worker measured (`Measured`: latency with its interval, throughput per batch, memory,
+fidelity per output, accuracy, generation figures). The bench worker builds the `Measured` part in
+its own process, the bench stage adds the facts and writes the record; the summary, report,
+selection, deploy and gate read typed fields from `load`.
+
+`Metrics` is derived from it: the flat numbers a user diffs with `dvc metrics diff`
+(reports/metrics/<model>/<variant>.json). docs/metrics.md's schema table is generated from `Metrics`
+(python -m pipeline docs). Keep both files' key names stable: users diff them across revisions, and
+the gate reads older revisions' records with `parse(..., lenient=True)`.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.core import layout
-from pipeline.core.evaluate import worst_row_cosine
 from pipeline.core.files import read_json, write_json
 
 Status = Literal["ok", "skipped", "failed"]
+
+
+class Kind(StrEnum):
+    """How a variant ended, finer than `status`: the report lists variants that do not apply once, as a
+    fact, and warns about the ones that could have run but did not."""
+
+    OK = "ok"
+    FAILED = "failed"
+    NOT_APPLICABLE = "skipped-not-applicable"  # the model's source kind, task or catalog entry rules it out
+    NOT_NEEDED = "skipped-not-needed"  # a fallback whose variant already meets the constraints
+    UNAVAILABLE = "skipped-unavailable"  # could apply, but a package, target or device is missing here
+
+    @property
+    def status(self) -> Status:
+        return "skipped" if self.value.startswith("skipped") else self.value  # type: ignore[return-value]
+
+
+class Part(BaseModel):
+    """A typed piece of a record: an unknown key is an error, so a renamed field fails the fast tests."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LatencyStats(Part):
+    """Percentiles of one timed loop, ms (a decoder's: time per output token)."""
+
+    p50: float
+    p90: float
+    p99: float | None = None  # not for the time per token of a decoder's few runs
+    mean: float
+    std: float | None = None
+    n: int
+
+
+class Interval(Part):
+    """The p50's 95% confidence interval (order statistics of the block medians), ms."""
+
+    low: float
+    high: float
+    blocks: int
+
+
+class SampleRateInterval(Part):
+    """A throughput's 95% interval over its timed blocks (None where too few blocks gave none)."""
+
+    low: float | None
+    high: float | None
+    half_width_pct: float | None
+    blocks: int
+
+
+class Throughput(Part):
+    """Samples (or generated tokens) per second of one synchronous caller at each batch size."""
+
+    peak: float
+    peak_batch: int
+    by_batch: dict[str, float]  # keyed "b<batch>": DVC drops lists
+    stopped_by: str = ""
+    unit: str | None = None  # decoders: generated tokens / s
+
+
+class Accuracy(Part):
+    """The task metric on the held-out scoring rows and its delta against the FP32 source's."""
+
+    metric: str
+    value: float | None = None
+    source_value: float | None = None
+    delta: float | None = None
+    eval_samples: int | None = None
+    eval_origin: str | None = None
+
+
+class OutputFidelity(Part):
+    """One output against the FP32 source on the same rows (pipeline.core.evaluate.output_fidelity), or a
+    decoder's logits (pipeline.measure.generation.quality)."""
+
+    cosine_mean: float | None = None
+    cosine_min: float | None = None  # the worst row's cosine
+    rel_l2: float | None = None
+    max_abs_diff: float | None = None
+    max_rel_diff: float | None = None  # relative to the output's range
+    values_per_row: int | None = None
+    top1_agreement: float | None = None
+    top1_agreement_min: float | None = None  # decoders: the worst row's next-token agreement
+    rows: int | None = None
+
+    @property
+    def one_value_per_row(self) -> bool:
+        """A probability or score: its cosine over the column can stay at 0.997 while one row moves from
+        0.1 to 0.86, so its error decides."""
+        return self.values_per_row == 1
+
+    @property
+    def score(self) -> float | None:
+        """Fidelity on the worst row, 1 = identical: the cosine of a row of several values, 1 - the error
+        relative to the output's range for one value per row."""
+        if self.one_value_per_row:
+            return None if self.max_rel_diff is None else 1.0 - self.max_rel_diff
+        return self.cosine_min
+
+
+class Stability(Part):
+    """How the batch-1 latency loop ended, and what else used the CPU meanwhile."""
+
+    blocks: int
+    calls: int
+    seconds: float
+    stopped_by: str
+    other_cpu_pct: float
+    steal_pct: float
+
+
+class Generation(Part):
+    """A decoder's generation figures (pipeline.measure.generation)."""
+
+    ttft_ms: dict[str, float]  # keyed "p<prompt length>"
+    tpot_ms: LatencyStats
+    tokens_per_s: dict[str, float]
+    context_tokens: int
+    context_footprint_mb: float
+    kv_cache_mb_fp32: float
+    how: str
+
+
+class Perplexity(Part):
+    """A decoder's perplexity on held-out text against the FP32 source's (what max_ppl_increase_pct limits)."""
+
+    source: float
+    variant: float
+    increase_pct: float
+    rows: int
+    tokens: int
+
+
+class Measured(Part):
+    """What a bench worker measured, in its own process (pipeline.measure.worker, .generation). Every field
+    is None on a variant that was not measured."""
+
+    load_ms: float | None = Field(None, description="time to load the artifact into its runtime, ms")
+    load_cached_ms: float | None = Field(
+        None, description="the same load from the runtime's compiled-model cache, ms (runtimes that cache)"
+    )
+    first_infer_ms: float | None = Field(
+        None, description="the first call after the load (a decoder: the first generation), ms"
+    )
+    latency_ms: LatencyStats | None = None
+    latency_is: str | None = Field(
+        None, description="what `latency_ms` times when it is not a batch-1 call (decoders: the time per output token)"
+    )
+    p50_ci_ms: Interval | None = None
+    p50_ci_pct: float | None = Field(None, description="half-width of the p50's 95% interval, % of p50")
+    noisy: bool | None = Field(
+        None, description="the p50's interval stayed wider than bench.latency.target_pct until the time cap"
+    )
+    p99_low_confidence: bool | None = Field(None, description="the p99 rests on fewer than 1000 calls")
+    throughput_sps: Throughput | None = None
+    throughput_concurrent: dict[str, Any] | None = Field(
+        None, description="samples/s with several batch-1 requests in flight, and how the runtime ran them"
+    )
+    peak_rss_mb: float | None = Field(
+        None, description="peak RSS of the bench process over load and batch-1 latency, MB"
+    )
+    footprint_mb: float | None = Field(
+        None, description="peak_rss_mb minus the process before loading: the runtime's own memory, MB"
+    )
+    load_rss_mb: float | None = Field(None, description="RSS right after the load, MB")
+    rss_mb_by_batch: dict[str, float] | None = Field(None, description="peak RSS at each batch size of the sweep, MB")
+    cpu_util_pct: dict[str, float] | None = Field(
+        None, description="this process's CPU time over wall time per phase (latency, sweep), %"
+    )
+    energy: dict[str, Any] | None = Field(
+        None, description="energy per inference from RAPL where the machine exposes it, else why not"
+    )
+    gpu_memory_mb: float | None = Field(None, description="GPU memory of the bench process (GPU targets), MB")
+    gpu_util_pct: float | None = Field(
+        None, description="mean GPU utilisation over the batch-1 latency (GPU targets), %"
+    )
+    dims: dict[str, int] | None = Field(
+        None, description="the values of the symbolic dimensions the figures were measured at"
+    )
+    fixed_batch: int | None = Field(None, description="the batch the model is fixed to (its 'batch 1'), if any")
+    latency_ms_by_dim: dict[str, dict[str, dict[str, float | int | None]]] | None = Field(
+        None, description="batch-1 latency at each value of dim_sweep's dimensions"
+    )
+    accuracy: Accuracy | None = None
+    fidelity: dict[str, OutputFidelity] | None = None
+    fidelity_batch: int | None = Field(
+        None, description="the batch accuracy and fidelity were computed at (the same for every variant)"
+    )
+    inference_precision: str | None = Field(None, description="what the runtime says it computed in")
+    generation: Generation | None = None
+    perplexity: Perplexity | None = None
+    import_ms: float | None = Field(None, description="time to import the runtime's module, ms")
+    runtime_rss_mb: float | None = Field(None, description="RSS after importing the runtime, MB")
+    phase_s: dict[str, float] | None = Field(None, description="wall-clock seconds of each benchmark phase")
+    baseline_rss_mb: float | None = Field(None, description="RSS of the bench process before loading, MB")
+    memory_how: str | None = Field(None, description="how peak memory was read")
+    latency_min_ms: float | None = Field(None, description="the fastest batch-1 call, ms")
+    latency_max_ms: float | None = Field(None, description="the slowest batch-1 call, ms")
+    stability: Stability | None = None
+    sweep_load: dict[str, float] | None = Field(
+        None, description="CPU other processes and the hypervisor took during the sweep, %"
+    )
+    throughput_ci: dict[str, SampleRateInterval] | None = None
+    runtime_settings: dict[str, Any] | None = Field(
+        None, description="the runtime's own settings (threads, providers, hints)"
+    )
+    batching: dict[str, Any] | None = Field(None, description="the memory-bounded batch sizes and how they were found")
+    eval_origin: str | None = Field(None, description="decoders: where the held-out windows came from")
+
+    @property
+    def accuracy_delta(self) -> float | None:
+        """Task metric minus the FP32 source's; None without labels or a task metric."""
+        return self.accuracy.delta if self.accuracy else None
+
+    @property
+    def outputs(self) -> dict[str, OutputFidelity]:
+        return self.fidelity or {}
+
+    @property
+    def worst_cosine(self) -> float | None:
+        """The lowest per-row cosine over every output: one broken output or row decides."""
+        values = [f.cosine_min for f in self.outputs.values() if f.cosine_min is not None]
+        return min(values) if values else None
+
+    @property
+    def worst_output_score(self) -> float | None:
+        """The worst output's score (OutputFidelity.score): what ties are broken on and the Pareto front weighs."""
+        scores = [s for s in (f.score for f in self.outputs.values()) if s is not None]
+        return min(scores) if scores else None
+
+    @property
+    def top1_agreement(self) -> float | None:
+        """The first output's (the class scores', or a decoder's logits') top-1 agreement with the source."""
+        first = next(iter(self.outputs.values()), None)
+        return first.top1_agreement if first else None
+
+
+class VariantRecord(Measured):
+    """One variant of one model on this machine: how it ended, what it is, and what was measured."""
+
+    status: Status = Field(description="ok, skipped or failed (what the metrics file tracks)")
+    kind: Kind = Field(
+        description="how it ended: ok, failed, skipped-not-applicable, skipped-not-needed, skipped-unavailable"
+    )
+    reason: str = Field("", description="why it failed or was skipped, in one line")
+    runtime: str = Field(description="the runtime that runs the artifact")
+    precision: str = Field(description="the precision as executed (the runtime's word), e.g. int8+bf16")
+    precision_declared: str | None = Field(None, description="the catalogue's precision, when the executed one differs")
+    precision_note: str | None = Field(None, description="the runtime's note on the executed precision")
+    device: str = Field("cpu", description="the target it ran on (cpu, cuda:0)")
+    threads: int | None = Field(None, description="intra-op threads of the benchmark")
+    machine: str | None = Field(None, description="the machine name the figures belong to")
+    gpu: dict[str, Any] | None = Field(None, description="which GPU, driver and compute capability (GPU targets)")
+    build: dict[str, Any] = Field(
+        default_factory=dict, description="the pass's own facts (build.json): settings, node counts, recipes, seconds"
+    )
+    size_mb: float | None = Field(None, description="the artifact's files on disk, MB")
+    in_sample: str | None = Field(None, description="why accuracy and fidelity are not held out, when they are not")
+    process_s: float | None = Field(None, description="wall time of the bench process, s")
+    waited_s: float | None = Field(
+        None, description="time waited for the machine lock (a build or benchmark was running), s"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_from_status(cls, data: Any) -> Any:
+        """Records written before `kind` existed (older revisions, read by the gate): skipped ones
+        become 'unavailable', the kind that warns rather than hides."""
+        if isinstance(data, dict) and "kind" not in data and "status" in data:
+            data = data | {"kind": {"skipped": Kind.UNAVAILABLE}.get(data["status"], data["status"])}
+        return data
+
+    @model_validator(mode="after")
+    def _status_matches_kind(self) -> VariantRecord:
+        if self.kind.status != self.status:
+            raise ValueError(f"status {self.status!r} does not match kind {self.kind.value!r}")
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def p50_ms(self) -> float:
+        """The batch-1 p50 (a decoder's time per output token) of a measured variant."""
+        return self.latency("p50")
+
+    def latency(self, percentile: str) -> float:
+        """The batch-1 latency at `percentile` (p50, p90, p99) of a measured variant, ms."""
+        if self.latency_ms is None:
+            raise ValueError(f"{self.status} variant has no latency ({self.reason})")
+        value = getattr(self.latency_ms, percentile)
+        if value is None:
+            raise ValueError(f"no {percentile} latency recorded")
+        return value
+
+    def metrics(self) -> Metrics:
+        """The tracked numbers: what DVC diffs."""
+        if not self.ok:
+            return Metrics(status=self.status)
+        assert self.latency_ms is not None and self.throughput_sps is not None
+        return Metrics(
+            status="ok",
+            p50_ms=self.latency_ms.p50,
+            p50_ci_pct=self.p50_ci_pct,
+            p99_ms=self.latency_ms.p99,
+            peak_sps=self.throughput_sps.peak,
+            footprint_mb=self.footprint_mb,
+            size_mb=self.size_mb,
+            load_ms=self.load_ms,
+            acc_delta=self.accuracy_delta,
+            cosine_min=self.worst_cosine,
+            **(
+                {
+                    "ttft_ms": next(iter(self.generation.ttft_ms.values())),
+                    "tpot_p90_ms": self.generation.tpot_ms.p90,
+                    "ppl_increase_pct": self.perplexity.increase_pct if self.perplexity else None,
+                    "top1_agreement": self.top1_agreement,
+                }
+                if self.generation
+                else {}
+            ),
+        )
 
 
 class Metrics(BaseModel):
@@ -56,46 +384,71 @@ class Metrics(BaseModel):
         None, description="text generation: share of positions whose next token matches the FP32 source's"
     )
 
-    @classmethod
-    def from_details(cls, details: dict[str, Any]) -> Metrics:
-        """The tracked numbers of a full measurement record (the details file's content)."""
-        if details["status"] != "ok":
-            return cls(status=details["status"])
-        latency, throughput = details["latency_ms"], details["throughput_sps"]
-        return cls(
-            status="ok",
-            p50_ms=latency["p50"],
-            p50_ci_pct=details.get("p50_ci_pct"),
-            p99_ms=latency["p99"],
-            peak_sps=throughput["peak"],
-            footprint_mb=details["footprint_mb"],
-            size_mb=details["size_mb"],
-            load_ms=details["load_ms"],
-            acc_delta=(details.get("accuracy") or {}).get("delta"),
-            cosine_min=worst_row_cosine(details.get("fidelity")),
-            **generation_metrics(details),
-        )
+
+Records = dict[str, VariantRecord]  # one model's variants, keyed by variant name
 
 
-def generation_metrics(details: dict[str, Any]) -> dict[str, float]:
-    """The tracked figures of a text-generation record; nothing for other models."""
-    generation = details.get("generation")
-    if not generation:
-        return {}
-    return {
-        "ttft_ms": next(iter(generation["ttft_ms"].values())),
-        "tpot_p90_ms": generation["tpot_ms"]["p90"],
-        "ppl_increase_pct": details["perplexity"]["increase_pct"],
-        "top1_agreement": details["fidelity"]["logits"]["top1_agreement"],
-    }
+class Choice(Part):
+    """The select stage's decision for one model (reports/selection/<model>.json, committed): what the
+    gate compares between revisions and the report and summary quote."""
+
+    status: Literal["ok", "none"]
+    chosen: str  # "none" when nothing met the constraints
+    runtime: str = ""
+    objective: str
+    value: float | None = None
+    latency_ms: float | None = None
+    measured: str = ""  # how the latency was measured: side by side, or the stored figures
+    tied_with: list[str] = Field(default_factory=list)
+    accuracy_delta: float | None = None
+    ppl_increase_pct: float | None = None
+    fidelity: float | None = None
+    size_mb: float | None = None
+    feasible: int = 0
+    candidates: int = 0
+    reason: str = ""
+    why: str = ""
+    rejected: dict[str, str] = Field(default_factory=dict)
+    pareto_front: list[str] = Field(default_factory=list)
 
 
-def write(model: str, variant: str, details: dict[str, Any], root: Path = Path(".")) -> Metrics:
-    """Write one variant's details and the metrics taken from them."""
-    metrics = Metrics.from_details(details)
-    write_json(layout.details_file(model, variant, root), details)
+def write_choice(model: str, choice: Choice, root: Path = Path(".")) -> None:
+    write_json(layout.selection_file(model, root), choice.model_dump(mode="json", exclude_none=True))
+
+
+def load_choice(model: str, root: Path = Path("."), lenient: bool = False) -> Choice | None:
+    """The recorded decision for `model`, or None before the select stage ran."""
+    path = layout.selection_file(model, root)
+    return parse_choice(read_json(path), lenient) if path.exists() else None
+
+
+def parse_choice(data: dict[str, Any], lenient: bool = False) -> Choice:
+    """`lenient`: an older revision's decision (the gate's base), keys this version dropped ignored."""
+    return Choice.model_validate({k: v for k, v in data.items() if k in Choice.model_fields} if lenient else data)
+
+
+def parse(data: dict[str, Any], lenient: bool = False) -> VariantRecord:
+    """A record from a details file's content. `lenient` drops keys this version does not know: for
+    records of older revisions (the gate's base), never for what this version writes."""
+    return VariantRecord.model_validate(
+        {k: v for k, v in data.items() if k in VariantRecord.model_fields} if lenient else data
+    )
+
+
+def write(model: str, variant: str, record: VariantRecord, root: Path = Path(".")) -> Metrics:
+    """Write one variant's record and the metrics taken from it."""
+    metrics = record.metrics()
+    write_json(layout.details_file(model, variant, root), record.model_dump(mode="json", exclude_none=True))
     write_json(layout.metrics_file(model, variant, root), metrics.model_dump(exclude_none=True))
     return metrics
+
+
+def load(model: str, root: Path = Path(".")) -> Records:
+    """Every variant of `model` measured under `root`, keyed by variant: what the selection, summary,
+    report and gate read."""
+    folder = layout.details_dir(root) / model
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return {p.stem: parse(read_json(p)) for p in files}
 
 
 def read_metrics(model: str, root: Path = Path(".")) -> dict[str, Metrics]:
@@ -105,12 +458,9 @@ def read_metrics(model: str, root: Path = Path(".")) -> dict[str, Metrics]:
     return {p.stem: Metrics.model_validate(read_json(p)) for p in files}
 
 
-def load_details(model: str, root: Path = Path(".")) -> dict[str, dict[str, Any]]:
-    """The full record (details) of every variant of `model` measured here, keyed by variant: what
-    the selection, summary, report and gate read."""
-    folder = layout.details_dir(root) / model
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    return {p.stem: read_json(p) for p in files}
+def machine_name(root: Path = Path(".")) -> str | None:
+    """The name of the machine the figures under `root` were measured on; None before the env stage ran."""
+    return load_env(root).get("machine", {}).get("name")
 
 
 def load_env(root: Path = Path(".")) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
+from pipeline.core.records import Kind
 from pipeline.core.validation import validate
 
 if TYPE_CHECKING:
@@ -211,21 +212,40 @@ def validate_variant_params(
     return validate(config_class, data, source, prefix=f"{section}.{name}")
 
 
+@dataclass(frozen=True)
+class Skip:
+    """Why a variant is not built for a model here, and which kind of skip that is."""
+
+    kind: Kind
+    reason: str
+
+
 def skip_reason(
     variant: Variant, model: str, config: ModelConfig, target: str | None, probe: dict[str, Any]
-) -> str | None:
+) -> Skip | None:
     """Why `variant` does not apply to `model` on `target` (probed as `probe`), or None when it does."""
     if variant.name in config.skip:
-        return f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)"
+        return Skip(Kind.NOT_APPLICABLE, f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)")
     if variant.generates != config.generates:
         kind = "text-generation" if variant.generates else "single-pass (non-generative)"
-        return (
-            f"a {kind} variant; {model} is {'a text-generation' if config.generates else 'not a text-generation'} model"
+        return Skip(
+            Kind.NOT_APPLICABLE,
+            f"a {kind} variant; {model} is {'a text-generation' if config.generates else 'not a text-generation'} "
+            "model",
         )
     if variant.sources is not None and config.source not in variant.sources:
-        return f"needs a {' or '.join(sorted(variant.sources))} source; {model} is a {config.source} model"
+        return Skip(
+            Kind.NOT_APPLICABLE,
+            f"needs a {' or '.join(sorted(variant.sources))} source; {model} is a {config.source} model",
+        )
     if target is None:
-        return f"runs on {variant.device}; {PARAMS_FILE}: targets names no {variant.device} target"
+        return Skip(
+            Kind.UNAVAILABLE, f"runs on {variant.device}; {PARAMS_FILE}: targets names no {variant.device} target"
+        )
     if not probe.get("available"):
-        return f"target {target} is not usable here: {probe.get('reason', 'not probed (reports/env.json)')}"
-    return unavailable_reason(variant.runtime, target)
+        return Skip(
+            Kind.UNAVAILABLE,
+            f"target {target} is not usable here: {probe.get('reason', 'not probed (reports/env.json)')}",
+        )
+    missing = unavailable_reason(variant.runtime, target)
+    return Skip(Kind.UNAVAILABLE, missing) if missing else None

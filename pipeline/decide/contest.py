@@ -2,7 +2,7 @@
 
 Stored figures come from benchmarks run minutes apart, and on shared machines the minutes are not
 equal: identical artifacts measured 1.5x apart, and the choice followed the gap. So the winner of the
-screen (pipeline.decide.selection) and every feasible variant whose latency interval overlaps its
+screen (pipeline.decide.selection.screen) and every feasible variant whose latency interval overlaps its
 own (up to `select.contest.max_contenders`) are timed again, side by side in one fresh process
 (pipeline.measure.interleaved), until the paired ratios separate them or say tie. Variants that are
 one model (pipeline.measure.identity) are timed once. Among the tied, the documented tie-break
@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import layout
+from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.records import Records
 from pipeline.decide.selection import (
     TIE_BREAK,
     Candidate,
@@ -26,7 +27,7 @@ from pipeline.decide.selection import (
     objective_key,
     overlapping,
     pareto_front,
-    select,
+    screen,
     tie_break_key,
 )
 from pipeline.machine.lock import machine_lock
@@ -81,26 +82,26 @@ def measure_contenders(model: str, variants: list[str], params: Params, root: Pa
         )
 
 
-def decide(model: str, metrics: dict[str, dict[str, Any]], params: Params, root: Path = Path(".")) -> Decision:
+def decide(model: str, records: Records, params: Params, root: Path = Path(".")) -> Decision:
     """Screen, then (latency objective) re-measure the contenders; returns the decision."""
     config, constraints = params.select, params.select.constraints_for(model)
-    screen = select(metrics, config, constraints)
-    if screen.chosen is None or config.objective != "latency" or not config.contest.enabled:
-        return Decision(screen, screen.chosen, screen.why)
-    feasible = [Candidate.from_metrics(v, metrics[v], config.percentile) for v in screen.feasible]
+    screened = screen(records, config, constraints)
+    if screened.chosen is None or config.objective != "latency" or not config.contest.enabled:
+        return Decision(screened, screened.chosen, screened.why)
+    feasible = [Candidate.from_record(v, records[v], config.percentile) for v in screened.feasible]
     ranked = sorted(feasible, key=lambda c: (objective_key(c, "latency"), c.variant))
     close = overlapping(ranked[0], ranked, len(ranked), config.contest.drift_ratio)
     groups = identical_groups(close, root, model)
     timed = list(groups)[: config.contest.max_contenders]
     identical = {m: rep for rep in timed for m in groups[rep] if m != rep}
     if len(timed) == 1:
-        why = f"{screen.why}; no other variant is within reach of it" + _same(identical)
-        return Decision(screen, screen.chosen, why, identical=identical)
+        why = f"{screened.why}; no other variant is within reach of it" + _same(identical)
+        return Decision(screened, screened.chosen, why, identical=identical)
     try:
         contest = measure_contenders(model, timed, params, root)
     except IsolatedFailure as failure:
-        why = f"{screen.why}; the side-by-side re-measure failed ({failure.evidence('python -m pipeline select')})"
-        return Decision(screen, screen.chosen, why, identical=identical)
+        why = f"{screened.why}; the side-by-side re-measure failed ({failure.evidence('python -m pipeline select')})"
+        return Decision(screened, screened.chosen, why, identical=identical)
     leader, ratios = contest["leader"], contest["ratio_to_leader"]
     tied_timed = [leader, *(v for v, r in ratios.items() if r["verdict"] != "slower")]
     tied = [m for rep in tied_timed for m in groups[rep]]
@@ -114,8 +115,8 @@ def decide(model: str, metrics: dict[str, dict[str, Any]], params: Params, root:
     front = [
         c.variant for c in pareto_front([replace(c, latency_ms=level.get(c.variant, c.latency_ms)) for c in feasible])
     ]
-    rejected = _rejected(screen, chosen, contest, groups)
-    return Decision(screen, chosen, why, contest, tied, identical, latency, rejected, front)
+    rejected = _rejected(screened, chosen, contest, groups)
+    return Decision(screened, chosen, why, contest, tied, identical, latency, rejected, front)
 
 
 def _half_width_pct(ratio: dict[str, float]) -> float:
@@ -182,10 +183,9 @@ def choose(model: str, root: str = ".") -> dict[str, Any]:
     """The select step's decision for `model` from this project's stored figures, without writing
     deploy/ (benchmarks/choice_stability.py runs it in fresh processes)."""
     from pipeline.core.config import PARAMS_FILE, load_params
-    from pipeline.core.records import load_details
 
     base = Path(root)
-    decision = decide(model, load_details(model, base), load_params(base / PARAMS_FILE), base)
+    decision = decide(model, records.load(model, base), load_params(base / PARAMS_FILE), base)
     return {
         "chosen": decision.chosen,
         "tied": decision.tied,

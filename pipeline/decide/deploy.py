@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
-from pipeline.core import layout
+from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.files import atomic_dir, iter_files, read_json, sha256, write_json
-from pipeline.core.records import load_details, load_env
+from pipeline.core.records import Records, VariantRecord, load_env
 from pipeline.core.registry import RUNTIMES
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import Candidate, decided_by
-from pipeline.prepare.decoder import HF_DIR
 from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
 
 CODE = "code"
@@ -36,54 +35,54 @@ def select_model(model: str, params: Params, root: Path = Path(".")) -> dict[str
     line saying what it chose and why."""
     config = params.select
     results = root
-    machine = load_env(root).get("machine", {}).get("name", "?")
-    metrics = load_details(model, results)
-    decision = decide(model, metrics, params, root)
-    chosen = metrics.get(decision.chosen) if decision.chosen else None
+    machine = records.machine_name(root) or "?"
+    found = records.load(model, results)
+    decision = decide(model, found, params, root)
+    chosen = found[decision.chosen] if decision.chosen else None
     with atomic_dir(layout.deploy_dir(model, results)) as tmp:
         manifest = {"model": model, "variant": decision.chosen, "machine": machine}
         if decision.chosen and chosen:
             artifact = layout.variant_dir(model, decision.chosen, root)
             manifest |= _package(model, artifact, chosen, params, root, tmp)
-        manifest["selection"] = _explanation(decision, metrics, params, model)
+        manifest["selection"] = _explanation(decision, found, params, model)
         manifest["environment"] = load_env(results)
         manifest["pipeline_version"] = __version__
         write_json(tmp / layout.MANIFEST, manifest)
-    winner = Candidate.from_metrics(decision.chosen, chosen, config.percentile) if chosen else None
+    winner = Candidate.from_record(decision.chosen, chosen, config.percentile) if decision.chosen and chosen else None
     latency = decision.latency_ms.get(decision.chosen or "", winner.latency_ms if winner else None)
     measured = "side by side with its contenders" if decision.contest else "stored benchmark figures"
     if params.model(model).generates and winner:  # the contest timed whole replies: keep the per-token figure
         latency = winner.latency_ms
         if decision.contest:
             measured += f" (each call a {CONTEST_TOKENS}-token reply to a {CONTEST_PROMPT}-token prompt)"
-    record = {
-        "status": "ok" if decision.chosen else "none",
-        "chosen": decision.chosen or "none",
-        "runtime": chosen["runtime"] if chosen else "",
-        "objective": f"{config.objective}" + (f" ({config.percentile})" if config.objective == "latency" else ""),
-        "value": (latency if config.objective == "latency" else winner.value(config.objective)) if winner else None,
-        "latency_ms": latency,
-        "measured": measured,
-        "tied_with": [v for v in decision.tied if v != decision.chosen],
-        "accuracy_delta": (chosen.get("accuracy") or {}).get("delta") if chosen else None,
-        **({"ppl_increase_pct": winner.ppl_increase_pct} if winner and winner.ppl_increase_pct is not None else {}),
-        "fidelity": winner.fidelity if winner else None,
-        "size_mb": winner.size_mb if winner else None,
-        "feasible": len(decision.selection.feasible),
-        "candidates": sum(m.get("status") == "ok" for m in metrics.values()),
-        "reason": "" if decision.chosen else decision.why,
-        "why": decision.why,
-        "rejected": decision.rejected,
-        "pareto_front": decision.pareto,
-    }
-    write_json(layout.selection_file(model, results), record)
+    record = records.Choice(
+        status="ok" if decision.chosen else "none",
+        chosen=decision.chosen or "none",
+        runtime=chosen.runtime if chosen else "",
+        objective=f"{config.objective}" + (f" ({config.percentile})" if config.objective == "latency" else ""),
+        value=(latency if config.objective == "latency" else winner.value(config.objective)) if winner else None,
+        latency_ms=latency,
+        measured=measured,
+        tied_with=[v for v in decision.tied if v != decision.chosen],
+        accuracy_delta=chosen.accuracy_delta if chosen else None,
+        ppl_increase_pct=winner.ppl_increase_pct if winner else None,
+        fidelity=winner.fidelity if winner else None,
+        size_mb=winner.size_mb if winner else None,
+        feasible=len(decision.selection.feasible),
+        candidates=sum(r.ok for r in found.values()),
+        reason="" if decision.chosen else decision.why,
+        why=decision.why,
+        rejected=decision.rejected,
+        pareto_front=decision.pareto,
+    )
+    records.write_choice(model, record, results)
     return {
-        "status": record["status"],
+        "status": record.status,
         "reason": f"chose {decision.chosen}: {decision.why}" if chosen else decision.why,
     }
 
 
-def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params, root: Path, out: Path) -> dict:
+def _package(model: str, artifact: Path, record: VariantRecord, params: Params, root: Path, out: Path) -> dict:
     """Copy the chosen artifact (and the code it imports) into `out`; describe it for the manifest."""
     build = read_json(artifact / layout.BUILD_INFO)
     for path in artifact.iterdir():
@@ -99,7 +98,7 @@ def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params
     return {
         "runtime": build["runtime"],
         "runtime_version": _version(runtime.distribution),
-        "precision": metrics.get("precision", build["precision"]),  # as executed (bench stage)
+        "precision": record.precision,  # as executed (bench stage)
         "precision_declared": build["precision"],
         "device": build.get("target", "cpu"),  # where it was measured; pipeline.serve.predict loads it there
         "entry": build["entry"],
@@ -111,7 +110,7 @@ def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params
         "outputs": source["output_names"],
         "source": {"kind": config.source, "metric": config.metric, "task": config.task},
         **(generation_facts(source, root) if config.generates else {}),
-        "metrics": metrics,
+        "metrics": record.model_dump(mode="json", exclude_none=True),
         "build": build["build"],
         "files": {str(p.relative_to(out)): sha256(p) for p in iter_files(out)},
     }
@@ -119,7 +118,7 @@ def _package(model: str, artifact: Path, metrics: dict[str, Any], params: Params
 
 def generation_facts(source: dict[str, Any], root: Path) -> dict[str, Any]:
     """What predict needs to generate text: the context length and the end-of-text token."""
-    hf = read_json(layout.source_dir(source["model"], root) / HF_DIR / "config.json")
+    hf = read_json(layout.source_dir(source["model"], root) / layout.HF_DIR / "config.json")
     eos = hf.get("eos_token_id")
     return {"context": source["family"]["context"], "eos_token_id": eos[0] if isinstance(eos, list) else eos}
 
@@ -156,7 +155,7 @@ def _version(distribution: str) -> str:
         return "unknown"
 
 
-def _explanation(decision: Decision, metrics: dict[str, Any], params: Params, model: str) -> dict[str, Any]:
+def _explanation(decision: Decision, found: Records, params: Params, model: str) -> dict[str, Any]:
     config, selection = params.select, decision.selection
     front = {
         c.variant: {
@@ -165,11 +164,12 @@ def _explanation(decision: Decision, metrics: dict[str, Any], params: Params, mo
             "fidelity": c.fidelity,
             "size_mb": c.size_mb,
         }
-        for c in (Candidate.from_metrics(v, metrics[v], config.percentile) for v in decision.pareto)
+        for c in (Candidate.from_record(v, found[v], config.percentile) for v in decision.pareto)
     }
     constraints = config.constraints_for(model)
-    chosen = metrics.get(decision.chosen or "")
-    winner = Candidate.from_metrics(decision.chosen, chosen, config.percentile) if chosen else None
+    winner = (
+        Candidate.from_record(decision.chosen, found[decision.chosen], config.percentile) if decision.chosen else None
+    )
     return {
         "objective": config.objective,
         "percentile": config.percentile,

@@ -1,6 +1,6 @@
 """Choose the deployment artifact: constraints first, then the Pareto front, then the objective.
 
-Pure logic over the stored figures (the details files under reports/details), so that it can be
+Pure logic over the stored figures (the typed records under reports/details), so that it can be
 tested on synthetic numbers and explained line by line. Every variant gets a reason: the first
 constraint it broke, the variant that dominates it, or what the winner beat it on. This is the
 screen: the select stage then re-measures the variants it cannot separate from the winner
@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.core.config import Constraints, SelectConfig
-from pipeline.core.evaluate import one_value_per_row, worst_output_fidelity
+from pipeline.core.records import OutputFidelity, Records, VariantRecord
 from pipeline.core.registry import RUNTIMES
-
-Metrics = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -33,28 +30,30 @@ class Candidate:
     footprint_mb: float  # the runtime's own peak RSS (what max_memory_mb limits)
     accuracy_drop: float | None  # source metric minus variant metric (negative: the variant scores higher)
     fidelity: float | None  # the worst output's worst-row score vs the FP32 source (1 = identical)
-    outputs: dict[str, Any]  # the per-output fidelity blocks the quality constraints read
+    outputs: dict[str, OutputFidelity]  # the per-output fidelity the quality constraints read
     ppl_increase_pct: float | None = None  # text generation: held-out perplexity over the source's, %
 
     @classmethod
-    def from_metrics(cls, variant: str, metrics: Metrics, percentile: str) -> Candidate:
-        delta = (metrics.get("accuracy") or {}).get("delta")
-        latency = metrics["latency_ms"][percentile]
-        interval = (metrics.get("p50_ci_ms") or {}) if percentile == "p50" else {}
+    def from_record(cls, variant: str, record: VariantRecord, percentile: str) -> Candidate:
+        """A measured (ok) variant's figures, at `percentile`."""
+        latency = record.latency(percentile)
+        interval = record.p50_ci_ms if percentile == "p50" else None
+        delta = record.accuracy_delta
+        assert record.throughput_sps is not None and record.size_mb is not None and record.footprint_mb is not None
         return cls(
             variant=variant,
-            runtime=metrics["runtime"],
-            device=metrics["device"],
+            runtime=record.runtime,
+            device=record.device,
             latency_ms=latency,
-            latency_low_ms=interval.get("low", latency),
-            latency_high_ms=interval.get("high", latency),
-            throughput_sps=metrics["throughput_sps"]["peak"],
-            size_mb=metrics["size_mb"],
-            footprint_mb=metrics["footprint_mb"],
+            latency_low_ms=interval.low if interval else latency,
+            latency_high_ms=interval.high if interval else latency,
+            throughput_sps=record.throughput_sps.peak,
+            size_mb=record.size_mb,
+            footprint_mb=record.footprint_mb,
             accuracy_drop=None if delta is None else -delta,
-            fidelity=worst_output_fidelity(metrics.get("fidelity")),
-            outputs=metrics.get("fidelity") or {},
-            ppl_increase_pct=(metrics.get("perplexity") or {}).get("increase_pct"),
+            fidelity=record.worst_output_score,
+            outputs=record.outputs,
+            ppl_increase_pct=record.perplexity.increase_pct if record.perplexity else None,
         )
 
     @property
@@ -126,14 +125,14 @@ def quality_violations(candidate: Candidate, constraints: Constraints) -> list[V
     if not candidate.outputs and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
         return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
     for name, block in candidate.outputs.items():
-        if one_value_per_row(block):
-            error, cap = block.get("max_rel_diff"), constraints.max_rel_error
+        if block.one_value_per_row:
+            error, cap = block.max_rel_diff, constraints.max_rel_error
             if cap is not None and (error is None or error > cap):
                 shown = "unknown" if error is None else f"{error:.4g}"
                 excess = float("inf") if error is None else _excess(error, cap)
                 found.append(Violation("max_rel_error", f"output {name}: worst row's error {shown} > {cap:g}", excess))
         else:
-            cosine, floor = block.get("cosine_min"), constraints.min_cosine
+            cosine, floor = block.cosine_min, constraints.min_cosine
             if floor is not None and (cosine is None or cosine < floor):
                 shown = "unknown" if cosine is None else f"{cosine:.4f}"
                 excess = float("inf") if cosine is None else (floor - cosine) / floor
@@ -199,16 +198,17 @@ def _gap_pct(winner: Candidate, other: Candidate, objective: str) -> float:
     return 100.0 * (b - a) / a if a else 0.0
 
 
-def select(metrics: dict[str, Metrics], config: SelectConfig, constraints: Constraints) -> Selection:
-    """Choose among the variants whose status is ok; explain the choice and every rejection."""
+def screen(records: Records, config: SelectConfig, constraints: Constraints) -> Selection:
+    """Choose among the variants whose status is ok on their stored figures; explain the choice and
+    every rejection. The select stage re-measures what this cannot separate (pipeline.decide.contest)."""
     percentile, objective = config.percentile, config.objective
     rejected: dict[str, str] = {}
     candidates: list[Candidate] = []
-    for variant, m in sorted(metrics.items()):
-        if m.get("status") != "ok":
-            rejected[variant] = f"status {m.get('status')}: {m.get('reason', '')}"
+    for variant, record in sorted(records.items()):
+        if not record.ok:
+            rejected[variant] = f"status {record.status}: {record.reason}"
         else:
-            candidates.append(Candidate.from_metrics(variant, m, percentile))
+            candidates.append(Candidate.from_record(variant, record, percentile))
     broken = {c.variant: violations(c, constraints, percentile) for c in candidates}
     feasible = [c for c in candidates if not broken[c.variant]]
     for c in candidates:

@@ -24,8 +24,9 @@ from pipeline.core import layout
 from pipeline.core.config import GenerationBench
 from pipeline.core.files import read_json
 from pipeline.core.memory import RssSampler
+from pipeline.core.records import Generation, Measured, Throughput
 from pipeline.measure.stats import LatencyStats, median_interval
-from pipeline.measure.worker import load_variant
+from pipeline.measure.worker import latency_figures, load_variant
 from pipeline.runtimes.generator import Generator
 
 
@@ -97,12 +98,12 @@ def quality(generator: Generator, reference: dict[str, np.ndarray], ids: np.ndar
     }
 
 
-def executed_precision(runtime: dict[str, Any]) -> dict[str, str]:
+def executed_precision(runtime: dict[str, Any]) -> str | None:
     """OpenVINO's compute and KV-cache precision as the plugin chose them (bench.honest_precision reads it)."""
     chose = runtime.get("plugin_chose")
     if not chose:
-        return {}
-    return {"inference_precision": f"{chose['INFERENCE_PRECISION_HINT']} (KV cache {chose['KV_CACHE_PRECISION']})"}
+        return None
+    return f"{chose['INFERENCE_PRECISION_HINT']} (KV cache {chose['KV_CACHE_PRECISION']})"
 
 
 def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
@@ -141,50 +142,49 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
     family = source["family"]
     kv_bytes_per_token = 2 * family["layers"] * family["kv_heads"] * family["head_dim"] * 4
     interval = median_interval([1000 * s for s in steps], tpot.p50)
+    measured = Measured(
+        load_ms=loaded.load_ms,
+        first_infer_ms=first_generation_ms,
+        latency_ms=latency_figures(tpot),
+        latency_is="time per output token (batch 1, greedy)",
+        p50_ci_ms={"low": interval.low, "high": interval.high, "blocks": interval.blocks},
+        p50_ci_pct=interval.half_width_pct,
+        noisy=interval.half_width_pct > loaded.params.bench.latency.target_pct,
+        throughput_sps=Throughput(
+            peak=tokens_per_s[peak_key],
+            peak_batch=int(peak_key[1:]),
+            by_batch=tokens_per_s,
+            stopped_by="all batch sizes measured",
+            unit="generated tokens / s (decode, after the first token)",
+        ),
+        peak_rss_mb=peak_rss,
+        footprint_mb=peak_rss - baseline_mb,
+        generation=Generation(
+            ttft_ms={f"p{n}": 1000 * float(np.median(r["first_s"])) for n, r in by_length.items()},
+            tpot_ms={"p50": tpot.p50, "p90": tpot.p90, "mean": tpot.mean, "n": tpot.n},
+            tokens_per_s=tokens_per_s,
+            context_tokens=settings.context,
+            context_footprint_mb=sampler.peaks["context"] - baseline_mb,
+            kv_cache_mb_fp32=kv_bytes_per_token * settings.context / 1e6,
+            how=(
+                f"greedy decoding of {settings.new_tokens} tokens, {settings.repeats} runs per prompt length "
+                f"{settings.prompt_lengths} and per batch {settings.batches} after one untimed run; TTFT: "
+                f"median over the runs; TPOT: every token after the first at batch 1, prompt "
+                f"{settings.prompt_lengths[0]} ({tpot.n} tokens); tokens/s: batch x {settings.new_tokens - 1} "
+                f"/ the median decode time; context footprint: peak RSS over the bare process while one "
+                f"sequence grows to {settings.context} tokens ({sampler.how})"
+            ),
+        ),
+        **scored,
+        inference_precision=executed_precision(runtime_details),
+        import_ms=loaded.import_ms,
+        runtime_rss_mb=loaded.runtime_rss_mb,
+        baseline_rss_mb=baseline_mb,
+        memory_how=sampler.how,
+        runtime_settings=runtime_details,
+        eval_origin=loaded.reference.origin,
+    )
     return {
-        "metrics": {
-            "load_ms": loaded.load_ms,
-            "first_infer_ms": first_generation_ms,
-            "latency_ms": {k: v for k, v in tpot.to_dict().items() if k not in ("min", "max")},
-            "latency_is": "time per output token (batch 1, greedy)",
-            "p50_ci_ms": {"low": interval.low, "high": interval.high, "blocks": interval.blocks},
-            "p50_ci_pct": interval.half_width_pct,
-            "noisy": interval.half_width_pct > loaded.params.bench.latency.target_pct,
-            "throughput_sps": {
-                "peak": tokens_per_s[peak_key],
-                "peak_batch": int(peak_key[1:]),
-                "by_batch": tokens_per_s,
-                "stopped_by": "all batch sizes measured",
-                "unit": "generated tokens / s (decode, after the first token)",
-            },
-            "peak_rss_mb": peak_rss,
-            "footprint_mb": peak_rss - baseline_mb,
-            "generation": {
-                "ttft_ms": {f"p{n}": 1000 * float(np.median(r["first_s"])) for n, r in by_length.items()},
-                "tpot_ms": {"p50": tpot.p50, "p90": tpot.p90, "mean": tpot.mean, "n": tpot.n},
-                "tokens_per_s": tokens_per_s,
-                "context_tokens": settings.context,
-                "context_footprint_mb": sampler.peaks["context"] - baseline_mb,
-                "kv_cache_mb_fp32": kv_bytes_per_token * settings.context / 1e6,
-                "how": (
-                    f"greedy decoding of {settings.new_tokens} tokens, {settings.repeats} runs per prompt length "
-                    f"{settings.prompt_lengths} and per batch {settings.batches} after one untimed run; TTFT: "
-                    f"median over the runs; TPOT: every token after the first at batch 1, prompt "
-                    f"{settings.prompt_lengths[0]} ({tpot.n} tokens); tokens/s: batch x {settings.new_tokens - 1} "
-                    f"/ the median decode time; context footprint: peak RSS over the bare process while one "
-                    f"sequence grows to {settings.context} tokens ({sampler.how})"
-                ),
-            },
-            **scored,
-            **executed_precision(runtime_details),
-        },
+        "measured": measured.model_dump(mode="json", exclude_none=True),
         "profile": {"reason": "no operator profile for generation variants"},
-        "details": {
-            "import_ms": loaded.import_ms,
-            "runtime_rss_mb": loaded.runtime_rss_mb,
-            "baseline_rss_mb": baseline_mb,
-            "memory_how": sampler.how,
-            "runtime_settings": runtime_details,
-            "eval_origin": loaded.reference.origin,
-        },
     }

@@ -15,6 +15,7 @@ from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.files import read_json, size_mb, write_json
 from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.records import Kind, VariantRecord
 from pipeline.machine.lock import machine_lock
 from pipeline.machine.naming import require_same_hardware
 from pipeline.machine.probe import recorded_probe
@@ -32,7 +33,7 @@ def thread_env(threads: int) -> dict[str, str]:
     return env
 
 
-def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
+def write_bench_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """The bench settings with `threads` resolved for this machine: what every bench stage follows.
 
     Bench stages depend on this file rather than on the `bench` params directly: DVC reads
@@ -44,28 +45,28 @@ def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     return plan
 
 
-def benchmark_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+def benchmark_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> VariantRecord:
     """Measure `variant` of `model` here; refused when reports/env.json describes other hardware."""
     here = require_same_hardware(root)
     artifact = layout.variant_dir(model, variant, root)
     build = read_json(artifact / layout.BUILD_INFO)
-    threads = params.bench.resolved_threads()
-    record: dict[str, Any] = {
+    facts: dict[str, Any] = {
         "status": build["status"],
+        "kind": build.get("kind", build["status"]),
         "reason": build["reason"],
         "runtime": build["runtime"],
         "precision": build["precision"],
         "device": build.get("target", "cpu"),
-        "threads": threads,
+        "threads": params.bench.resolved_threads(),
         "machine": here["name"],
         "build": build["build"],
     }
-    probe = recorded_probe(record["device"], root)
+    probe = recorded_probe(facts["device"], root)
     if "gpu" in probe:  # a usable GPU target: which GPU the figures belong to
-        record["gpu"] = {k: probe[k] for k in ("gpu", "driver", "compute_capability")}
+        facts["gpu"] = {k: probe[k] for k in ("gpu", "driver", "compute_capability")}
     profile: dict[str, Any] = {"reason": f"not measured: the variant is {build['status']}"}
     if build["status"] == "ok":
-        record["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
+        facts["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
         try:
             with machine_lock(exclusive=True) as waited:  # the machine to itself: no build, no other benchmark
                 start = time.perf_counter()
@@ -74,21 +75,26 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                     f"pipeline.measure.{'generation' if params.model(model).generates else 'worker'}:measure",
                     {"model": model, "artifact": str(artifact), "root": str(root)},
                     timeout=params.bench.timeout_s,
-                    env=thread_env(threads),
+                    env=thread_env(facts["threads"]),
                     log=layout.log_file(model, variant, "bench", root),
                 )
-            record |= result["metrics"] | result["details"]
-            record |= {
+            measured = result["measured"]
+            facts |= measured | {
                 "process_s": round(time.perf_counter() - start, 3),
                 "waited_s": round(waited, 3),  # for the machine lock: builds or a benchmark were running
             }
             profile = result["profile"]
-            record |= honest_precision(build["precision"], record.get("inference_precision"))
-            record |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
+            facts |= honest_precision(build["precision"], measured.get("inference_precision"))
+            facts |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
         except IsolatedFailure as failure:
             command = f"python stages/bench.py {model} {variant}"
-            record |= {"status": "failed", "reason": f"benchmark failed: {failure.evidence(command)}"}
+            facts |= {
+                "status": "failed",
+                "kind": Kind.FAILED,
+                "reason": f"benchmark failed: {failure.evidence(command)}",
+            }
             profile = {"reason": "not measured: the benchmark failed"}
+    record = VariantRecord.model_validate(facts)
     write_json(layout.profile_file(model, variant, root), profile)
     records.write(model, variant, record, root)
     return record

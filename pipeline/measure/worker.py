@@ -30,6 +30,8 @@ from pipeline.core.data import Arrays, DataSet, generate_inputs, run_batched, sa
 from pipeline.core.evaluate import accuracy_block, fidelity_block
 from pipeline.core.files import read_json
 from pipeline.core.memory import RssSampler, batch_size
+from pipeline.core.records import Accuracy, Measured, Stability, Throughput
+from pipeline.core.records import LatencyStats as LatencyFigures
 from pipeline.core.registry import RUNTIMES
 from pipeline.measure.energy import EnergyMeter
 from pipeline.measure.gpu import GpuMeter
@@ -42,7 +44,8 @@ from pipeline.measure.harness import (
     warm_up,
 )
 from pipeline.measure.profile import op_profile
-from pipeline.measure.stats import Interval
+from pipeline.measure.stats import Interval as SampleInterval
+from pipeline.measure.stats import LatencyStats
 from pipeline.runtimes.base import Session
 
 
@@ -234,62 +237,55 @@ def measure_loaded(
     by_batch = sweep["by_batch"]
     peak_key = max(by_batch, key=by_batch.__getitem__)
     peak_rss = max(sampler.peaks["load"], sampler.peaks["latency"])
-    return {
-        "metrics": {
-            "load_ms": loaded.load_ms,
-            **({"load_cached_ms": cached_load_ms} if cached_load_ms is not None else {}),
-            "first_infer_ms": first_infer_ms,
-            "latency_ms": {k: v for k, v in latency.stats.to_dict().items() if k not in ("min", "max")},
-            **latency_uncertainty(latency, bench),
-            "throughput_sps": {
-                "peak": by_batch[peak_key],
-                "peak_batch": int(peak_key[1:]),
-                "by_batch": by_batch,
-                "stopped_by": sweep["stopped_by"],
-            },
-            "throughput_concurrent": concurrent,
-            "peak_rss_mb": peak_rss,
-            "footprint_mb": peak_rss - baseline_mb,
-            "load_rss_mb": load_rss_mb,
-            "rss_mb_by_batch": sweep["rss_mb_by_batch"],
-            "cpu_util_pct": {"latency": latency_cpu.util_pct, "sweep": sweep_cpu.util_pct},
-            "energy": energy,
-            **(meter.figures() if isinstance(meter, GpuMeter) else {}),
-            "dims": source.get("dims", {}),
-            "fixed_batch": fixed,
-            **({"latency_ms_by_dim": by_dim} if by_dim else {}),
-            "accuracy": {k: accuracy[k] for k in ("metric", "value", "delta")},
-            "fidelity": fidelity,
-            "fidelity_batch": eval_batch,
-            **(
-                {"inference_precision": runtime_details["inference_precision"]}
-                if "inference_precision" in runtime_details
-                else {}
-            ),
-        },
-        "profile": profile,
-        "details": {
-            "import_ms": loaded.import_ms,
-            "runtime_rss_mb": loaded.runtime_rss_mb,
-            "phase_s": {"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
-            "baseline_rss_mb": baseline_mb,
-            "memory_how": sampler.how,
-            "latency_min_ms": latency.stats.min,
-            "latency_max_ms": latency.stats.max,
-            "stability": {
-                "blocks": latency.blocks,
-                "calls": latency.stats.n,
-                "seconds": latency.seconds,
-                "stopped_by": latency.stopped_by,
-                **latency_cpu.other_load(),
-            },
-            "sweep_load": sweep_cpu.other_load(),
-            "throughput_ci": sweep["ci"],
-            "accuracy": accuracy | {"eval_samples": len(reference), "eval_origin": reference.origin},
-            "runtime_settings": runtime_details,
-            "batching": batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sizes]},
-        },
-    }
+    measured = Measured(
+        load_ms=loaded.load_ms,
+        load_cached_ms=cached_load_ms,
+        first_infer_ms=first_infer_ms,
+        latency_ms=latency_figures(latency.stats),
+        **latency_uncertainty(latency, bench),
+        throughput_sps=Throughput(
+            peak=by_batch[peak_key], peak_batch=int(peak_key[1:]), by_batch=by_batch, stopped_by=sweep["stopped_by"]
+        ),
+        throughput_concurrent=concurrent,
+        peak_rss_mb=peak_rss,
+        footprint_mb=peak_rss - baseline_mb,
+        load_rss_mb=load_rss_mb,
+        rss_mb_by_batch=sweep["rss_mb_by_batch"],
+        cpu_util_pct={"latency": latency_cpu.util_pct, "sweep": sweep_cpu.util_pct},
+        energy=energy,
+        **(meter.figures() if isinstance(meter, GpuMeter) else {}),
+        dims=source.get("dims", {}),
+        fixed_batch=fixed,
+        latency_ms_by_dim=by_dim or None,
+        accuracy=Accuracy(**accuracy, eval_samples=len(reference), eval_origin=reference.origin),
+        fidelity=fidelity,
+        fidelity_batch=eval_batch,
+        inference_precision=runtime_details.get("inference_precision"),
+        import_ms=loaded.import_ms,
+        runtime_rss_mb=loaded.runtime_rss_mb,
+        phase_s={"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
+        baseline_rss_mb=baseline_mb,
+        memory_how=sampler.how,
+        latency_min_ms=latency.stats.min,
+        latency_max_ms=latency.stats.max,
+        stability=Stability(
+            blocks=latency.blocks,
+            calls=latency.stats.n,
+            seconds=latency.seconds,
+            stopped_by=latency.stopped_by,
+            **latency_cpu.other_load(),
+        ),
+        sweep_load=sweep_cpu.other_load(),
+        throughput_ci=sweep["ci"],
+        runtime_settings=runtime_details,
+        batching=batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sizes]},
+    )
+    return {"measured": measured.model_dump(mode="json", exclude_none=True), "profile": profile}
+
+
+def latency_figures(stats: LatencyStats) -> LatencyFigures:
+    """The recorded percentiles of a timed loop (min and max go beside them, as latency_min/max_ms)."""
+    return LatencyFigures(**{k: v for k, v in stats.to_dict().items() if k not in ("min", "max")})
 
 
 def throughput_sweep(
@@ -300,7 +296,7 @@ def throughput_sweep(
     confirmed below `min_gain_pct` (the top of the gain's interval), or when one call takes longer
     than `max_call_s`; an unconfirmed small gain goes on to the next batch. `stopped_by` says which."""
     by_batch: dict[str, float] = {}
-    intervals: dict[str, Interval] = {}
+    intervals: dict[str, SampleInterval] = {}
     rss: dict[str, float] = {}
     stopped_by = "all batch sizes measured"
     for size in sizes:

@@ -15,18 +15,15 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
-from pipeline.core import layout
+from pipeline.core import records
 from pipeline.core.config import PARAMS_FILE, Params, load_params
-from pipeline.core.evaluate import worst_row_cosine
-from pipeline.core.files import read_json
-from pipeline.core.records import load_details, load_env
+from pipeline.core.records import Records, load_env
 from pipeline.core.registry import BASELINES
 from pipeline.machine.naming import BRANCH_PREFIX
-from pipeline.present.summary import hardware, markdown_table, num, rich_table, speedup
+from pipeline.present.summary import hardware, markdown_table, num, peak, rich_table, speedup
 
 COLUMNS = (
     "machine", "measured on", "variant", "target", "prec", "p50 ms", "p50 speed-up",
@@ -34,47 +31,45 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def key_variants(metrics: dict[str, dict[str, Any]], chosen: str | None, baseline: str) -> list[str]:
+def key_variants(found: Records, chosen: str | None, baseline: str) -> list[str]:
     """The chosen variant, the baseline, and the fastest ok variant of each (target, precision)."""
     fastest: dict[tuple[str, str], str] = {}
-    for name, m in metrics.items():
-        if m.get("status") != "ok":
+    for name, r in found.items():
+        if not r.ok:
             continue
-        key = (m.get("device", "cpu"), m.get("precision", ""))
+        key = (r.device, r.precision)
         best = fastest.get(key)
-        if best is None or m["latency_ms"]["p50"] < metrics[best]["latency_ms"]["p50"]:
+        if best is None or r.p50_ms < found[best].p50_ms:
             fastest[key] = name
-    picked = [chosen, baseline, *sorted(fastest.values(), key=lambda n: metrics[n]["latency_ms"]["p50"])]
-    return list(dict.fromkeys(n for n in picked if n and n in metrics))
+    picked = [chosen, baseline, *sorted(fastest.values(), key=lambda n: found[n].p50_ms)]
+    return list(dict.fromkeys(n for n in picked if n and n in found))
 
 
 def machine_rows(machine: str, model: str, source: str, results: Path) -> list[list[str]]:
-    metrics = load_details(model, results)
-    if not metrics:
+    found = records.load(model, results)
+    if not found:
         return []
-    selection = layout.selection_file(model, results)
-    chosen = read_json(selection)["chosen"] if selection.exists() else None
+    decided = records.load_choice(model, results, lenient=True)  # a results branch may be older
+    chosen = decided.chosen if decided else None
     baseline_name = BASELINES[source]
-    baseline = metrics.get(baseline_name)
+    baseline = found.get(baseline_name)
     measured_on = hardware(load_env(results))
     out = []
-    for name in key_variants(metrics, chosen, baseline_name):
-        m = metrics[name]
-        latency = m.get("latency_ms") or {}
-        throughput = m.get("throughput_sps") or {}
+    for name in key_variants(found, chosen, baseline_name):
+        r = found[name]
         out.append([
             machine,
             measured_on,
             f"{name} (deploy)" if name == chosen else name,
-            m.get("device", "cpu"),
-            m.get("precision", ""),
-            num(latency.get("p50"), ".4g"),
-            speedup(m, baseline),
-            f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
-            num(m.get("footprint_mb"), ".0f"),
-            num((m.get("accuracy") or {}).get("delta"), "+.4f"),
-            num(worst_row_cosine(m.get("fidelity")), ".4f"),
-            m.get("status", "?"),
+            r.device,
+            r.precision,
+            num(r.latency_ms.p50 if r.latency_ms else None, ".4g"),
+            speedup(r, baseline),
+            peak(r),
+            num(r.footprint_mb, ".0f"),
+            num(r.accuracy_delta, "+.4f"),
+            num(r.worst_cosine, ".4f"),
+            r.status,
         ])  # fmt: skip
     return out
 
@@ -105,7 +100,7 @@ def results_trees(root: Path = Path(".")) -> Iterator[dict[str, Path]]:
     """{machine: folder holding its reports/}: this working tree's machine, then every results/<name>
     branch's (extracted with `git archive` into a temporary folder)."""
     trees: dict[str, Path] = {}
-    here = load_env(root).get("machine", {}).get("name")
+    here = records.machine_name(root)
     if here:
         trees[here] = root
     with tempfile.TemporaryDirectory(prefix="machines-") as tmp:

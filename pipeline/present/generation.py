@@ -1,6 +1,6 @@
 """The text-generation part of a model's report: its table and the time-per-token vs size plot.
 
-A decoder's record keeps the keys every stage reads (`latency_ms` is its time per output token,
+A decoder's record fills the fields every stage reads (`latency_ms` is its time per output token,
 `throughput_sps` tokens/s); this table names them for what they are and adds the generation figures.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.core.config import Params
+from pipeline.core.records import Records
 
 COLUMNS = (
     "variant", "runtime", "prec", "size MB", "TTFT ms", "TPOT p50 ms", "±95%", "TPOT p90 ms", "tokens/s",
@@ -20,21 +21,21 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}g}"
 
 
-def rows(metrics: dict[str, dict[str, Any]], order: list[str]) -> list[list[str]]:
+def rows(found: Records, order: list[str]) -> list[list[str]]:
     out = []
-    for variant in [v for v in order if v in metrics and metrics[v].get("status") != "skipped"]:
-        m = metrics[variant]
-        if m["status"] != "ok":
-            out.append([variant, m.get("runtime", ""), m.get("precision", ""), *[""] * 11, m["status"]])
+    for variant in [v for v in order if v in found and found[v].status != "skipped"]:
+        r = found[variant]
+        g, ppl, agreement, cosine = r.generation, r.perplexity, r.top1_agreement, r.worst_cosine
+        if not r.ok or g is None or ppl is None or r.latency_ms is None or agreement is None or cosine is None:
+            out.append([variant, r.runtime, r.precision, *[""] * 11, r.status])
             continue
-        g, logits = m["generation"], m["fidelity"]["logits"]
-        ttft = " / ".join(f"{v:.3g}" for v in g["ttft_ms"].values())
-        tokens = " / ".join(f"{v:,.0f}" for v in g["tokens_per_s"].values())
+        ttft = " / ".join(f"{v:.3g}" for v in g.ttft_ms.values())
+        tokens = " / ".join(f"{v:,.0f}" for v in g.tokens_per_s.values())
         out.append([
-            variant, m["runtime"], m["precision"], _f(m["size_mb"]), ttft, _f(m["latency_ms"]["p50"]),
-            f"{m['p50_ci_pct']:.1f}%", _f(m["latency_ms"]["p90"]), tokens, f"{m['footprint_mb']:.0f}",
-            f"{g['context_footprint_mb']:.0f}", f"{m['perplexity']['increase_pct']:+.2f}",
-            f"{logits['top1_agreement']:.4f}", f"{logits['cosine_min']:.4f}", "ok",
+            variant, r.runtime, r.precision, _f(r.size_mb), ttft, _f(r.latency_ms.p50),
+            f"{r.p50_ci_pct:.1f}%", _f(r.latency_ms.p90), tokens, f"{r.footprint_mb:.0f}",
+            f"{g.context_footprint_mb:.0f}", f"{ppl.increase_pct:+.2f}",
+            f"{agreement:.4f}", f"{cosine:.4f}", "ok",
         ])  # fmt: skip
     return out
 
@@ -54,11 +55,12 @@ def how_measured(params: Params) -> str:
     )
 
 
-def plot_records(metrics: dict[str, dict[str, Any]], order: list[str], chosen: str | None) -> list[dict[str, Any]]:
+def plot_records(found: Records, order: list[str], chosen: str | None) -> list[dict[str, Any]]:
+    measured = [v for v in order if v in found and found[v].generation and found[v].perplexity]
     return [
-        {"variant": v, "size_mb": metrics[v]["size_mb"], "tpot_ms": metrics[v]["latency_ms"]["p50"],
-         "ppl_increase_pct": metrics[v]["perplexity"]["increase_pct"], "chosen": v == chosen}
-        for v in order if metrics.get(v, {}).get("status") == "ok" and "generation" in metrics[v]
+        {"variant": v, "size_mb": found[v].size_mb, "tpot_ms": found[v].p50_ms,
+         "ppl_increase_pct": found[v].perplexity.increase_pct, "chosen": v == chosen}  # type: ignore[union-attr]
+        for v in measured
     ]  # fmt: skip
 
 

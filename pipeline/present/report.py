@@ -11,17 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import layout
+from pipeline.core import layout, records
 from pipeline.core.config import Params
-from pipeline.core.evaluate import worst_row_cosine
 from pipeline.core.files import atomic_dir, read_json, write_json
-from pipeline.core.records import load_details, load_env
+from pipeline.core.records import Kind, Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, VARIANTS, ordered, should_beat
-from pipeline.decide.selection import Candidate, Selection, select
+from pipeline.decide.selection import Candidate, Selection, screen
 from pipeline.present import generation
-from pipeline.present.summary import how_measured, markdown_table, rows
+from pipeline.present.summary import how_measured, markdown_table, rows, speedup
 
-Metrics = dict[str, dict[str, Any]]
 REPORT_DIR = layout.REPORTS / "report"
 PLOTS_DIR = layout.REPORTS / "plots"
 PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory", "tpot_size")
@@ -32,53 +30,51 @@ FP16_PAIRS, INT8_PAIRS = should_beat("fp16"), should_beat("int8")
 MIN_GAIN = 0.05  # an INT8 variant less than 5% faster than its FP32 counterpart is "not faster"
 
 
-def _ok(metrics: Metrics, *variants: str) -> bool:
-    return all(metrics.get(v, {}).get("status") == "ok" for v in variants)
+def _ok(found: Records, *variants: str) -> bool:
+    return all(v in found and found[v].ok for v in variants)
 
 
-def _p50(metrics: Metrics, variant: str) -> float:
-    return metrics[variant]["latency_ms"]["p50"]
-
-
-def _margin(metrics: Metrics, *variants: str) -> float:
+def _margin(found: Records, *variants: str) -> float:
     """The relative difference below which two p50s are not told apart: their intervals' half-widths
     together, at least 5% (figures taken minutes apart drift more than one interval says)."""
-    return max(5.0, sum(metrics[v].get("p50_ci_pct") or 0.0 for v in variants)) / 100.0
+    return max(5.0, sum(found[v].p50_ci_pct or 0.0 for v in variants)) / 100.0
 
 
-def on_gpu(metrics: dict[str, Any]) -> str:
+def on_gpu(record: VariantRecord) -> str:
     """For a variant measured on a GPU: where (the CPU's ISA says nothing there); else empty."""
-    if metrics.get("device", "cpu") == "cpu":
+    if record.device == "cpu":
         return ""
-    gpu = metrics.get("gpu", {})
+    gpu = record.gpu or {}
     return (
-        f"measured on {metrics['device']} ({gpu.get('gpu', '?')}, compute capability "
+        f"measured on {record.device} ({gpu.get('gpu', '?')}, compute capability "
         f"{gpu.get('compute_capability', '?')}); nothing here measured where the time goes"
     )
 
 
-def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[str]:
-    """Known traps visible in one model's numbers, one sentence each."""
-    found = []
+def traps(found: Records, cpu: dict[str, Any], selection: Selection) -> list[str]:
+    """Known traps visible in one model's numbers, one sentence each. Variants that do not apply to
+    the model (their kind says so) are a fact, not a warning: the report lists them once, apart."""
+    warnings = []
     if selection.chosen is None:
-        found.append(f"No variant meets the constraints: {selection.why}. Nothing was deployed.")
+        warnings.append(f"No variant meets the constraints: {selection.why}. Nothing was deployed.")
     for fp16, fp32 in FP16_PAIRS.items():
-        if _ok(metrics, fp16, fp32) and _p50(metrics, fp16) > _p50(metrics, fp32) * (1 + _margin(metrics, fp16, fp32)):
-            cause = on_gpu(metrics[fp16]) or (
+        if _ok(found, fp16, fp32) and found[fp16].p50_ms > found[fp32].p50_ms * (1 + _margin(found, fp16, fp32)):
+            cause = on_gpu(found[fp16]) or (
                 "this CPU has no native FP16 arithmetic (reports/env.json: no AVX512-FP16 or AMX-FP16), so FP16 "
                 "only saves size here"
                 if not cpu.get("native_fp16")
                 else "although this CPU has native FP16 arithmetic (reports/env.json)"
             )
-            found.append(
-                f"`{fp16}` is slower than `{fp32}` at batch 1 (p50 {_p50(metrics, fp16):.4g} vs "
-                f"{_p50(metrics, fp32):.4g} ms): {cause}."
+            warnings.append(
+                f"`{fp16}` is slower than `{fp32}` at batch 1 (p50 {found[fp16].p50_ms:.4g} vs "
+                f"{found[fp32].p50_ms:.4g} ms): {cause}."
             )
     for int8, fp32 in INT8_PAIRS.items():
         # "No faster" needs INT8 within 5% of FP32; noise widens no claim here (a noisy pair is flagged below).
-        if _ok(metrics, int8, fp32) and _p50(metrics, int8) > _p50(metrics, fp32) * (1 - MIN_GAIN):
-            peak = metrics[int8]["throughput_sps"]["peak"] / metrics[fp32]["throughput_sps"]["peak"]
-            evidence = on_gpu(metrics[int8]) or (
+        if _ok(found, int8, fp32) and found[int8].p50_ms > found[fp32].p50_ms * (1 - MIN_GAIN):
+            fast, slow = found[int8].throughput_sps, found[fp32].throughput_sps
+            peak = fast.peak / slow.peak if fast and slow else 1.0
+            evidence = on_gpu(found[int8]) or (
                 "this CPU lacks VNNI (reports/env.json), which INT8 matrix products need to be fast"
                 if not cpu.get("vnni")
                 else "the CPU has VNNI (reports/env.json), so the ISA is not the cause; nothing here measured "
@@ -87,82 +83,83 @@ def traps(metrics: Metrics, cpu: dict[str, Any], selection: Selection) -> list[s
             batched = (
                 f"; at its best batch size it does reach {peak:.2f}x FP32's peak throughput" if peak > 1.05 else ""
             )
-            found.append(
-                f"`{int8}` is not faster than `{fp32}` at batch 1 beyond noise (p50 {_p50(metrics, int8):.4g} vs "
-                f"{_p50(metrics, fp32):.4g} ms): {evidence}{batched}."
+            warnings.append(
+                f"`{int8}` is not faster than `{fp32}` at batch 1 beyond noise (p50 {found[int8].p50_ms:.4g} vs "
+                f"{found[fp32].p50_ms:.4g} ms): {evidence}{batched}."
             )
-    noisy = {v: m.get("p50_ci_pct") for v, m in metrics.items() if m.get("status") == "ok" and m.get("noisy")}
+    noisy = {v: r.p50_ci_pct for v, r in found.items() if r.ok and r.noisy}
     if noisy:
         listed = ", ".join(f"`{v}` (±{n:.1f}%)" if n is not None else f"`{v}`" for v, n in sorted(noisy.items()))
-        found.append(
+        warnings.append(
             f"Noisy measurements: {listed}. Their p50's 95% interval stayed wider than the target until the "
             "time cap; the deploy choice does not rest on them alone (it is re-measured side by side)."
         )
-    for variant, m in sorted(metrics.items()):
-        if m.get("in_sample"):
-            found.append(
-                f"`{variant}`'s accuracy and fidelity are in-sample: {m['in_sample']} (the catalog's calib_data "
+    for variant, r in sorted(found.items()):
+        if r.in_sample:
+            warnings.append(
+                f"`{variant}`'s accuracy and fidelity are in-sample: {r.in_sample} (the catalog's calib_data "
                 "repeats eval rows); give calibration rows the eval data does not hold."
             )
-    for variant, m in sorted(metrics.items()):
-        if m.get("status") == "failed":
-            found.append(f"`{variant}` failed: {m.get('reason')}")
-    not_applicable = [
-        v for v, m in metrics.items() if m.get("status") == "skipped" and "source;" in m.get("reason", "")
-    ]
+    for variant, r in sorted(found.items()):
+        if r.kind == Kind.FAILED:
+            warnings.append(f"`{variant}` failed: {r.reason}")
     skipped: dict[str, list[str]] = {}
-    for variant, m in sorted(metrics.items()):
-        if m.get("status") == "skipped" and variant not in not_applicable:
-            skipped.setdefault(m.get("reason", ""), []).append(f"`{variant}`")
+    for variant, r in sorted(found.items()):
+        if r.kind in (Kind.UNAVAILABLE, Kind.NOT_NEEDED):
+            skipped.setdefault(r.reason, []).append(f"`{variant}`")
     for why, names in skipped.items():
-        found.append(f"{', '.join(names)} {'was' if len(names) == 1 else 'were'} skipped: {why}")
-    if not_applicable:
-        found.append(
-            f"{len(not_applicable)} variant(s) do not apply to this source kind: {', '.join(sorted(not_applicable))}."
-        )
-    return found
+        warnings.append(f"{', '.join(names)} {'was' if len(names) == 1 else 'were'} skipped: {why}")
+    return warnings
 
 
-def _loss(variant: str, metrics: dict[str, Any], percentile: str) -> float | None:
-    loss = Candidate.from_metrics(variant, metrics, percentile).loss
+def not_applicable(found: Records) -> list[str]:
+    """One line per reason the variants that do not apply to this model were left out."""
+    grouped: dict[str, list[str]] = {}
+    for variant, r in sorted(found.items()):
+        if r.kind == Kind.NOT_APPLICABLE:
+            grouped.setdefault(r.reason, []).append(f"`{variant}`")
+    return [f"{', '.join(names)}: {why}" for why, names in grouped.items()]
+
+
+def _loss(variant: str, record: VariantRecord, percentile: str) -> float | None:
+    loss = Candidate.from_record(variant, record, percentile).loss
     return None if loss == float("inf") else loss
 
 
-def _quality(metrics: dict[str, Any]) -> str:
+def _quality(record: VariantRecord) -> str:
     """The chosen artifact's quality figure: the task metric's delta, else the worst output cosine."""
-    delta = (metrics.get("accuracy") or {}).get("delta")
-    if delta is not None:
-        return f"{delta:+.4f}"
-    cosine = worst_row_cosine(metrics.get("fidelity"))
-    return f"cos {cosine:.4f}" if cosine is not None else ""
+    if record.accuracy_delta is not None:
+        return f"{record.accuracy_delta:+.4f}"
+    return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
 
 
-def plot_data(metrics: Metrics, selection: Selection, percentile: str) -> dict[str, list[dict[str, Any]]]:
+def plot_data(found: Records, selection: Selection, percentile: str) -> dict[str, list[dict[str, Any]]]:
     """The records behind each plot, for DVC (reports/plots/<kind>/<model>.json) and matplotlib."""
-    ok = {v: m for v, m in metrics.items() if m.get("status") == "ok"}
+    ok = {v: r for v, r in found.items() if r.ok}
     order = [v for v in VARIANTS if v in ok]
+    interval = {v: ok[v].p50_ci_ms if percentile == "p50" else None for v in order}
     return {
         "latency_accuracy": [
             {
                 "variant": v,
-                "latency_ms": ok[v]["latency_ms"][percentile],
-                "latency_low_ms": (ok[v].get("p50_ci_ms") or {}).get("low") if percentile == "p50" else None,
-                "latency_high_ms": (ok[v].get("p50_ci_ms") or {}).get("high") if percentile == "p50" else None,
+                "latency_ms": ok[v].latency(percentile),
+                "latency_low_ms": interval[v].low if interval[v] else None,
+                "latency_high_ms": interval[v].high if interval[v] else None,
                 "quality_loss": _loss(v, ok[v], percentile),
-                "size_mb": ok[v]["size_mb"],
+                "size_mb": ok[v].size_mb,
                 "feasible": v in selection.feasible,
                 "pareto": v in selection.pareto,
                 "chosen": v == selection.chosen,
             }
             for v in order
         ],
-        "size": [{"variant": v, "size_mb": ok[v]["size_mb"]} for v in order],
+        "size": [{"variant": v, "size_mb": ok[v].size_mb} for v in order],
         "throughput": [
             {"variant": v, "batch": int(key[1:]), "samples_per_s": value}
             for v in order
-            for key, value in ok[v]["throughput_sps"]["by_batch"].items()
+            for key, value in (ok[v].throughput_sps.by_batch if ok[v].throughput_sps else {}).items()
         ],
-        "memory": [{"variant": v, "footprint_mb": ok[v]["footprint_mb"]} for v in order],
+        "memory": [{"variant": v, "footprint_mb": ok[v].footprint_mb} for v in order],
         "tpot_size": generation.plot_records(ok, order, selection.chosen),
     }
 
@@ -178,25 +175,25 @@ def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, fol
     (folder / "img" / model).mkdir(parents=True, exist_ok=True)
     files = {}
     for kind in PLOT_KINDS:
-        records = data[kind]
-        if not records:
+        plotted = data[kind]
+        if not plotted:
             continue
         figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
         if kind == "latency_accuracy":
-            _draw_tradeoff(axes, records, percentile)
+            _draw_tradeoff(axes, plotted, percentile)
         elif kind == "tpot_size":
-            generation.draw(axes, records)
+            generation.draw(axes, plotted)
         elif kind == "throughput":
             colors = plt.get_cmap("tab20").colors  # more variants than tab10 has colours
-            for index, variant in enumerate(dict.fromkeys(r["variant"] for r in records)):
-                points = [(r["batch"], r["samples_per_s"]) for r in records if r["variant"] == variant]
+            for index, variant in enumerate(dict.fromkeys(r["variant"] for r in plotted)):
+                points = [(r["batch"], r["samples_per_s"]) for r in plotted if r["variant"] == variant]
                 axes.plot(*zip(*points, strict=True), marker="o", label=variant, color=colors[index % len(colors)])
             axes.set(xscale="log", yscale="log", xlabel="batch size", ylabel="samples / s")
-            axes.set_xticks([r["batch"] for r in records], labels=[str(r["batch"]) for r in records])
+            axes.set_xticks([r["batch"] for r in plotted], labels=[str(r["batch"]) for r in plotted])
             axes.legend(fontsize=7, ncol=2)
         else:
             value = {"size": "size_mb", "memory": "footprint_mb"}[kind]
-            axes.barh([r["variant"] for r in records], [r[value] for r in records], color="#4c72b0")
+            axes.barh([r["variant"] for r in plotted], [r[value] for r in plotted], color="#4c72b0")
             axes.set_xlabel({"size": "artifact size (MB)", "memory": "footprint: the runtime's peak RSS (MB)"}[kind])
             axes.invert_yaxis()
         axes.set_title(f"{model}: {kind.replace('_', ' vs ')}", fontsize=10)
@@ -209,10 +206,10 @@ def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, fol
     return files
 
 
-def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) -> None:
+def _draw_tradeoff(axes: Any, plotted: list[dict[str, Any]], percentile: str) -> None:
     """Latency vs quality loss: every variant, the Pareto front of the feasible ones, the choice."""
     for feasible, style in ((False, {"marker": "x", "color": "#999999"}), (True, {"marker": "o", "color": "#4c72b0"})):
-        points = [r for r in records if r["feasible"] == feasible and r["quality_loss"] is not None]
+        points = [r for r in plotted if r["feasible"] == feasible and r["quality_loss"] is not None]
         spans = [r for r in points if r.get("latency_low_ms") is not None]
         if spans:  # the p50's 95% interval
             axes.errorbar(
@@ -234,7 +231,7 @@ def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) ->
                 label="meets constraints" if feasible else "rejected",
                 **style,
             )
-    front = sorted((r for r in records if r["pareto"] and r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
+    front = sorted((r for r in plotted if r["pareto"] and r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
     if front:
         axes.step(
             [r["latency_ms"] for r in front],
@@ -243,7 +240,7 @@ def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) ->
             color="#dd8452",
             label="Pareto front",
         )
-    labelled = sorted((r for r in records if r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
+    labelled = sorted((r for r in plotted if r["quality_loss"] is not None), key=lambda r: r["latency_ms"])
     for rank, r in enumerate(labelled):  # staggered heights: variants often share a loss
         axes.annotate(
             r["variant"],
@@ -281,32 +278,30 @@ def _draw_tradeoff(axes: Any, records: list[dict[str, Any]], percentile: str) ->
 
 
 def model_report(
-    model: str, params: Params, metrics: Metrics, cpu: dict[str, Any], folder: Path, root: Path
+    model: str, params: Params, found: Records, cpu: dict[str, Any], folder: Path, root: Path
 ) -> dict[str, Any]:
     """Write one model's Markdown report and plots into `folder`; return its index row."""
     results = root
     deploy = layout.deploy_dir(model).as_posix()
     config = params.select
     constraints = config.constraints_for(model)
-    selection = select(metrics, config, constraints)  # the screen: feasibility, Pareto front, rejections
-    decided = layout.selection_file(model, root)
-    if decided.exists():  # the select stage's decision, after its side-by-side re-measure
-        record = read_json(decided)
-        selection.chosen, selection.why = record["chosen"] if record["status"] == "ok" else None, record["why"]
-        selection.rejected = record.get("rejected", selection.rejected)
-        selection.pareto = record.get("pareto_front", selection.pareto)
-    data = plot_data(metrics, selection, config.percentile)
+    selection = screen(found, config, constraints)  # the screen: feasibility, Pareto front, rejections
+    decided = records.load_choice(model, root)
+    if decided:  # the select stage's decision, after its side-by-side re-measure
+        selection.chosen, selection.why = decided.chosen if decided.status == "ok" else None, decided.why
+        selection.rejected, selection.pareto = decided.rejected, decided.pareto_front
+    data = plot_data(found, selection, config.percentile)
     images = draw(model, data, config.percentile, folder)
-    warnings = traps(metrics, cpu, selection)
+    warnings = traps(found, cpu, selection)
     baseline = BASELINES[params.model(model).source]
     generates = params.model(model).generates
     example = '--prompt "TEXT"' if generates else "INPUT.npy"
     limits = ", ".join(f"{k} {v}" for k, v in constraints.model_dump().items() if v is not None) or "none"
     lines = [f"# {model}", ""]
     if selection.chosen:
-        chosen = metrics[selection.chosen]
+        chosen = found[selection.chosen]
         lines += [
-            f"**Deploy `{selection.chosen}`** ({chosen['runtime']}, {chosen['precision']}): {selection.why}.",
+            f"**Deploy `{selection.chosen}`** ({chosen.runtime}, {chosen.precision}): {selection.why}.",
             "",
             f"The artifact is in `{deploy}/` with its `manifest.json`; run it with "
             f"`python -m pipeline predict {deploy} {example}`.",
@@ -317,23 +312,24 @@ def model_report(
     if warnings:
         lines += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
     if generates:  # TTFT at each prompt length; tokens/s at each batch size
-        table = generation.rows(metrics, ordered(params.all_variants))
+        table = generation.rows(found, ordered(params.all_variants))
         lines += ["## Variants", "", markdown_table(table, generation.COLUMNS), ""]
     else:
         lines += [
             f"## Variants (speed-up against `{baseline}`)",
             "",
-            markdown_table(rows(metrics, ordered(params.all_variants), baseline)),
+            markdown_table(rows(found, ordered(params.all_variants), baseline)),
             "",
         ]
     if selection.rejected:
         lines += ["## Why not the others", "", "| variant | reason |", "|---|---|"]
         lines += [
-            f"| {v} | {reason} |"
-            for v, reason in sorted(selection.rejected.items())
-            if metrics[v]["status"] != "skipped"
+            f"| {v} | {reason} |" for v, reason in sorted(selection.rejected.items()) if found[v].status != "skipped"
         ]
         lines += [""]
+    left_out = not_applicable(found)
+    if left_out:
+        lines += ["## Variants that do not apply", "", *(f"- {line}" for line in left_out), ""]
     if selection.pareto:
         lines += [
             f"Pareto front over ({config.percentile} latency, quality loss, size): {', '.join(selection.pareto)}.",
@@ -346,42 +342,36 @@ def model_report(
         "memory": "Peak memory per variant",
         "tpot_size": "Time per output token vs size",
     }
-    lines += where_the_time_goes(model, metrics, results)
+    lines += where_the_time_goes(model, found, results)
     lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
     lines += [f"_{generation.how_measured(params) if generates else how_measured(params, results)}_", ""]
     (folder / f"{model}.md").write_text("\n".join(lines))
-    chosen_metrics = metrics.get(selection.chosen or "", {})
-    base = metrics.get(baseline, {})
-    speedup = (
-        f"{base['latency_ms']['p50'] / chosen_metrics['latency_ms']['p50']:.2f}x"
-        if chosen_metrics and base.get("status") == "ok"
-        else ""
-    )
+    chosen_record = found[selection.chosen] if selection.chosen else None
     return {
         "model": model,
         "source": params.model(model).source,
         "chosen": selection.chosen or "none",
-        "p50_ms": f"{chosen_metrics['latency_ms']['p50']:.4g}" if chosen_metrics else "",
-        "speedup": speedup,
+        "p50_ms": f"{chosen_record.p50_ms:.4g}" if chosen_record else "",
+        "speedup": speedup(chosen_record, found.get(baseline)) if chosen_record else "",
         "baseline": baseline,
-        "delta": _quality(chosen_metrics) if chosen_metrics else "",
-        "size": f"{chosen_metrics['size_mb']:.3g}" if chosen_metrics else "",
+        "delta": _quality(chosen_record) if chosen_record else "",
+        "size": f"{chosen_record.size_mb:.3g}" if chosen_record else "",
         "warnings": len(warnings),
         "data": data,
     }
 
 
-def where_the_time_goes(model: str, metrics: Metrics, root: Path, rows_per_variant: int = 5) -> list[str]:
+def where_the_time_goes(model: str, found: Records, root: Path, rows_per_variant: int = 5) -> list[str]:
     """One table per runtime: each profiled variant's share of time by operator type (FP32 next to
     its INT8 variants), from reports/profile/. Runtimes name operators differently, hence per runtime."""
     lines: list[str] = []
     by_runtime: dict[str, dict[str, dict[str, Any]]] = {}
     for variant in VARIANTS:
         path = layout.profile_file(model, variant, root)
-        if metrics.get(variant, {}).get("status") == "ok" and path.is_file():
+        if _ok(found, variant) and path.is_file():
             profile = read_json(path)
             if profile.get("top"):
-                by_runtime.setdefault(metrics[variant]["runtime"], {})[variant] = profile
+                by_runtime.setdefault(found[variant].runtime, {})[variant] = profile
     for runtime, profiles in by_runtime.items():
         ops: list[str] = []
         for profile in profiles.values():
@@ -414,13 +404,13 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     the figures measured on this machine."""
     results = root
     env = load_env(results)
-    cpu, machine = env.get("cpu", {}), env.get("machine", {}).get("name", "?")
+    cpu, machine = env.get("cpu", {}), records.machine_name(results) or "?"
     index = []
     with atomic_dir(results / REPORT_DIR) as folder:
         for model in params.models:
-            metrics = load_details(model, results)
-            if metrics:
-                index.append(model_report(model, params, metrics, cpu, folder, root))
+            found = records.load(model, results)
+            if found:
+                index.append(model_report(model, params, found, cpu, folder, root))
         lines = [
             f"# Deployment report: machine {machine}",
             "",
@@ -436,6 +426,6 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
         (folder / "index.md").write_text("\n".join(lines))
     with atomic_dir(results / PLOTS_DIR) as folder:
         for row in index:
-            for kind, records in row["data"].items():
-                write_json(folder / kind / f"{row['model']}.json", records)
+            for kind, plotted in row["data"].items():
+                write_json(folder / kind / f"{row['model']}.json", plotted)
     return {"status": "ok", "reason": f"{len(index)} model report(s) in {REPORT_DIR}/index.md"}

@@ -9,12 +9,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.core import layout
+from pipeline.core import layout, records
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
-from pipeline.core.evaluate import worst_row_cosine
-from pipeline.core.files import read_json
-from pipeline.core.records import load_details, load_env
+from pipeline.core.records import Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, ordered
 
 
@@ -23,11 +21,11 @@ def num(value: Any, fmt: str = ".3g") -> str:
     return "" if value is None else format(value, fmt)
 
 
-def speedup(metrics: dict[str, Any], baseline: dict[str, Any] | None) -> str:
+def speedup(record: VariantRecord, baseline: VariantRecord | None) -> str:
     """p50 speed-up against `baseline`, measured on the same machine; empty when either is not ok."""
-    if not baseline or baseline.get("status") != "ok" or metrics.get("status") != "ok":
+    if baseline is None or not baseline.ok or not record.ok:
         return ""
-    return f"{baseline['latency_ms']['p50'] / metrics['latency_ms']['p50']:.2f}x"
+    return f"{baseline.p50_ms / record.p50_ms:.2f}x"
 
 
 COLUMNS = (
@@ -37,46 +35,49 @@ COLUMNS = (
 LEFT = {"machine", "measured on", "variant", "target", "runtime", "prec", "status"}  # left-aligned columns
 
 
-def _status(m: dict[str, Any]) -> str:
-    status = m.get("status", "?")
-    marks = ["noisy"] if m.get("noisy") else []
-    marks += ["p99 < 1000 calls"] if m.get("p99_low_confidence") else []
-    marks += ["in-sample"] if m.get("in_sample") else []
-    return f"{status} ({', '.join(marks)})" if status == "ok" and marks else status
+def _status(record: VariantRecord) -> str:
+    marks = ["noisy"] if record.noisy else []
+    marks += ["p99 < 1000 calls"] if record.p99_low_confidence else []
+    marks += ["in-sample"] if record.in_sample else []
+    return f"ok ({', '.join(marks)})" if record.ok and marks else record.status
 
 
-def rows(metrics: dict[str, dict[str, Any]], order: list[str], baseline_name: str) -> list[list[str]]:
+def peak(record: VariantRecord) -> str:
+    """Peak throughput with the batch it was reached at."""
+    t = record.throughput_sps
+    return f"{t.peak:,.0f} (b{t.peak_batch})" if t else ""
+
+
+def rows(found: Records, order: list[str], baseline_name: str) -> list[list[str]]:
     """One row of COLUMNS per variant that is not skipped, grouped by target, in params.yaml order;
     speed-ups against `baseline_name`. Skipped variants have no numbers: the notes say why."""
-    baseline = metrics.get(baseline_name)
-    out = []
+    baseline = found.get(baseline_name)
 
     def place(variant: str) -> tuple[str, int]:
-        return metrics[variant].get("device", "cpu"), order.index(variant) if variant in order else len(order)
+        return found[variant].device, order.index(variant) if variant in order else len(order)
 
-    for variant in sorted(metrics, key=place):
-        m = metrics[variant]
-        if m.get("status") == "skipped":
+    out = []
+    for variant in sorted(found, key=place):
+        r = found[variant]
+        if r.status == "skipped":
             continue
-        accuracy = m.get("accuracy") or {}
-        latency = m.get("latency_ms") or {}
-        throughput = m.get("throughput_sps") or {}
+        latency = r.latency_ms
         out.append([
             variant,
-            m.get("device", "cpu"),
-            m.get("runtime", ""),
-            m.get("precision", ""),
-            num(m.get("size_mb")),
-            num(latency.get("p50")),
-            num(m.get("p50_ci_pct"), ".1f") + ("%" if m.get("p50_ci_pct") is not None else ""),
-            num(latency.get("p99")),
-            speedup(m, baseline),
-            f"{throughput['peak']:,.0f} (b{throughput['peak_batch']})" if throughput else "",
-            num(m.get("footprint_mb"), ".0f"),
-            num(accuracy.get("delta"), "+.4f"),
-            num(worst_row_cosine(m.get("fidelity")), ".4f"),
-            num(next(iter((m.get("fidelity") or {}).values()), {}).get("top1_agreement"), ".4f"),
-            _status(m),
+            r.device,
+            r.runtime,
+            r.precision,
+            num(r.size_mb),
+            num(latency.p50 if latency else None),
+            num(r.p50_ci_pct, ".1f") + ("%" if r.p50_ci_pct is not None else ""),
+            num(latency.p99 if latency else None),
+            speedup(r, baseline),
+            peak(r),
+            num(r.footprint_mb, ".0f"),
+            num(r.accuracy_delta, "+.4f"),
+            num(r.worst_cosine, ".4f"),
+            num(r.top1_agreement, ".4f"),
+            _status(r),
         ])  # fmt: skip
     return out
 
@@ -97,14 +98,14 @@ def markdown_table(body: list[list[str]], columns: tuple[str, ...] = COLUMNS) ->
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
-def not_ok_notes(metrics: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per distinct (status, reason), naming its variants: seven GPU variants skipped for
+def not_ok_notes(found: Records) -> list[str]:
+    """One line per distinct (kind, reason), naming its variants: seven GPU variants skipped for
     the same missing driver make one line, not seven."""
     grouped: dict[tuple[str, str], list[str]] = {}
-    for variant, m in metrics.items():
-        if m.get("status") != "ok":
-            grouped.setdefault((m.get("status", "?"), m.get("reason", "")), []).append(variant)
-    return [f"{', '.join(names)}: {status}: {reason}" for (status, reason), names in grouped.items()]
+    for variant, r in found.items():
+        if not r.ok:
+            grouped.setdefault((r.kind.value, r.reason), []).append(variant)
+    return [f"{', '.join(names)}: {kind}: {reason}" for (kind, reason), names in grouped.items()]
 
 
 def hardware(env: dict[str, Any]) -> str:
@@ -118,7 +119,7 @@ def how_measured(params: Params, results: Path) -> str:
     """How the figures under `results` (a project root) were measured, in one paragraph."""
     bench = params.bench
     env = load_env(results)
-    machine = env.get("machine", {}).get("name", results.name)
+    machine = records.machine_name(results) or results.name
     latency = bench.latency
     return (
         f"Measured on machine {machine}: {hardware(env)}, "
@@ -147,26 +148,24 @@ def print_summary(
     console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     params = load_params(root / PARAMS_FILE)
     results = root
-    name = load_env(root).get("machine", {}).get("name")
+    name = records.machine_name(root)
     if name is None:
         raise PipelineError(f"{layout.env_file(root)}: no figures in this working tree yet: run `dvc repro`")
     order = ordered(params.all_variants)
     for model in models or params.models:
-        metrics = load_details(model, results)
-        if not metrics:
+        found = records.load(model, results)
+        if not found:
             console.print(f"{model}: no metrics yet on machine {name} (run `dvc repro`)")
             continue
         baseline = BASELINES[params.model(model).source]
-        body = rows(metrics, order, baseline)
+        body = rows(found, order, baseline)
         title = f"{model} on {name} (speed-up against {baseline})"
-        notes = not_ok_notes(metrics)
-        choice = layout.selection_file(model, results)
-        if choice.exists():
-            record = read_json(choice)
+        notes = not_ok_notes(found)
+        choice = records.load_choice(model, results)
+        if choice:
             manifest = layout.deploy_dir(model) / layout.MANIFEST
-            notes.insert(0, f"deploy: {record['chosen']}" + (
-                f" ({record['runtime']}; why: {manifest.as_posix()})" if record["status"] == "ok"
-                else f": {record['reason']}"
+            notes.insert(0, f"deploy: {choice.chosen}" + (
+                f" ({choice.runtime}; why: {manifest.as_posix()})" if choice.status == "ok" else f": {choice.reason}"
             ))  # fmt: skip
         if markdown:
             print(f"**{title}**\n\n{markdown_table(body)}\n")

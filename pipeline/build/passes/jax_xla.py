@@ -19,7 +19,7 @@ from typing import Any
 
 from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.core.config import model_dir
-from pipeline.core.errors import NotApplicable, PipelineError, first_line
+from pipeline.core.errors import PipelineError, Unavailable, first_line
 from pipeline.core.files import write_json
 
 ENTRY = "jax_model.json"
@@ -98,7 +98,7 @@ class TorchXla(Pass):
         except ModuleNotFoundError as error:
             if error.name != "torchax":
                 raise PipelineError(f"torchax does not import: {first_line(error)}") from None
-            raise NotApplicable("torchax is not installed (an optional package: pip install torchax)") from None
+            raise Unavailable("torchax is not installed (an optional package: pip install torchax)") from None
         except Exception as error:  # installed but broken: a failure to see, not a variant that does not apply
             raise PipelineError(
                 f"torchax does not import with torch {torch.__version__}: {type(error).__name__}: {first_line(error)}"
