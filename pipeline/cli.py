@@ -92,7 +92,7 @@ def _check(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from pipeline.serve.predict import run_cli
 
-    run_cli(args.deploy, args.input, args.output, args.threads, args.prompt, args.max_new_tokens)
+    run_cli(args.deploy, args.input, args.output, args.threads, args.prompt, args.max_new_tokens, args.allow_nonfinite)
     return 0
 
 
@@ -162,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     predict.add_argument("--max-new-tokens", type=int, default=32, help="text-generation models (default 32)")
     predict.add_argument("--output", type=Path, help="save outputs to .npy (one output) or .npz instead of printing")
     predict.add_argument("--threads", type=int, help="intra-op threads (default: all cores)")
+    predict.add_argument(
+        "--allow-nonfinite", action="store_true", help="pass NaN and Inf in float inputs (refused by default)"
+    )
     predict.set_defaults(run=_predict)
     gate = commands.add_parser(
         "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI)"

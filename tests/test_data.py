@@ -81,3 +81,21 @@ def test_user_data_loads_inputs_and_labels(tmp_path):
     np.savez(path, x=np.ones((4, 3, 4), np.float32), ids=np.ones((4, 5), np.int64), labels=np.arange(4))
     data = load_user_data(path, SPECS, "f")
     assert len(data) == 4 and list(data.inputs) == ["x", "ids"] and data.origin == str(path)
+
+
+def test_user_data_values_are_checked_against_the_declared_vocabulary(tmp_path):
+    """A clamped or wrapped id would corrupt every figure measured on the rows, without failing."""
+    specs = {
+        "ids": InputSpec(shape=["batch", 4], dtype="int64", kind="token_ids", high=10),
+        "mask": InputSpec(shape=["batch", 4], dtype="int64", kind="attention_mask"),
+    }
+    ids, mask = np.ones((4, 4), np.int64), np.ones((4, 4), np.int64)
+    ids[2, 1] = 10
+    np.savez(tmp_path / "eval.npz", ids=ids, mask=mask)
+    with pytest.raises(ModelFileError) as error:
+        load_user_data(tmp_path / "eval.npz", specs, "catalog.m.eval_data")
+    assert str(error.value) == (
+        f"{tmp_path / 'eval.npz'} (params.yaml: catalog.m.eval_data): array 'ids' row 2 holds 10: "
+        "token ids must lie in [0, 10), the vocabulary"
+    )
+    assert len(load_user_data(tmp_path / "eval.npz", specs, "f", bounds={"ids": 11})) == 4  # the model's own

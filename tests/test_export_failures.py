@@ -12,11 +12,11 @@ import pytest
 from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import Params
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import ConfigError, ModelFileError, PipelineError
 from pipeline.core.memory import batch_limit, batch_size, peak_rss_growth_mb
 from pipeline.measure.stage import benchmark_variant
 from pipeline.prepare.check import check_models
-from pipeline.prepare.export import export_model
+from pipeline.prepare.export import export_model, held_out_sets, token_bounds, user_eval_set
 from tests.conftest import tiny_config
 
 
@@ -141,12 +141,12 @@ def build(vocab=None):
 '''
 
 
-def _token_project(root, with_eval: bool) -> Params:
+def _token_project(root, with_eval: bool, **entry) -> Params:
     folder = root / "models" / "tok"
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "net.py").write_text(TOKEN_NET)
     spec = {"source": "torch", "factory": "models.tok.net:build", "inputs": {"ids": {"shape": ["batch", "seq"],
-            "dtype": "int64", "kind": "token_ids"}}, "dims": {"seq": 6}, "init_seed": 0}  # fmt: skip
+            "dtype": "int64", "kind": "token_ids"}}, "dims": {"seq": 6}, "init_seed": 0} | entry  # fmt: skip
     if with_eval:
         ids = np.random.default_rng(0).integers(0, 30, size=(24, 6))
         np.savez(folder / "eval.npz", ids=ids)
@@ -164,6 +164,32 @@ def test_token_ids_take_their_range_from_the_eval_data(tiny_project):
     assert report["status"] == "ok", report["reason"]
     source = json.loads((layout.source_dir("tok", tiny_project) / layout.SOURCE_INFO).read_text())
     assert source["vocab_size"] == 30 and source["inputs"]["ids"]["high"] == 30
+
+
+def test_the_models_vocabulary_is_recorded_and_bounds_the_eval_rows(tiny_project):
+    """The bound predict checks ids against comes from the model's config, not from the eval data's
+    largest id; an eval row past it is refused, naming the file (a Gather would misread it)."""
+    from pipeline.prepare.sources.pytorch import TorchSource
+
+    params = _token_project(tiny_project, with_eval=True, factory_args={"vocab": 40})
+    report = export_model("tok", params, tiny_project)
+    assert report["status"] == "ok", report["reason"]
+    source = json.loads((layout.source_dir("tok", tiny_project) / layout.SOURCE_INFO).read_text())
+    assert source["token_bounds"] == {"ids": 40} and source["inputs"]["ids"]["high"] == 30
+    evaluation = user_eval_set("tok", params, tiny_project)
+    evaluation.inputs["ids"][5, 2] = 45  # within the embedding table (50 rows), past the declared vocabulary
+    source_model = TorchSource("tok", params.model("tok"), tiny_project, dims={"seq": 6})
+    bounds = token_bounds("tok", params.model("tok"), source_model)
+    with pytest.raises(ModelFileError) as error:
+        held_out_sets("tok", params, tiny_project, evaluation, source_model, bounds)
+    assert str(error.value) == (
+        f"{tiny_project / 'models/tok/eval.npz'} (params.yaml: catalog.tok.eval_data): array 'ids' row 5 holds 45: "
+        "token ids must lie in [0, 40), the vocabulary"
+    )
+    config = params.model("tok")
+    declared = config.model_copy(update={"inputs": {"ids": config.inputs["ids"].model_copy(update={"high": 41})}})
+    with pytest.raises(ConfigError, match=r"catalog.tok.inputs.ids.high: 41 exceeds the model's own vocabulary of 40"):
+        token_bounds("tok", declared, source_model)
 
 
 def test_token_ids_without_a_range_say_which_field_to_set(tiny_project):

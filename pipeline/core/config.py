@@ -45,6 +45,7 @@ class InputSpec(Strict):
     `kind` says what the values mean, so generated inputs look like real ones: `token_ids` are
     uniform in [low, high) (high: the vocabulary size), `attention_mask` is a run of 1s then 0s
     (lengths seeded between `low`, default 1, and the full length), `token_type_ids` 0s then 1s.
+    It also says what real values must be (data.check_input_values): token ids in [0, high), masks 0/1.
     """
 
     shape: list[int | str] = Field(min_length=1)

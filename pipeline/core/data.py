@@ -11,6 +11,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -19,6 +20,8 @@ from pipeline.core.errors import ConfigError, ModelFileError
 
 Arrays = dict[str, np.ndarray]
 LABELS = "labels"
+# Inputs an embedding looks up, and what their bound is called in errors.
+ID_KINDS = {"token_ids": ("token ids", "the vocabulary"), "token_type_ids": ("token type ids", "the type vocabulary")}
 
 
 @dataclass
@@ -233,6 +236,60 @@ def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arra
     return checked
 
 
+def declared_bounds(specs: dict[str, InputSpec]) -> dict[str, int]:
+    """The exclusive upper bound the spec itself gives each token input (its `high`)."""
+    return {name: int(spec.high) for name, spec in specs.items() if spec.kind in ID_KINDS and spec.high is not None}
+
+
+def check_input_values(
+    arrays: Arrays,
+    specs: dict[str, InputSpec],
+    what: str,
+    bounds: dict[str, int],
+    allow_nonfinite: bool = False,
+    nonfinite_hint: str = "",
+) -> None:
+    """Refuse values a runtime would misread without failing: an embedding's Gather counts a
+    negative id from the end, and OpenVINO's returns zeros for an id past the vocabulary (ONNX
+    Runtime fails, naming a graph node, not the input); a mask that is not 0/1 or masks a whole
+    row, and NaN or Inf, give wrong numbers, not errors.
+
+    Token ids (`token_ids`, `token_type_ids`) must lie in [0, bounds[name]) (be >= 0 where no bound
+    is known), masks hold 0 and 1 with a 1 in every row, floats are finite unless `allow_nonfinite`
+    (`nonfinite_hint` says how to allow them). Valid arrays cost a min and a max each, no copies;
+    only a refusal looks for the offending row. `arrays` are as check_inputs returns them."""
+    for name, spec in specs.items():
+        value = arrays[name]
+        if not value.size:
+            continue
+        if spec.kind == "attention_mask":
+            if value.min() < 0 or value.max() > 1:
+                _refuse(what, name, value, (value != 0) & (value != 1), "a mask holds only 0 and 1")
+            attended = value.reshape(len(value), -1).max(axis=1)
+            if attended.min() == 0:
+                row = int(np.argmin(attended))
+                raise ModelFileError(f"{what}: array {name!r} row {row} is all 0: a mask must attend to some position")
+        elif spec.kind in ID_KINDS:
+            bound, (ids, vocabulary) = bounds.get(name), ID_KINDS[spec.kind]
+            if bound is None:
+                if value.min() < 0:
+                    _refuse(what, name, value, value < 0, f"{ids} must be >= 0 ({vocabulary} is not recorded)")
+            elif value.min() < 0 or value.max() >= bound:
+                _refuse(
+                    what, name, value, (value < 0) | (value >= bound), f"{ids} must lie in [0, {bound}), {vocabulary}"
+                )
+        elif value.dtype.kind == "f" and not allow_nonfinite and not np.isfinite([value.min(), value.max()]).all():
+            _refuse(what, name, value, ~np.isfinite(value), f"inputs must be finite{nonfinite_hint}")
+
+
+def _refuse(what: str, name: str, value: np.ndarray, bad: np.ndarray, rule: str) -> NoReturn:
+    """The one-line error: the first offending row and its first offending value."""
+    rows = bad.reshape(len(bad), -1)
+    row = int(np.argmax(rows.any(axis=1)))
+    found = value.reshape(len(value), -1)[row][rows[row]][0].item()
+    raise ModelFileError(f"{what}: array {name!r} row {row} holds {found}: {rule}")
+
+
 def dims_of(arrays: Arrays, specs: dict[str, InputSpec]) -> dict[str, int]:
     """The value each symbolic dimension (after the batch axis) takes in `arrays`."""
     return {
@@ -243,8 +300,12 @@ def dims_of(arrays: Arrays, specs: dict[str, InputSpec]) -> dict[str, int]:
     }
 
 
-def load_user_data(path: Path, specs: dict[str, InputSpec], field_name: str) -> DataSet:
-    """Read a user's .npz (inputs by name + optional labels); errors name the file and the field."""
+def load_user_data(
+    path: Path, specs: dict[str, InputSpec], field_name: str, bounds: dict[str, int] | None = None
+) -> DataSet:
+    """Read a user's .npz (inputs by name + optional labels); errors name the file and the field.
+
+    Values are checked (check_input_values) against `bounds`, by default the spec's own `high`s."""
     what = f"{path} ({PARAMS_FILE}: {field_name})"
     if not path.is_file():
         raise ModelFileError(f"{what}: file not found")
@@ -254,6 +315,7 @@ def load_user_data(path: Path, specs: dict[str, InputSpec], field_name: str) -> 
     except (OSError, ValueError, zipfile.BadZipFile) as error:
         raise ModelFileError(f"{what}: not a readable .npz file ({error})") from None
     inputs = check_inputs({k: v for k, v in arrays.items() if k != LABELS}, specs, what)
+    check_input_values(inputs, specs, what, declared_bounds(specs) if bounds is None else bounds)
     labels = arrays.get(LABELS)
     if labels is not None and len(labels) != len(next(iter(inputs.values()))):
         raise ModelFileError(f"{what}: 'labels' has {len(labels)} rows, inputs have {len(next(iter(inputs.values())))}")

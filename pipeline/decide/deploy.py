@@ -105,6 +105,7 @@ def _package(model: str, artifact: Path, record: VariantRecord, params: Params, 
         "runtime_config": build["runtime_config"],
         "code": CODE if factory else None,
         "inputs": source["inputs"],  # symbolic dimensions take any size; a fixed batch is padded to
+        "token_bounds": source.get("token_bounds", {}),  # each token input's vocabulary: predict checks ids
         "fixed_batch": source["fixed_batch"],
         "dims": source["dims"],  # the values the metrics were measured at
         "outputs": source["output_names"],

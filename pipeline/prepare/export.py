@@ -25,7 +25,17 @@ import numpy as np
 
 from pipeline.core import layout, onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig, Params, model_dir
-from pipeline.core.data import DataSet, dims_of, generate_inputs, load_user_data, rows_in, run_batched, sample_batch
+from pipeline.core.data import (
+    DataSet,
+    check_input_values,
+    declared_bounds,
+    dims_of,
+    generate_inputs,
+    load_user_data,
+    rows_in,
+    run_batched,
+    sample_batch,
+)
 from pipeline.core.errors import ConfigError, PipelineError, first_line
 from pipeline.core.evaluate import task_metric
 from pipeline.core.files import atomic_dir, tree_digest, write_json
@@ -83,13 +93,35 @@ def token_vocab(config: ModelConfig) -> int | None:
     return min(highs) if highs else None
 
 
+def token_bounds(name: str, config: ModelConfig, source: SourceModel) -> dict[str, int]:
+    """Each token input's vocabulary (ids must lie in [0, bound)): the catalog's `high`, else the
+    model config's `vocab_size` (`type_vocab_size` for token_type_ids). Recorded in source.json for
+    the deploy manifest, so that predict refuses ids an embedding would silently misread; inputs
+    with neither are left out (an eval-derived `high` is no bound: the vocabulary may be larger).
+    `config` is the catalog's entry as written."""
+    found = {"token_ids": source.vocab_size, "token_type_ids": source.type_vocab_size}
+    bounds = declared_bounds(config.inputs)
+    for input_name, spec in config.inputs.items():
+        vocab = found.get(spec.kind)
+        if vocab is None:
+            continue
+        declared = bounds.get(input_name)
+        if declared is not None and declared > vocab:
+            raise ConfigError(
+                f"{PARAMS_FILE}: catalog.{name}.inputs.{input_name}.high: {declared} exceeds the model's own "
+                f"vocabulary of {vocab} (its config): ids past it would be misread, not refused"
+            )
+        bounds[input_name] = vocab if declared is None else declared
+    return bounds
+
+
 def generated_set(config: ModelConfig, source: SourceModel, n: int, seed: int, role: str) -> DataSet:
     inputs = generate_inputs(config.inputs, n, seed, source.dims, source.vocab_size, source.field)
     return DataSet(inputs, origin=f"{role} inputs generated from the input spec ({n} samples, seed {seed})")
 
 
 def held_out_sets(
-    name: str, params: Params, root: Path, evaluation: DataSet | None, source: SourceModel
+    name: str, params: Params, root: Path, evaluation: DataSet | None, source: SourceModel, bounds: dict[str, int]
 ) -> dict[str, DataSet]:
     """The three disjoint roles of input rows: `calibration` (static INT8), `validation` (what
     accuracy control tunes on) and `scoring` (what every variant is measured on).
@@ -97,16 +129,26 @@ def held_out_sets(
     With calib_data, its rows are split between calibration and validation (in export.split's
     proportions, seeded: never the same rows) and every eval row scores. With eval data
     alone, the eval rows are split (export.split, seeded). Without either, each role is generated
-    from the spec with its own seed."""
+    from the spec with its own seed.
+
+    Every row is checked against the token `bounds` (check_input_values) where it is born: a Gather
+    that clamps an id would corrupt every variant's figures without failing."""
     config = params.model(name)
     if evaluation is None:
         n, seed = params.export.generated_samples, params.export.seed
-        return {
+        sets = {
             role: generated_set(config, source, n, seed + offset, role)
             for offset, role in enumerate(("scoring", "calibration", "validation"))
         }
+        for data in sets.values():
+            check_input_values(data.inputs, config.inputs, data.origin, bounds)
+        return sets
+    # loaded before the source (its dims come from it) against the declared bounds: now the model's too
+    what = f"{evaluation.origin} ({PARAMS_FILE}: catalog.{name}.eval_data)"
+    check_input_values(evaluation.inputs, config.inputs, what, bounds)
     if config.calib_data:
-        data = load_user_data(model_dir(name, root) / config.calib_data, config.inputs, f"catalog.{name}.calib_data")
+        calib = model_dir(name, root) / config.calib_data
+        data = load_user_data(calib, config.inputs, f"catalog.{name}.calib_data", bounds)
         split = params.export.split
         share = split.validation / (split.calibration + split.validation)
         parts = data.split({"validation": share}, params.export.seed)
@@ -229,7 +271,8 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         start = time.perf_counter()
         source = load_source(name, config, root, dims)  # a model that cannot load fails here, alone
         load_s = time.perf_counter() - start
-        sets = held_out_sets(name, params, root, evaluation, source)
+        bounds = token_bounds(name, params.model(name), source)
+        sets = held_out_sets(name, params, root, evaluation, source, bounds)
         evaluation, calibration, validation = sets["scoring"], sets["calibration"], sets["validation"]
         fixed = config.fixed_batch
         batching = batch_limit(
@@ -293,6 +336,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
                 "dims": dims,
                 "fixed_batch": fixed,
                 "vocab_size": source.vocab_size or token_vocab(config),
+                **({"token_bounds": bounds} if bounds else {}),  # absent: source.json unchanged for other models
                 "batching": batching,
                 "model_digest": tree_digest(folder),  # any change to the model's folder rebuilds its variants
                 "eval_origin": evaluation.origin,

@@ -6,7 +6,9 @@
     text = load("deploy/tiny_lm").generate("def read(path):", max_new_tokens=32)   # text-generation models
 
 The manifest says which runtime loads the artifact and how (its recorded runtime config); inputs
-are checked against the input spec, files against their sha256, before anything runs.
+are checked against the input spec (names, shapes, dtypes, then values: token ids within the
+vocabulary, 0/1 masks, finite floats), files against their sha256, before anything runs.
+`load(folder, check_values=False)` skips the value checks for a caller that validates its own inputs.
 """
 
 from __future__ import annotations
@@ -18,17 +20,27 @@ import numpy as np
 
 from pipeline.core import layout
 from pipeline.core.config import InputSpec
-from pipeline.core.data import Arrays, check_inputs, run_batched
+from pipeline.core.data import Arrays, check_input_values, check_inputs, run_batched
 from pipeline.core.errors import ModelFileError
 from pipeline.core.files import read_json, sha256
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
 
+NONFINITE_HINT = " (predict --allow-nonfinite, or load(..., allow_nonfinite=True), lets NaN and Inf through)"
+
 
 class Predictor:
     """A loaded deployment artifact."""
 
-    def __init__(self, folder: Path, threads: int | None = None, verify: bool = True) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        threads: int | None = None,
+        verify: bool = True,
+        *,
+        check_values: bool = True,
+        allow_nonfinite: bool = False,
+    ) -> None:
         manifest_path = folder / layout.MANIFEST
         if not manifest_path.is_file():
             raise ModelFileError(f"{manifest_path}: not found (is {folder} a deploy/<model> folder?)")
@@ -41,6 +53,10 @@ class Predictor:
                 if not (folder / name).is_file() or sha256(folder / name) != digest:
                     raise ModelFileError(f"{folder / name}: missing or changed since selection (sha256 mismatch)")
         self.inputs = {name: InputSpec.model_validate(spec) for name, spec in self.manifest["inputs"].items()}
+        # Each token input's vocabulary, recorded at deploy; a manifest from before has none, and then
+        # only the checks that need no bound run (ids >= 0, masks, finite floats).
+        self.bounds: dict[str, int] = self.manifest.get("token_bounds", {})
+        self.check_values, self.allow_nonfinite = check_values, allow_nonfinite
         config = dict(self.manifest["runtime_config"])
         if self.manifest.get("code"):
             config["code_root"] = str(folder / self.manifest["code"])
@@ -64,6 +80,8 @@ class Predictor:
                 raise ModelFileError(f"{source}: the model takes {len(self.inputs)} inputs ({names}); give an .npz")
             inputs = {next(iter(self.inputs)): inputs}
         checked = check_inputs(inputs, self.inputs, source)
+        if self.check_values:
+            check_input_values(checked, self.inputs, source, self.bounds, self.allow_nonfinite, NONFINITE_HINT)
         fixed = self.manifest.get("fixed_batch")
         outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
         return {name: outputs[name] for name in self.output_names}
@@ -91,9 +109,19 @@ class Predictor:
         return tokenizer.decode(tokens)
 
 
-def load(folder: str | Path, threads: int | None = None, verify: bool = True) -> Predictor:
-    """Load deploy/<model> with its runtime (threads default to all cores)."""
-    return Predictor(Path(folder), threads, verify)
+def load(
+    folder: str | Path,
+    threads: int | None = None,
+    verify: bool = True,
+    *,
+    check_values: bool = True,
+    allow_nonfinite: bool = False,
+) -> Predictor:
+    """Load deploy/<model> with its runtime (threads default to all cores).
+
+    Every call checks its inputs' values unless `check_values` is False (a caller that validates
+    its own); `allow_nonfinite` lets NaN and Inf through and keeps the other value checks."""
+    return Predictor(Path(folder), threads, verify, check_values=check_values, allow_nonfinite=allow_nonfinite)
 
 
 def read_inputs(path: Path) -> Arrays | np.ndarray:
@@ -133,10 +161,11 @@ def run_cli(
     threads: int | None,
     prompt: str | None = None,
     max_new_tokens: int = 32,
+    allow_nonfinite: bool = False,
 ) -> dict[str, Any]:
     if (input_path is None) == (prompt is None):
         raise ModelFileError("predict: give an input file, or --prompt TEXT for a text-generation model (one of them)")
-    predictor = load(folder, threads)
+    predictor = load(folder, threads, allow_nonfinite=allow_nonfinite)
     manifest = predictor.manifest
     if prompt is not None:
         text = predictor.generate(prompt, max_new_tokens)

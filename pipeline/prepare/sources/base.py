@@ -43,6 +43,11 @@ class SourceModel(ABC):
         return None
 
     @property
+    def type_vocab_size(self) -> int | None:
+        """How many token types (segments) the model's own config declares: bounds token_type_ids."""
+        return None
+
+    @property
     def attention(self) -> dict[str, Any]:
         """Attention heads, hidden size and architecture as the model's own config declares them
         (transformers)."""

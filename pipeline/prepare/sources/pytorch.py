@@ -52,6 +52,11 @@ class TorchSource(SourceModel):
         return config.vocab_size if config else None
 
     @property
+    def type_vocab_size(self) -> int | None:
+        config = self._declared("type_vocab_size")
+        return config.type_vocab_size if config else None
+
+    @property
     def attention(self) -> dict[str, Any]:
         """num_attention_heads, hidden_size and the architecture (`model_type`, which picks ORT's
         transformer fusions) of the config declaring attention heads."""
