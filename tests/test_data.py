@@ -62,6 +62,15 @@ def test_check_inputs_casts_safe_dtypes():
     assert checked["x"].dtype == np.float32 and checked["ids"].dtype == np.int64
 
 
+def test_a_narrowing_cast_never_wraps_an_id_into_the_vocabulary():
+    """int64 2**32 + 3 cast to int32 is 3: a plausible token id. It is refused before any value check."""
+    specs = {"ids": InputSpec(shape=["batch", 2], dtype="int32")}
+    fits = check_inputs({"ids": np.array([[1, 2]], np.int64)}, specs, "d.npz")
+    assert fits["ids"].dtype == np.int32
+    with pytest.raises(ModelFileError, match=r"d\.npz: array 'ids' holds 4294967299, outside int32's range"):
+        check_inputs({"ids": np.array([[1, 2**32 + 3]], np.int64)}, specs, "d.npz")
+
+
 def test_user_data_errors_name_file_and_field(tmp_path):
     field = "catalog.m.eval_data"
     with pytest.raises(ModelFileError, match=rf"missing.npz \(params.yaml: {field}\): file not found"):

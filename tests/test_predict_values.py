@@ -21,6 +21,7 @@ from pipeline.core.files import write_json
 from pipeline.decide.deploy import _package
 from pipeline.prepare.check import check_models
 from pipeline.serve.predict import load
+from tests.helpers import metric
 
 VOCAB, TYPES, SEQ = 50, 2, 6
 SPEC = {
@@ -90,7 +91,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         write_json(artifact / layout.BUILD_INFO, build)
         out = root / "deploy" / variant
         out.mkdir(parents=True)
-        manifest = {"model": "tok", "variant": variant} | _package("tok", artifact, {}, tok_params(), root, out)
+        record = metric(1.0, runtime=runtime, precision="fp32")
+        manifest = {"model": "tok", "variant": variant} | _package("tok", artifact, record, tok_params(), root, out)
         write_json(out / layout.MANIFEST, manifest)
         folders[variant] = out
     return folders

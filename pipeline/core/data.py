@@ -227,9 +227,17 @@ def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arra
                 other, known = seen.setdefault(dim, (name, size))
                 if known != size:
                     raise ModelFileError(f"{what}: dimension {dim!r} is {size} in {name!r} but {known} in {other!r}")
-        if not np.can_cast(value.dtype, np.dtype(spec.dtype), casting="same_kind"):
+        target = np.dtype(spec.dtype)
+        if not np.can_cast(value.dtype, target, casting="same_kind"):
             raise ModelFileError(f"{what}: array {name!r} has dtype {value.dtype}, expected {spec.dtype}")
-        checked[name] = value.astype(spec.dtype, copy=False)
+        if value.size and target.kind in "iu" and not np.can_cast(value.dtype, target):  # a narrowing int cast
+            limits = np.iinfo(target)
+            if value.min() < limits.min or value.max() > limits.max:  # would wrap into a plausible id
+                raise ModelFileError(
+                    f"{what}: array {name!r} holds {value.max() if value.max() > limits.max else value.min()}, "
+                    f"outside {spec.dtype}'s range [{limits.min}, {limits.max}] the model takes"
+                )
+        checked[name] = value.astype(target, copy=False)
         sizes.add(len(value))
     if len(sizes) != 1 or 0 in sizes:
         raise ModelFileError(f"{what}: inputs must have the same, non-zero number of samples (got {sorted(sizes)})")

@@ -395,7 +395,7 @@ class Choice(Part):
     status: Literal["ok", "none"]
     chosen: str  # "none" when nothing met the constraints
     runtime: str = ""
-    objective: str
+    objective: str = ""
     value: float | None = None
     latency_ms: float | None = None
     measured: str = ""  # how the latency was measured: side by side, or the stored figures
@@ -413,7 +413,9 @@ class Choice(Part):
 
 
 def write_choice(model: str, choice: Choice, root: Path = Path(".")) -> None:
-    write_json(layout.selection_file(model, root), choice.model_dump(mode="json", exclude_none=True))
+    """Every field, a missing figure as null (the decision says what it lacked); perplexity for decoders only."""
+    text_only = {"ppl_increase_pct"} if choice.ppl_increase_pct is None else set()
+    write_json(layout.selection_file(model, root), choice.model_dump(mode="json", exclude=text_only))
 
 
 def load_choice(model: str, root: Path = Path("."), lenient: bool = False) -> Choice | None:
