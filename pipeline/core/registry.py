@@ -277,8 +277,8 @@ def _check_references() -> None:
     for kind, source in SOURCES.items():
         packages(source.requires, f"SOURCES[{kind!r}]")
         need(source.baseline in VARIANTS, f"SOURCES[{kind!r}]", f"baseline {source.baseline!r} is not a variant")
-        need(source.loader is None or source.loader.startswith(layers["loader"]), f"SOURCES[{kind!r}]",
-             f"its loader lives under {layers['loader']}")  # fmt: skip
+        loader_ok = source.loader is None or source.loader.startswith(layers["loader"])
+        need(loader_ok, f"SOURCES[{kind!r}]", f"its loader lives under {layers['loader']}")
     for name, runtime in RUNTIMES.items():
         packages(runtime.requires, f"RUNTIMES[{name!r}]")
         need(bool(runtime.requires), f"RUNTIMES[{name!r}]", "requires names no package")
@@ -290,14 +290,14 @@ def _check_references() -> None:
         need(v.device in RUNTIMES[v.runtime].devices, where, f"the {v.runtime} adapter does not run on {v.device}")
         need(v.sources is None or v.sources <= set(SOURCES), where, f"unknown source kind in {sorted(v.sources or ())}")
         need(bool(v.tasks) and v.tasks <= {SINGLE_PASS, TEXT_GENERATION}, where, f"unknown task in {sorted(v.tasks)}")
-        need(v.pass_ref.startswith(layers["pass"]) and ":" in v.pass_ref, where, f"pass is 'module:Class' under "
-             f"{layers['pass']}")  # fmt: skip
+        pass_ok = v.pass_ref.startswith(layers["pass"]) and ":" in v.pass_ref
+        need(pass_ok, where, f"its pass is 'module:Class' under {layers['pass']}")
         for field in ("should_beat", "rescues"):
             other = getattr(v, field)
             need(other is None or other in VARIANTS, where, f"{field} {other!r} is not a variant")
         rescued = VARIANTS.get(v.rescues or "")
-        need(rescued is None or (rescued.runtime, rescued.device) == (v.runtime, v.device), where,
-             f"rescues {v.rescues!r}, which runs elsewhere")  # fmt: skip
+        same_place = rescued is None or (rescued.runtime, rescued.device) == (v.runtime, v.device)
+        need(same_place, where, f"rescues {v.rescues!r}, which has another runtime or device")
 
 
 _check_references()
