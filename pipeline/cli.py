@@ -70,13 +70,19 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from pipeline.build.knobs import check_variant_params
     from pipeline.build.plan import require_stage_files
     from pipeline.core.config import load_params
     from pipeline.core.errors import ConfigError
     from pipeline.prepare.check import check_models
 
     params = load_params(args.params)
-    problems = check_models(params, args.params.parent)
+    problems = []
+    try:
+        check_variant_params(params, str(args.params))  # each variant's knobs, by its pass's Config
+    except ConfigError as error:
+        problems.append(str(error))
+    problems += check_models(params, args.params.parent)
     try:
         require_stage_files(params, args.params.parent)
     except ConfigError as error:

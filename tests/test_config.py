@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from pipeline.build.knobs import check_variant_params, validate_variant_params
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
 from tests.conftest import REPO
@@ -39,14 +42,6 @@ def test_repository_params_are_valid():
     ("edit", "expected"),
     [
         (lambda d: d["variants"].update(onnx_fp64={}), "variants.onnx_fp64: unknown variant (known: onnx_fp32"),
-        (
-            lambda d: d["machine_variants"]["onnx_int8_static"].update(calibration_method="mean"),
-            "machine_variants.onnx_int8_static.calibration_method: Input should be",
-        ),
-        (
-            lambda d: d["machine_variants"]["onnx_int8_dynamic"].update(per_chanel=True),
-            "machine_variants.onnx_int8_dynamic.per_chanel: unknown key",
-        ),
         (
             lambda d: d["variants"].update(torch_compile=d["machine_variants"].pop("torch_compile")),
             "variants.torch_compile: its artifact depends on the machine that builds it",
@@ -116,10 +111,6 @@ def test_repository_params_are_valid():
             "catalog.spam_fnn.overrides.onnx_fp64: not a configured variant",
         ),
         (
-            lambda d: d["catalog"]["spam_fnn"].update(overrides={"onnx_int8_static": {"per_chanel": False}}),
-            "catalog.spam_fnn.overrides.onnx_int8_static.per_chanel: unknown key",
-        ),
-        (
             lambda d: d["select"]["constraints"].update(min_cosine=1.5),
             "select.constraints.min_cosine: Input should be less than or equal to 1",
         ),
@@ -134,10 +125,6 @@ def test_repository_params_are_valid():
         (
             lambda d: d["catalog"]["digits_keras"].update(torch_exporter="torchscript"),
             "catalog.digits_keras.torch_exporter: applies to torch models",
-        ),
-        (
-            lambda d: d["variants"]["openvino_int8"].update(ignored_scope={"name": ["x"]}),
-            "variants.openvino_int8.ignored_scope.name: unknown key",
         ),
         (lambda d: d["export"].update(split={"calibration": 0.6}), "export.split.calibration: Input should be less"),
         (
@@ -160,6 +147,49 @@ def test_mistakes_name_file_and_field(tmp_path, edit, expected):
     assert "\n" not in message
 
 
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            lambda d: d["machine_variants"]["onnx_int8_static"].update(calibration_method="mean"),
+            "machine_variants.onnx_int8_static.calibration_method: Input should be",
+        ),
+        (
+            lambda d: d["machine_variants"]["onnx_int8_dynamic"].update(per_chanel=True),
+            "machine_variants.onnx_int8_dynamic.per_chanel: unknown key",
+        ),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(overrides={"onnx_int8_static": {"per_chanel": False}}),
+            "catalog.spam_fnn.overrides.onnx_int8_static.per_chanel: unknown key",
+        ),
+        (
+            lambda d: d["variants"]["openvino_int8"].update(ignored_scope={"name": ["x"]}),
+            "variants.openvino_int8.ignored_scope.name: unknown key",
+        ),
+    ],
+)
+def test_knob_mistakes_are_caught_by_the_pass_and_name_file_and_field(tmp_path, edit, expected):
+    """A variant's knobs belong to its pass (its Config): params.yaml reads without importing a pass,
+    and the build layer's check (python -m pipeline check, the plan and build stages) names the field."""
+    path = write_params(tmp_path, edit)
+    params = load_params(path)
+    with pytest.raises(ConfigError) as error:
+        check_variant_params(params, str(path))
+    message = str(error.value)
+    assert message.startswith(f"{path}: "), message
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_reading_params_imports_no_pass_or_runtime():
+    code = (
+        "import sys; from pipeline.core.config import load_params; load_params('params.yaml'); "
+        "print(sorted(m for m in sys.modules if m.startswith(('pipeline.build', 'pipeline.runtimes'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_yaml_syntax_error_gives_line(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("models: [a\ncatalog: {}\n")
@@ -180,8 +210,6 @@ def test_model_overrides_apply_over_the_variant_section():
 
 
 def test_variant_params_are_parsed_by_their_pass():
-    from pipeline.core.registry import validate_variant_params
-
     config = validate_variant_params("onnx_int8_static", {"calibration_samples": 10})
     assert config.calibration_samples == 10 and config.format == "qdq"
 

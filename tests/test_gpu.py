@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pipeline import runtimes
+from pipeline.build.knobs import pass_class
 from pipeline.core import layout
 from pipeline.core import registry as variants
 from pipeline.core.files import read_json, write_json
@@ -34,11 +35,11 @@ def on_gpu(context):
 )
 def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
     spec = variants.get(name)
-    reason = variants.unavailable_reason(spec.runtime, "cuda:0")
+    reason = runtimes.unavailable_reason(spec.runtime, "cuda:0")
     if reason:
         pytest.skip(reason)
     ctx = on_gpu(context)
-    result = spec.pass_class()().run(ctx, spec.pass_class().Config())
+    result = pass_class(spec)().run(ctx, pass_class(spec).Config())
     result.runtime_config |= dict(spec.runtime_options)
     session = runtimes.load(spec.runtime, ctx.out_dir / result.entry, 1, result.runtime_config, "cuda:0")
     reference = ctx.reference()
@@ -55,7 +56,7 @@ def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
 def test_gpu_meter_reads_energy_memory_and_utilisation(context):
     from pipeline.measure.gpu import GpuMeter
 
-    if variants.unavailable_reason("onnxruntime", "cuda:0"):
+    if runtimes.unavailable_reason("onnxruntime", "cuda:0"):
         pytest.skip("onnxruntime-gpu is not installed")
     session = runtimes.load("onnxruntime", context.exported_onnx, 1, {"provider": "cuda"}, "cuda:0")
     call = session.prepare({"x": np.zeros((64, 12), np.float32)})

@@ -7,11 +7,11 @@ import openvino as ov
 import pytest
 
 from pipeline import runtimes
+from pipeline.build.knobs import validate_variant_params
 from pipeline.build.passes.openvino import Validation
 from pipeline.core import layout
 from pipeline.core.data import DataSet
 from pipeline.core.errors import ConfigError
-from pipeline.core.registry import validate_variant_params
 from pipeline.measure.harness import measure_concurrent
 from tests.conftest import build, tiny_config
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.build.plan import STAGE_CODE, require_stage_files, stage_code, variant_code
+from pipeline.build.plan import STAGE_CODE, require_stage_files, stage_code, variant_code, write_plan
 from pipeline.core import layout, registry
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
@@ -94,3 +94,14 @@ def test_a_pass_reaches_only_its_variants():
     users = {v for v in registry.VARIANTS if fp16 in variant_code(v, REPO)}
     assert {"onnx_fp16", "onnx_cuda_fp16"} <= users
     assert not users & {"onnx_fp32", "onnx_int8_static", "openvino_int8", "torch_eager"}
+
+
+def test_the_plan_stage_checks_every_variants_knobs_before_anything_is_built(tmp_path):
+    root = copy_project(tmp_path / "project")
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["variants"]["onnx_opt"]["levle"] = "basic"
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    loaded = load_params(root / "params.yaml")  # reading params.yaml imports no pass: the typo passes here
+    with pytest.raises(ConfigError, match=r"params.yaml: variants.onnx_opt.levle: unknown key"):
+        write_plan(loaded, root)
+    assert not layout.plan_dir(root).exists()

@@ -13,6 +13,7 @@ from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core import registry as variants
 from pipeline.core.config import Params
+from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
 from pipeline.core.isolate import IsolatedFailure
 from pipeline.core.records import Kind
@@ -72,6 +73,20 @@ def test_failed_build_leaves_only_its_record(stage_project, machine, monkeypatch
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
     record = benchmark_variant("tiny", "onnx_fp32", make_params(), stage_project)
     assert record.kind == Kind.FAILED and "converter exploded" in record.reason
+
+
+def test_the_build_stage_checks_its_variants_knobs_before_building(stage_project, monkeypatch):
+    """params.yaml is read without the passes (pipeline.core.config): the build stage checks the
+    knobs of the variant it builds, its model's overrides included, and stops with one line."""
+    monkeypatch.setattr(build_module, "call", lambda *a, **k: pytest.fail("built with a misspelt knob"))
+    params = Params.model_validate(make_params().model_dump() | {"variants": {"onnx_opt": {"levle": "basic"}}})
+    with pytest.raises(ConfigError, match=r"^params.yaml: variants.onnx_opt.levle: unknown key"):
+        build_variant("tiny", "onnx_opt", params, stage_project)
+    catalog = {"tiny": tiny_config(overrides={"onnx_opt": {"level": "fastest"}}).model_dump()}
+    params = Params.model_validate(make_params().model_dump() | {"variants": {"onnx_opt": {}}, "catalog": catalog})
+    with pytest.raises(ConfigError, match=r"^params.yaml: catalog.tiny.overrides.onnx_opt.level: Input should be"):
+        build_variant("tiny", "onnx_opt", params, stage_project)
+    assert not layout.variant_dir("tiny", "onnx_opt", stage_project).exists()
 
 
 def test_failed_export_fails_onnx_variants_only(stage_project, monkeypatch):

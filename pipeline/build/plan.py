@@ -3,6 +3,7 @@ exactly when what they describe does.
 
 - reports/plan/<variant>.json: a variant's params (its `*variants.<name>` section and every model's
   overrides of it) and a hash of its pass's and runtime's code (named by string in the registry).
+  The plan stage checks every variant's knobs with its pass's Config first (pipeline.build.knobs).
 - reports/plan/stage_<group>.json: a hash of every project file a stage group's code runs (the
   import walk of its entry script, pipeline.core.imports).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pipeline.build.knobs import check_variant_params
 from pipeline.core import layout, registry
 from pipeline.core.config import Params
 from pipeline.core.errors import ConfigError
@@ -65,6 +67,7 @@ def require_stage_files(params: Params, root: Path = Path(".")) -> None:
 
 def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     require_stage_files(params, root)
+    check_variant_params(params, (root / layout.PARAMS_FILE).as_posix())  # every pass's knobs, once per run
     with atomic_dir(layout.plan_dir(root)) as tmp:
         for group in STAGE_CODE:
             write_json(tmp / f"stage_{group}.json", {"code": code_hash(stage_code(group, root), root)})

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipeline.build import knobs
 from pipeline.build.passes.base import BuildContext
 from pipeline.core import layout
 from pipeline.core import registry as variants
@@ -27,10 +28,10 @@ def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: st
     """Child-process side: run the variant's pass into `out_dir` for `target`; return entry and details."""
     params = load_params(Path(root) / PARAMS_FILE)
     spec = variants.get(variant)
-    config = variants.validate_variant_params(variant, params.variant_params(variant, model))
+    config = knobs.variant_config(params, variant, model)
     ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir), target)
     start = time.perf_counter()
-    result = spec.pass_class()().run(ctx, config)
+    result = knobs.pass_class(spec)().run(ctx, config)
     result.runtime_config |= dict(spec.runtime_options)
     seconds = time.perf_counter() - start
     if not (ctx.out_dir / result.entry).exists():
@@ -66,7 +67,7 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Build one variant; returns build.json's content (also written into the variant folder)."""
     spec = variants.get(variant)
-    params.variant_params(variant)  # a variant in the matrix must be configured
+    knobs.variant_config(params, variant, model)  # configured, its knobs valid: else one line, before any build
     config = params.model(model)
     target = target_for(spec.device, params.targets)
     probe = recorded_probe(target, root) if target else {}
@@ -87,6 +88,11 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     export = source["export"]
     with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
         skip = variants.skip_reason(spec, model, config, target, probe)
+        if skip is None and target is not None:  # the adapter's own question (a GPU build of its framework)
+            from pipeline.runtimes import unavailable_reason
+
+            missing = unavailable_reason(spec.runtime, target)
+            skip = variants.Skip(Kind.UNAVAILABLE, missing) if missing else None
         if skip:
             info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif source.get("status") == "failed":

@@ -1,8 +1,10 @@
 """params.yaml: load it once, validate all of it, and name the file and field of any mistake.
 
-The file is grouped by stage (models/catalog, train, export, variants, bench, build). Variant
-sections are validated by the config class that each pass declares (see pipeline.core.registry), so a
-typo in a variant's knob is caught before anything is built.
+The file is grouped by stage (models/catalog, train, export, variants, bench, build). Variant names,
+groups and targets are checked here against the registry's data (pipeline.core.registry); the knobs
+inside a variant's section belong to its pass, whose `Config` validates them in the build layer
+(pipeline.build.knobs: `python -m pipeline check`, the plan stage, the build stage), so reading
+params.yaml imports no pass.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pipeline.core import registry
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.validation import FieldError, validate
 
 MODELS_DIR = Path("models")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
-SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "jax", "transformers"]  # transformers: a HF model folder
+SourceKind = Literal[tuple(registry.SOURCES)]  # torch, onnx, keras, savedmodel, jax, transformers (a HF model folder)
+VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
 MetricName = Literal["accuracy", "binary_accuracy", "none"]
 
@@ -349,11 +353,9 @@ class Constraints(Strict):
     @classmethod
     def _known_runtimes(cls, names: list[str] | None) -> list[str] | None:
         """A misspelt runtime would reject every variant in silence: name the known ones instead."""
-        from pipeline.core.registry import RUNTIMES
-
         for i, name in enumerate(names or []):
-            if name not in RUNTIMES:
-                raise FieldError(str(i), f"{name!r} is not a runtime (known: {', '.join(RUNTIMES)})")
+            if name not in registry.RUNTIMES:
+                raise FieldError(str(i), f"{name!r} is not a runtime (known: {', '.join(registry.RUNTIMES)})")
         return names
 
     @field_validator("devices")
@@ -477,6 +479,10 @@ class Params(Strict):
         instead of sharing one built anywhere with the same software."""
         return variant not in self.variants
 
+    def group_of(self, variant: str) -> str:
+        """The list of VARIANT_GROUPS that configures `variant` (`variants` when none does)."""
+        return next((group for group in VARIANT_GROUPS if variant in getattr(self, group)), "variants")
+
     def model(self, name: str) -> ModelConfig:
         if name not in self.catalog:
             raise ConfigError(f"{PARAMS_FILE}: catalog.{name}: no such model (known: {', '.join(self.catalog)})")
@@ -498,7 +504,8 @@ def model_dir(name: str, root: Path = Path(".")) -> Path:
 
 
 def load_params(path: Path | str = PARAMS_FILE) -> Params:
-    """Read and validate params.yaml, variant sections included."""
+    """Read and validate params.yaml. The knobs inside variant sections and overrides are the
+    passes' to check (pipeline.build.knobs.check_variant_params): this reads no pass."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
@@ -511,16 +518,14 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     params = validate(Params, raw, str(path))
-    from pipeline.core.registry import VARIANTS, validate_variant_params
-
-    for group in ("variants", "machine_variants", "gpu_variants"):
-        for name, section in getattr(params, group).items():
-            validate_variant_params(name, section or {}, str(path), group)
-            if group == "gpu_variants" and VARIANTS[name].device != "cuda":
-                raise ConfigError(f"{path}: gpu_variants.{name}: runs on {VARIANTS[name].device}: list it elsewhere")
-            if group != "gpu_variants" and VARIANTS[name].device == "cuda":
+    for group in VARIANT_GROUPS:
+        for name in getattr(params, group):
+            variant = registry.get(name, str(path), group)
+            if group == "gpu_variants" and variant.device != "cuda":
+                raise ConfigError(f"{path}: gpu_variants.{name}: runs on {variant.device}: list it elsewhere")
+            if group != "gpu_variants" and variant.device == "cuda":
                 raise ConfigError(f"{path}: {group}.{name}: a GPU variant: list it under gpu_variants")
-            if group == "variants" and VARIANTS[name].per_target:
+            if group == "variants" and variant.per_target:
                 raise ConfigError(
                     f"{path}: variants.{name}: its artifact depends on the machine that builds it "
                     "(native code, an engine, an ISA-chosen recipe): list it under machine_variants"
@@ -532,12 +537,10 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
             raise ConfigError(f"{path}: select.models.{model}.variants: no such variant(s) {sorted(unknown)}")
     for model, config in params.catalog.items():
         for i, name in enumerate(config.skip):
-            if name not in VARIANTS:
-                raise ConfigError(
-                    f"{path}: catalog.{model}.skip.{i}: {name!r} is not a variant (known: {', '.join(VARIANTS)})"
-                )
+            if name not in registry.VARIANTS:
+                known = ", ".join(registry.VARIANTS)
+                raise ConfigError(f"{path}: catalog.{model}.skip.{i}: {name!r} is not a variant (known: {known})")
         for name in config.overrides:
             if name not in params.all_variants:
                 raise ConfigError(f"{path}: catalog.{model}.overrides.{name}: not a configured variant")
-            validate_variant_params(name, params.variant_params(name, model), str(path), f"catalog.{model}.overrides")
     return params

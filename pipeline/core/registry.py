@@ -1,173 +1,341 @@
-"""The variant catalogue: each name maps to one pass (source -> artifact) and one runtime.
+"""The catalogue, as data: the third-party packages the pipeline imports, the source kinds, the
+runtimes and the variants. Each variant declares what it applies to (source kinds, tasks, the kind
+of target), what it needs (its runtime and the packages its pass imports), the variant it rescues,
+and its pass by module path; each runtime names its adapter module and its packages.
 
-This table is the one place a backend is registered. Passes and runtimes are named by import
-path and imported only when used, so listing or validating variants costs no framework import.
+This is the one place a backend is registered (docs/development.md, "Adding a backend"). It imports
+nothing it names: the build layer imports passes and validates their knobs (pipeline.build.knobs),
+pipeline.runtimes imports the adapters, pipeline.prepare.sources the source loaders. Reading it
+costs no framework import, and the packages table is the one list that the environment fingerprint
+(pipeline.machine.fingerprint), the pyproject check (tests/test_registry.py) and skip reasons read.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel
+from typing import Any, Protocol
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.records import Kind
-from pipeline.core.validation import validate
 
-if TYPE_CHECKING:
-    from pipeline.core.config import ModelConfig
+
+@dataclass(frozen=True)
+class Package:
+    """A third-party distribution the pipeline imports, keyed by its pip name (PACKAGES): the
+    fingerprint records its version, so upgrading it reruns what depends on it."""
+
+    modules: tuple[str, ...]  # the import names it provides (checked with importlib.util.find_spec)
+    extra: str | None = None  # the pyproject.toml extra that installs it (gpu); None: [project] dependencies
+    via: str | None = None  # not listed in pyproject.toml: installed as a dependency of this listed package
+    optional: bool = False  # nothing installs it: used where the user installed it (recorded as absent elsewhere)
+    alternatives: tuple[str, ...] = ()  # other distributions of the same modules (a GPU machine's onnxruntime-gpu)
+
+
+# fmt: off
+PACKAGES: dict[str, Package] = {
+    "numpy": Package(("numpy",)),
+    "torch": Package(("torch",)),
+    "onnx": Package(("onnx",)),
+    "onnxscript": Package(("onnxscript",)),  # torch.onnx's dynamo exporter
+    "onnxruntime": Package(("onnxruntime",), alternatives=("onnxruntime-gpu",)),
+    "onnxslim": Package(("onnxslim",)),
+    "onnxconverter-common": Package(("onnxconverter_common",)),
+    "openvino": Package(("openvino",)),
+    "nncf": Package(("nncf",)),
+    "tensorflow-cpu": Package(("tensorflow",), alternatives=("tensorflow",)),
+    "keras": Package(("keras",), via="tensorflow-cpu"),
+    "tf2onnx": Package(("tf2onnx",)),
+    "jax": Package(("jax",)),
+    "jaxlib": Package(("jaxlib",)),
+    "flax": Package(("flax",)),
+    "optax": Package(("optax",)),  # trains the digits_jax zoo model
+    "jax2onnx": Package(("jax2onnx",)),
+    "torchax": Package(("torchax",), optional=True),  # torch_xla: PyTorch -> JAX
+    "transformers": Package(("transformers",)),
+    "onnxruntime-genai": Package(("onnxruntime_genai",)),  # the lm_onnx_* builder and runtime
+    "openvino-genai": Package(("openvino_genai",)),  # the lm_openvino_* runtime
+    "scikit-learn": Package(("sklearn",)),  # the zoo's data sets
+    "dvc": Package(("dvc",)),
+    # NVIDIA GPU targets (docs/gpu.md): recorded in reports/env.json, where GPU figures are taken
+    "onnxruntime-gpu": Package(("onnxruntime",), extra="gpu"),
+    "tensorrt-cu13": Package(("tensorrt",), extra="gpu", alternatives=("tensorrt",)),
+    "cuda-python": Package(("cuda.bindings",), extra="gpu"),
+    "nvidia-ml-py": Package(("pynvml",), extra="gpu"),
+}
+# fmt: on
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source kind (catalog.<model>.source): how its models are loaded and exported, and what
+    runs them natively."""
+
+    loader: str | None  # module under pipeline.prepare.sources with load() -> SourceModel; None: a decoder folder
+    baseline: str  # the variant that runs it the framework's own way: every speed-up is taken against it
+    requires: tuple[str, ...]  # the packages (PACKAGES) its loader and ONNX converter import
+
+
+SOURCES: dict[str, Source] = {
+    "torch": Source("pipeline.prepare.sources.pytorch", "torch_eager", ("torch", "onnx", "onnxscript")),
+    "onnx": Source("pipeline.prepare.sources.onnxfile", "onnx_fp32", ("onnx", "onnxruntime")),
+    "keras": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "keras", "tf2onnx", "onnx")),
+    "savedmodel": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "tf2onnx", "onnx")),
+    "jax": Source("pipeline.prepare.sources.jaxfn", "jax_jit", ("jax", "jaxlib", "flax", "jax2onnx", "onnx")),
+    # a Hugging Face causal LM folder (task: text-generation), exported by pipeline.prepare.decoder
+    "transformers": Source(None, "lm_torch", ("transformers", "torch")),
+}
+
+# The native way to run each source kind: every speed-up is taken against it.
+BASELINES = {kind: source.baseline for kind, source in SOURCES.items()}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A runtime adapter: load(artifact, threads, config, target) -> Session (or a Generator), and
+    unavailable_on(target) for non-CPU targets."""
+
+    module: str  # under pipeline.runtimes
+    requires: tuple[str, ...]  # the packages (PACKAGES) it imports; the first is the version a deployment records
+    devices: tuple[str, ...] = ("cpu",)  # target kinds its adapter can run on
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The import names that must be installed."""
+        return tuple(PACKAGES[name].modules[0] for name in self.requires)
+
+    @property
+    def distribution(self) -> str:
+        """The installed package whose version a deployment records."""
+        return self.requires[0]
+
+
+RUNTIMES: dict[str, Runtime] = {
+    "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",), ("cpu", "cuda")),
+    "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",), ("cpu", "cuda")),
+    "tensorrt": Runtime("pipeline.runtimes.trt", ("tensorrt-cu13", "cuda-python"), ("cuda",)),
+    "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),
+    "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow-cpu",)),
+    "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
+    # generators (pipeline.runtimes.generator): text-generation variants
+    "transformers": Runtime("pipeline.runtimes.lm_torch", ("transformers", "torch")),
+    "onnxruntime-genai": Runtime("pipeline.runtimes.lm_ort", ("onnxruntime-genai",)),
+    "openvino-genai": Runtime("pipeline.runtimes.lm_ov", ("openvino-genai",)),
+}
+
+# What a model does per call (a variant's `tasks`): one forward pass per batch (classification,
+# embeddings, any other model), or decoding a causal LM with its KV cache (task: text-generation).
+SINGLE_PASS, TEXT_GENERATION = "single-pass", "text-generation"
+PREDICTS, GENERATES = frozenset({SINGLE_PASS}), frozenset({TEXT_GENERATION})
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
     summary: str
-    runtime: str
+    runtime: str  # a RUNTIMES key: the adapter that loads and runs the artifact
     precision: str
-    pass_ref: str  # "module:Class" of a pipeline.build.passes.base.Pass
+    pass_ref: str  # "module:Class" under pipeline.build.passes: a Pass whose Config holds its params.yaml knobs
     sources: frozenset[str] | None = None  # source kinds it applies to; None: any, through the ONNX export
     device: str = "cpu"  # the kind of target it runs on (pipeline.core.targets)
     per_target: bool = False  # its artifact depends on the hardware that builds it: params.yaml machine_variants
     runtime_options: tuple[tuple[str, Any], ...] = ()  # fixed runtime_config entries (an ORT provider, say)
     should_beat: str | None = None  # the higher-precision variant of its runtime and target it must be faster than
-    generates: bool = False  # a text-generation variant (a decoder with its KV cache), for task: text-generation
+    tasks: frozenset[str] = PREDICTS  # the model tasks it applies to (SINGLE_PASS, TEXT_GENERATION)
+    requires: tuple[str, ...] = ()  # the packages (PACKAGES) its pass imports besides its runtime's
+    rescues: str | None = None  # the variant it stands in for when that one misses its constraints
 
     @property
     def needs_export(self) -> bool:
         return self.sources is None
 
-    def pass_class(self) -> Any:
-        module, _, cls = self.pass_ref.partition(":")
-        return getattr(importlib.import_module(module), cls)
+    @property
+    def generates(self) -> bool:
+        """A text-generation variant (a decoder with its KV cache)."""
+        return TEXT_GENERATION in self.tasks
 
+    @property
+    def pass_module(self) -> str:
+        return self.pass_ref.partition(":")[0]
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """Every package (PACKAGES) building and running it imports: its runtime's, then its pass's."""
+        return tuple(dict.fromkeys((*RUNTIMES[self.runtime].requires, *self.requires)))
+
+
+ONNX, FP16 = ("onnx",), ("onnx", "onnxconverter-common")  # what the ONNX graph passes import
+HF = ("transformers", "torch")  # what the decoder passes convert from
 
 # fmt: off
 VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_fp32", "the ONNX export as is", "onnxruntime", "fp32",
-            "pipeline.build.passes.onnx_export:AsExported"),
+            "pipeline.build.passes.onnx_export:AsExported", requires=ONNX),
     Variant("onnx_opt", "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
-            "onnxruntime", "fp32", "pipeline.build.passes.ort_optimize:OrtOptimize"),
+            "onnxruntime", "fp32", "pipeline.build.passes.ort_optimize:OrtOptimize", requires=(*ONNX, "onnxslim")),
     Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
-            "onnxruntime", "fp16", "pipeline.build.passes.fp16:Float16", should_beat="onnx_fp32"),
+            "onnxruntime", "fp16", "pipeline.build.passes.fp16:Float16", should_beat="onnx_fp32", requires=FP16),
     Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
             "onnxruntime", "int8", "pipeline.build.passes.ort_quantize:DynamicInt8", per_target=True,
-            should_beat="onnx_fp32"),  # reduce_range: auto reads the building CPU's ISA
+            should_beat="onnx_fp32", requires=ONNX),  # reduce_range: auto reads the building CPU's ISA
     Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
             "onnxruntime", "int8", "pipeline.build.passes.ort_quantize:StaticInt8", per_target=True,
-            should_beat="onnx_fp32"),
+            should_beat="onnx_fp32", requires=ONNX),
     Variant("openvino_fp32", "OpenVINO IR, FP32 weights, f32 inference pinned", "openvino", "fp32",
-            "pipeline.build.passes.openvino:OpenVinoFp32"),
+            "pipeline.build.passes.openvino:OpenVinoFp32", requires=("torch",)),  # torch: frontend: source
     Variant("openvino_fp16", "OpenVINO IR, FP16-compressed weights", "openvino", "fp16",
-            "pipeline.build.passes.openvino:OpenVinoFp16", should_beat="openvino_fp32"),
+            "pipeline.build.passes.openvino:OpenVinoFp16", should_beat="openvino_fp32", requires=("torch",)),
     Variant("openvino_int8", "OpenVINO IR quantized by nncf.quantize on the calibration split",
-            "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8", should_beat="openvino_fp32"),
+            "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8", should_beat="openvino_fp32",
+            requires=("nncf", "torch")),
     Variant("openvino_int8_acc", "nncf.quantize_with_accuracy_control: INT8 within max_drop on the eval split",
-            "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8AccuracyControl", should_beat="openvino_fp32"),
+            "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8AccuracyControl", should_beat="openvino_fp32",
+            requires=("nncf", "torch"), rescues="openvino_int8"),
     Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
             "pipeline.build.passes.pytorch:TorchEager", frozenset({"torch"})),
     Variant("torch_compile", "AOTInductor package of the PyTorch source (torch.export + TorchInductor)",
             "torch", "fp32", "pipeline.build.passes.pytorch:TorchCompile", frozenset({"torch"}), per_target=True),
     Variant("torch_xla", "PyTorch source converted to JAX by torchax, exported like jax_xla", "jax", "fp32",
-            "pipeline.build.passes.jax_xla:TorchXla", frozenset({"torch"})),
+            "pipeline.build.passes.jax_xla:TorchXla", frozenset({"torch"}), requires=("torch", "torchax", "jaxlib")),
     Variant("tf_graph", "the TF/Keras source as a SavedModel serving a plain tf.function", "tensorflow", "fp32",
             "pipeline.build.passes.tf_saved:TfGraph", frozenset({"keras", "savedmodel"})),
     Variant("tf_xla", "the same with tf.function(jit_compile=True): XLA-compiled at load", "tensorflow", "fp32",
             "pipeline.build.passes.tf_saved:TfXla", frozenset({"keras", "savedmodel"})),
     Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
-            "pipeline.build.passes.jax_xla:JaxJit", frozenset({"jax"})),
+            "pipeline.build.passes.jax_xla:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",
-            "pipeline.build.passes.jax_xla:JaxXla", frozenset({"jax"})),
+            "pipeline.build.passes.jax_xla:JaxXla", frozenset({"jax"}), requires=("jaxlib",)),
     # Text generation (task: text-generation): a causal LM with its KV cache, greedy decoding.
     Variant("lm_torch", "the Hugging Face model in PyTorch, decoding with its KV cache: the baseline",
             "transformers", "fp32", "pipeline.build.passes.decoder:LmTorch", frozenset({"transformers"}),
-            generates=True),
+            tasks=GENERATES),
     Variant("lm_onnx_fp32", "ONNX with past key/values by onnxruntime-genai's model builder, run by "
             "onnxruntime-genai", "onnxruntime-genai", "fp32", "pipeline.build.passes.decoder:GenaiFp32",
-            frozenset({"transformers"}), generates=True),
+            frozenset({"transformers"}), tasks=GENERATES, requires=(*HF, "onnx")),
     Variant("lm_onnx_int8", "the builder's ONNX with weight-only INT8 MatMulNBits (block-wise, RTN)",
             "onnxruntime-genai", "int8", "pipeline.build.passes.decoder:GenaiInt8", frozenset({"transformers"}),
-            generates=True, should_beat="lm_onnx_fp32"),
+            tasks=GENERATES, should_beat="lm_onnx_fp32", requires=(*HF, "onnx")),
     Variant("lm_onnx_int4", "the builder's ONNX with weight-only INT4 MatMulNBits (block-wise, RTN)",
             "onnxruntime-genai", "int4", "pipeline.build.passes.decoder:GenaiInt4", frozenset({"transformers"}),
-            generates=True, should_beat="lm_onnx_fp32"),
+            tasks=GENERATES, should_beat="lm_onnx_fp32", requires=(*HF, "onnx")),
     Variant("lm_openvino_fp32", "stateful OpenVINO IR (KV cache as model state), f32 inference and KV cache "
             "pinned, run by openvino-genai", "openvino-genai", "fp32", "pipeline.build.passes.decoder:OvFp32",
-            frozenset({"transformers"}), generates=True),
+            frozenset({"transformers"}), tasks=GENERATES, requires=(*HF, "openvino")),
     Variant("lm_openvino_fp16", "the stateful IR with FP16 weights; the CPU plugin's own inference and KV-cache "
             "precision (bf16 and u8 where the CPU has them)", "openvino-genai", "fp16",
-            "pipeline.build.passes.decoder:OvFp16", frozenset({"transformers"}), generates=True,
-            should_beat="lm_openvino_fp32"),
+            "pipeline.build.passes.decoder:OvFp16", frozenset({"transformers"}), tasks=GENERATES,
+            should_beat="lm_openvino_fp32", requires=(*HF, "openvino")),
     Variant("lm_openvino_int8", "the stateful IR with weights compressed to INT8 by nncf.compress_weights",
             "openvino-genai", "int8", "pipeline.build.passes.decoder:OvInt8", frozenset({"transformers"}),
-            generates=True, should_beat="lm_openvino_fp32"),
+            tasks=GENERATES, should_beat="lm_openvino_fp32", requires=(*HF, "openvino", "nncf")),
     Variant("lm_openvino_int4", "the stateful IR with weights compressed to INT4 (group-wise) by "
             "nncf.compress_weights", "openvino-genai", "int4", "pipeline.build.passes.decoder:OvInt4",
-            frozenset({"transformers"}), generates=True, should_beat="lm_openvino_fp32"),
+            frozenset({"transformers"}), tasks=GENERATES, should_beat="lm_openvino_fp32",
+            requires=(*HF, "openvino", "nncf")),
     # GPU targets (NVIDIA, CUDA): skipped with the target probe's reason where there is none.
     Variant("onnx_cuda_fp32", "the ONNX export on ONNX Runtime's CUDA execution provider", "onnxruntime",
             "fp32", "pipeline.build.passes.onnx_export:AsExported", device="cuda", per_target=True,
-            runtime_options=(("provider", "cuda"),)),
+            runtime_options=(("provider", "cuda"),), requires=ONNX),
     Variant("onnx_cuda_fp16", "onnx_fp16's FP16 graph on ONNX Runtime's CUDA execution provider", "onnxruntime",
             "fp16", "pipeline.build.passes.fp16:Float16", device="cuda", per_target=True,
-            runtime_options=(("provider", "cuda"),), should_beat="onnx_cuda_fp32"),
+            runtime_options=(("provider", "cuda"),), should_beat="onnx_cuda_fp32", requires=FP16),
     Variant("onnx_trt_fp16", "ONNX Runtime's TensorRT execution provider, FP16 enabled, engine cached in "
             "the artifact", "onnxruntime", "fp16", "pipeline.build.passes.tensorrt:OrtTensorRt", device="cuda",
-            per_target=True, runtime_options=(("provider", "tensorrt"), ("fp16", True))),
+            per_target=True, runtime_options=(("provider", "tensorrt"), ("fp16", True)), requires=ONNX),
     Variant("onnx_trt_int8", "the QDQ INT8 model (onnx_int8_static's recipe) on the TensorRT execution "
             "provider: explicit quantization, no calibration table", "onnxruntime", "int8",
             "pipeline.build.passes.tensorrt:OrtTensorRtQdq", device="cuda", per_target=True,
             runtime_options=(("provider", "tensorrt"), ("fp16", True), ("int8", True)),
-            should_beat="onnx_trt_fp16"),
+            should_beat="onnx_trt_fp16", requires=ONNX),
     Variant("tensorrt_fp16", "onnx_fp16's graph built into a TensorRT engine (tensorrt API, strongly typed)",
-            "tensorrt", "fp16", "pipeline.build.passes.tensorrt:EngineFp16", device="cuda", per_target=True),
+            "tensorrt", "fp16", "pipeline.build.passes.tensorrt:EngineFp16", device="cuda", per_target=True,
+            requires=FP16),
     Variant("tensorrt_int8", "a TensorRT engine of the QDQ INT8 model (explicit quantization)",
             "tensorrt", "int8", "pipeline.build.passes.tensorrt:EngineInt8", device="cuda", per_target=True,
-            should_beat="tensorrt_fp16"),
+            should_beat="tensorrt_fp16", requires=(*ONNX, "onnxruntime")),  # onnxruntime: its QDQ quantizer
     Variant("torch_compile_cuda", "AOTInductor package of the PyTorch source compiled for CUDA", "torch",
             "fp32", "pipeline.build.passes.pytorch:TorchCompile", frozenset({"torch"}), device="cuda", per_target=True),
 ]}
 # fmt: on
 
 
-@dataclass(frozen=True)
-class Runtime:
-    module: str
-    packages: tuple[str, ...]  # import names that must be installed
-    distribution: str  # the installed package whose version a deployment records
-    devices: tuple[str, ...] = ("cpu",)  # target kinds its adapter can run on
+def _check_references() -> None:
+    """Every name the tables use is declared, and every module path lies in its layer: a new entry
+    with a typo stops at import with the entry's name, not at the first stage that reads it."""
+    layers = {"pass": "pipeline.build.passes.", "runtime": "pipeline.runtimes.", "loader": "pipeline.prepare.sources."}
+
+    def need(ok: bool, where: str, what: str) -> None:
+        if not ok:
+            raise ValueError(f"pipeline/core/registry.py: {where}: {what}")
+
+    def packages(names: tuple[str, ...], where: str) -> None:
+        for name in names:
+            need(name in PACKAGES, where, f"package {name!r} is not in PACKAGES")
+
+    for name, package in PACKAGES.items():
+        need(package.via is None or package.via in PACKAGES, f"PACKAGES[{name!r}]", f"via {package.via!r} unknown")
+    for kind, source in SOURCES.items():
+        packages(source.requires, f"SOURCES[{kind!r}]")
+        need(source.baseline in VARIANTS, f"SOURCES[{kind!r}]", f"baseline {source.baseline!r} is not a variant")
+        loader_ok = source.loader is None or source.loader.startswith(layers["loader"])
+        need(loader_ok, f"SOURCES[{kind!r}]", f"its loader lives under {layers['loader']}")
+    for name, runtime in RUNTIMES.items():
+        packages(runtime.requires, f"RUNTIMES[{name!r}]")
+        need(bool(runtime.requires), f"RUNTIMES[{name!r}]", "requires names no package")
+        need(runtime.module.startswith(layers["runtime"]), f"RUNTIMES[{name!r}]", f"lives under {layers['runtime']}")
+    for name, v in VARIANTS.items():
+        where = f"VARIANTS[{name!r}]"
+        packages(v.requires, where)
+        need(v.runtime in RUNTIMES, where, f"runtime {v.runtime!r} is not in RUNTIMES")
+        need(v.device in RUNTIMES[v.runtime].devices, where, f"the {v.runtime} adapter does not run on {v.device}")
+        need(v.sources is None or v.sources <= set(SOURCES), where, f"unknown source kind in {sorted(v.sources or ())}")
+        need(bool(v.tasks) and v.tasks <= {SINGLE_PASS, TEXT_GENERATION}, where, f"unknown task in {sorted(v.tasks)}")
+        pass_ok = v.pass_ref.startswith(layers["pass"]) and ":" in v.pass_ref
+        need(pass_ok, where, f"its pass is 'module:Class' under {layers['pass']}")
+        for field in ("should_beat", "rescues"):
+            other = getattr(v, field)
+            need(other is None or other in VARIANTS, where, f"{field} {other!r} is not a variant")
+        rescued = VARIANTS.get(v.rescues or "")
+        same_place = rescued is None or (rescued.runtime, rescued.device) == (v.runtime, v.device)
+        need(same_place, where, f"rescues {v.rescues!r}, which has another runtime or device")
 
 
-RUNTIMES: dict[str, Runtime] = {
-    "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",), "onnxruntime", ("cpu", "cuda")),
-    "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",), "torch", ("cpu", "cuda")),
-    "tensorrt": Runtime("pipeline.runtimes.trt", ("tensorrt", "cuda.bindings"), "tensorrt", ("cuda",)),
-    "openvino": Runtime("pipeline.runtimes.ov", ("openvino",), "openvino"),
-    "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow",), "tensorflow-cpu"),
-    "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax"), "jax"),
-    # generators (pipeline.runtimes.generator): text-generation variants
-    "transformers": Runtime("pipeline.runtimes.lm_torch", ("torch", "transformers"), "transformers"),
-    "onnxruntime-genai": Runtime("pipeline.runtimes.lm_ort", ("onnxruntime_genai",), "onnxruntime-genai"),
-    "openvino-genai": Runtime("pipeline.runtimes.lm_ov", ("openvino_genai",), "openvino-genai"),
-}
+_check_references()
+
+
+class ModelLike(Protocol):
+    """What skip_reason reads of a catalog model (pipeline.core.config.ModelConfig)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def skip(self) -> list[str]: ...
+    @property
+    def generates(self) -> bool: ...
+
+
+def task_of(config: ModelLike) -> str:
+    """The task a catalog model's variants must support (Variant.tasks)."""
+    return TEXT_GENERATION if config.generates else SINGLE_PASS
 
 
 def unavailable_reason(name: str, target: str = "cpu") -> str | None:
-    """Why runtime `name` cannot run on `target` on this machine, or None when it can.
+    """Why runtime `name` cannot run on `target` on this machine, as far as the registry's data
+    says (its packages are installed, its adapter runs on this kind of target), or None.
 
-    On a GPU the adapter's own `unavailable_on(target)` asks the framework (a CPU-only build of
-    torch, onnxruntime without its CUDA provider)."""
+    The adapter's own question on a GPU (a CPU-only build of torch, onnxruntime without its CUDA
+    provider) is pipeline.runtimes.unavailable_reason, which asks this first."""
     runtime = RUNTIMES[name]
-    missing = [p for p in runtime.packages if _missing(p)]
+    missing = [package for package in runtime.requires if _missing(PACKAGES[package].modules[0])]
     if missing:
-        return f"{', '.join(missing)} is not installed" + (" (pip install -e '.[gpu]')" if target != "cpu" else "")
+        extras = sorted({extra for package in missing if (extra := PACKAGES[package].extra)})
+        hint = f" (pip install -e '.[{','.join(extras)}]')" if extras else ""
+        return f"{', '.join(PACKAGES[package].modules[0] for package in missing)} is not installed{hint}"
     kind = target.partition(":")[0]
     if kind not in runtime.devices:
         return f"the {name} adapter runs on {', '.join(runtime.devices)}, not {kind}"
-    return None if kind == "cpu" else importlib.import_module(runtime.module).unavailable_on(target)
+    return None
 
 
 def _missing(package: str) -> bool:
@@ -175,17 +343,6 @@ def _missing(package: str) -> bool:
         return importlib.util.find_spec(package) is None
     except ModuleNotFoundError:  # a dotted name whose parent package is absent
         return True
-
-
-# The native way to run each source kind: every speed-up is taken against it.
-BASELINES = {
-    "torch": "torch_eager",
-    "keras": "tf_graph",
-    "savedmodel": "tf_graph",
-    "jax": "jax_jit",
-    "onnx": "onnx_fp32",
-    "transformers": "lm_torch",
-}
 
 
 def ordered(names: object) -> list[str]:
@@ -198,18 +355,11 @@ def should_beat(precision: str) -> dict[str, str]:
     return {v.name: v.should_beat for v in VARIANTS.values() if v.should_beat and v.precision == precision}
 
 
-def get(name: str, source: str = PARAMS_FILE) -> Variant:
+def get(name: str, source: str = PARAMS_FILE, section: str = "variants") -> Variant:
+    """Variant `name`, or a ConfigError naming `section.name` in `source` (a params.yaml)."""
     if name not in VARIANTS:
-        raise ConfigError(f"{source}: variants.{name}: unknown variant (known: {', '.join(VARIANTS)})")
+        raise ConfigError(f"{source}: {section}.{name}: unknown variant (known: {', '.join(VARIANTS)})")
     return VARIANTS[name]
-
-
-def validate_variant_params(
-    name: str, data: dict[str, Any], source: str = PARAMS_FILE, section: str = "variants"
-) -> BaseModel:
-    """Check a variant's knobs (its `variants.<name>` section, or a model's overrides of it)."""
-    config_class = get(name, source).pass_class().Config
-    return validate(config_class, data, source, prefix=f"{section}.{name}")
 
 
 @dataclass(frozen=True)
@@ -221,12 +371,13 @@ class Skip:
 
 
 def skip_reason(
-    variant: Variant, model: str, config: ModelConfig, target: str | None, probe: dict[str, Any]
+    variant: Variant, model: str, config: ModelLike, target: str | None, probe: dict[str, Any]
 ) -> Skip | None:
-    """Why `variant` does not apply to `model` on `target` (probed as `probe`), or None when it does."""
+    """Why `variant` does not apply to `model` on `target` (probed as `probe`), or None when it does
+    as far as the registry's data says (pipeline.runtimes.unavailable_reason asks the adapter too)."""
     if variant.name in config.skip:
         return Skip(Kind.NOT_APPLICABLE, f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)")
-    if variant.generates != config.generates:
+    if task_of(config) not in variant.tasks:
         kind = "text-generation" if variant.generates else "single-pass (non-generative)"
         return Skip(
             Kind.NOT_APPLICABLE,

@@ -17,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pipeline.core import registry
+
 # ISA features that decide which precisions can be fast on a CPU.
 ISA_FLAGS = (
     "sse4_2",
@@ -35,31 +37,12 @@ ISA_FLAGS = (
     "amx_int8",
     "amx_bf16",
 )
-PACKAGES = (
-    "numpy",
-    "torch",
-    "onnx",
-    "onnxscript",
-    "onnxruntime",
-    "onnxslim",
-    "onnxconverter-common",
-    "openvino",
-    "nncf",
-    "tensorflow-cpu",
-    "keras",
-    "tf2onnx",
-    "jax",
-    "jaxlib",
-    "flax",
-    "optax",
-    "jax2onnx",
-    "torchax",  # optional: recorded as absent when not installed
-    "transformers",
-    "scikit-learn",
-    "dvc",
-)
-# Only on GPU machines; recorded where figures are taken, so that upgrading them reruns the benchmarks.
-GPU_PACKAGES = ("onnxruntime-gpu", "tensorrt", "cuda-python", "nvidia-ml-py")
+# The packages whose versions decide what a build writes or a benchmark measures: the registry's
+# table (pipeline.core.registry.PACKAGES), which every runtime, variant and source kind names its
+# packages from, so a package a variant imports is recorded here and upgrading it reruns its stages.
+PACKAGES = tuple(name for name, package in registry.PACKAGES.items() if package.extra is None)
+# Only on GPU machines ([gpu] extra); recorded where figures are taken, so that upgrading them reruns the benchmarks.
+GPU_PACKAGES = tuple(name for name, package in registry.PACKAGES.items() if package.extra == "gpu")
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -122,7 +105,7 @@ def _version(package: str) -> str:
 
 
 # The same module from another distribution: a GPU machine's onnxruntime is onnxruntime-gpu.
-ALTERNATIVES = {"onnxruntime": ("onnxruntime-gpu",), "tensorflow-cpu": ("tensorflow",)}
+ALTERNATIVES = {name: package.alternatives for name, package in registry.PACKAGES.items() if package.alternatives}
 
 
 def _installed(package: str) -> str:

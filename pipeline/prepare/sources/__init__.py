@@ -9,15 +9,12 @@ import importlib
 from pathlib import Path
 
 from pipeline.core.config import ModelConfig
+from pipeline.core.registry import SOURCES
 from pipeline.prepare.sources.base import SourceModel
 
-SOURCE_MODULES = {
-    "torch": "pipeline.prepare.sources.pytorch",
-    "onnx": "pipeline.prepare.sources.onnxfile",
-    "keras": "pipeline.prepare.sources.tfkeras",
-    "savedmodel": "pipeline.prepare.sources.tfkeras",
-    "jax": "pipeline.prepare.sources.jaxfn",
-}
+# The loader of each source kind, from the registry (pipeline.core.registry.SOURCES); a decoder's
+# Hugging Face folder (source: transformers) has none: pipeline.prepare.decoder exports it.
+SOURCE_MODULES = {kind: source.loader for kind, source in SOURCES.items() if source.loader}
 
 
 def load_source(

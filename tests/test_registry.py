@@ -1,0 +1,249 @@
+"""The registry (pipeline.core.registry) is data that the rest reads: every package it names is
+installed by pyproject.toml and recorded by the fingerprint, every pass and runtime it names by
+module path exists in its layer and imports, and the modules that import by string stay in the
+layering that `lint-imports` checks for ordinary imports."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from pipeline.build.knobs import pass_class
+from pipeline.build.passes.base import Pass
+from pipeline.core import registry
+from pipeline.core.registry import PACKAGES, RUNTIMES, SOURCES, VARIANTS
+from pipeline.machine import fingerprint
+from tests.conftest import REPO
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def normalized(requirement: str) -> str:
+    """A requirement's distribution name, PEP 503-normalized ('onnxruntime-genai==0.18.*' -> onnxruntime-genai)."""
+    name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement.strip())
+    assert name, requirement
+    return re.sub(r"[-_.]+", "-", name.group()).lower()
+
+
+def listed_in_pyproject() -> dict[str | None, set[str]]:
+    """{None: [project] dependencies, extra: its optional dependencies}, as normalized names."""
+    project = PYPROJECT["project"]
+    listed: dict[str | None, set[str]] = {None: {normalized(r) for r in project["dependencies"]}}
+    for extra, requirements in project.get("optional-dependencies", {}).items():
+        listed[extra] = {normalized(r) for r in requirements}
+    return listed
+
+
+def pyproject_problem(package: str) -> str | None:
+    """Why pyproject.toml does not install `package` the way the registry says, or None."""
+    entry, listed = PACKAGES[package], listed_in_pyproject()
+    where = "dependencies" if entry.extra is None else f"optional-dependencies.{entry.extra}"
+    if entry.optional:
+        return None
+    if entry.extra not in listed:
+        return f"{package}: pyproject.toml has no [{entry.extra}] extra"
+    wanted = entry.via or package
+    if normalized(wanted) not in listed[entry.extra]:
+        return f"{package}: {wanted} is not in pyproject.toml's {where}" + (
+            f" (it brings {package})" if entry.via else ""
+        )
+    return None
+
+
+def test_every_package_in_the_table_is_installed_by_pyproject():
+    problems = [problem for package in PACKAGES if (problem := pyproject_problem(package))]
+    assert not problems, problems
+
+
+def used_packages() -> dict[str, set[str]]:
+    """{package: the registry entries that import it}: runtimes, variants (pass and runtime), source kinds."""
+    users: dict[str, set[str]] = {}
+    for name, runtime in RUNTIMES.items():
+        for package in runtime.requires:
+            users.setdefault(package, set()).add(f"runtime {name}")
+    for name, variant in VARIANTS.items():
+        for package in variant.distributions:
+            users.setdefault(package, set()).add(f"variant {name}")
+    for kind, source in SOURCES.items():
+        for package in source.requires:
+            users.setdefault(package, set()).add(f"source {kind}")
+    return users
+
+
+def test_every_package_a_runtime_variant_or_source_imports_is_fingerprinted_and_installed():
+    recorded = set(fingerprint.PACKAGES) | set(fingerprint.GPU_PACKAGES)
+    for package, users in used_packages().items():
+        assert package in recorded, f"{package} ({sorted(users)}) is not in the fingerprint"
+        assert pyproject_problem(package) is None, pyproject_problem(package)
+        if PACKAGES[package].extra is None:  # what a portable build may import is in software.json
+            assert package in fingerprint.software()["packages"], package
+    assert {"onnxruntime-genai", "openvino-genai"} <= set(used_packages())
+    assert set(RUNTIMES["onnxruntime-genai"].requires) <= set(fingerprint.PACKAGES)
+
+
+def test_a_package_missing_from_pyproject_is_named(monkeypatch):
+    monkeypatch.setitem(PACKAGES, "imaginary-runtime", registry.Package(("imaginary_runtime",)))
+    assert pyproject_problem("imaginary-runtime") == (
+        "imaginary-runtime: imaginary-runtime is not in pyproject.toml's dependencies"
+    )
+    monkeypatch.setitem(PACKAGES, "imaginary-gpu", registry.Package(("imaginary_gpu",), extra="gpu"))
+    assert "optional-dependencies.gpu" in pyproject_problem("imaginary-gpu")
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_variants_pass_imports_and_holds_its_knobs(name):
+    variant = VARIANTS[name]
+    assert variant.pass_module.startswith("pipeline.build.passes.")
+    found = pass_class(name)
+    assert issubclass(found, Pass) and issubclass(found.Config, BaseModel)
+    assert found.Config.model_config.get("extra") == "forbid", "a misspelt knob must be an error"
+    assert variant.runtime in RUNTIMES and variant.device in RUNTIMES[variant.runtime].devices
+
+
+def defined_names(module: str) -> set[str]:
+    """Top-level functions and imported names of a module, read from its file (no import)."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin, f"{module} does not exist"
+    tree = ast.parse(Path(spec.origin).read_text())
+    names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    names |= {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    return names
+
+
+def test_every_runtime_module_exists_in_its_layer_and_the_cpu_ones_import():
+    """GPU-only adapters (tensorrt) import their framework at module level: where it is not installed
+    their file must exist and define the adapter's functions; the others are imported, in a child
+    process (TensorFlow, JAX and torch together)."""
+    cpu = []
+    for name, runtime in RUNTIMES.items():
+        assert runtime.module.startswith("pipeline.runtimes."), name
+        names = defined_names(runtime.module)
+        assert "load" in names, f"{runtime.module} has no load()"
+        if set(runtime.devices) - {"cpu"}:
+            assert "unavailable_on" in names, f"{runtime.module}: a GPU adapter says why it cannot run there"
+        if "cpu" in runtime.devices:
+            cpu.append(runtime.module)
+    code = (
+        "import importlib, json, sys; "
+        f"found = {{m: callable(getattr(importlib.import_module(m), 'load', None)) for m in {cpu!r}}}; "
+        "print(json.dumps(found))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == dict.fromkeys(cpu, True)
+
+
+def test_every_source_kind_has_its_loader_and_baseline():
+    for kind, source in SOURCES.items():
+        assert VARIANTS[source.baseline].sources is None or kind in VARIANTS[source.baseline].sources, kind
+        if source.loader:
+            assert source.loader.startswith("pipeline.prepare.sources.") and "load" in defined_names(source.loader)
+
+
+def test_the_declared_links_between_variants_hold():
+    assert VARIANTS["openvino_int8_acc"].rescues == "openvino_int8"
+    for variant in VARIANTS.values():
+        assert variant.generates == (variant.sources == frozenset({"transformers"})), variant.name
+        for other in (variant.should_beat, variant.rescues):
+            assert other is None or (VARIANTS[other].device, VARIANTS[other].tasks) == (variant.device, variant.tasks)
+
+
+# Modules that import by string, and what they import: the registry's module paths (passes,
+# runtimes, source loaders), a child process's entry (pipeline.core.isolate runs the function its
+# caller names: each `call("module:function")` is checked below), the user's model code.
+STRING_IMPORTERS = {
+    "pipeline.build.knobs": "pipeline.build.passes",
+    "pipeline.runtimes": "pipeline.runtimes",
+    "pipeline.measure.worker": "pipeline.runtimes",
+    "pipeline.prepare.sources": "pipeline.prepare.sources",
+    "pipeline.core.isolate": None,
+    "pipeline.core.model_code": "models",
+}
+
+
+def layers() -> list[list[str]]:
+    contract = next(c for c in PYPROJECT["tool"]["importlinter"]["contracts"] if c["type"] == "layers")
+    return [[name.strip() for name in layer.split("|")] for layer in contract["layers"]]
+
+
+def layer_of(module: str) -> int:
+    """The index of `module`'s layer in the layers contract, 0 the top (pipeline.cli)."""
+    for index, names in enumerate(layers()):
+        if any(module == name or module.startswith(name + ".") for name in names):
+            return index
+    raise AssertionError(f"{module} is in no layer of pyproject.toml's layers contract")
+
+
+def modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in sorted((REPO / "pipeline").rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = ast.parse(path.read_text(), str(path))
+    return found
+
+
+def string_imports(tree: ast.Module) -> tuple[bool, list[str]]:
+    """Whether a module calls import_module, and the modules it names in `call("module:function")`."""
+    dynamic, named = False, []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        dynamic |= function in ("import_module", "__import__")
+        if function == "call" and node.args:
+            first = node.args[0]
+            text = first.value if isinstance(first, ast.Constant) else None
+            if isinstance(first, ast.JoinedStr) and isinstance(first.values[0], ast.Constant):
+                text = str(first.values[0].value)  # f"pipeline.measure.{...}:measure": its fixed part
+            if isinstance(text, str) and text.startswith("pipeline."):
+                named.append(re.split(r"[:{]", text)[0].rstrip("."))
+    return dynamic, named
+
+
+def test_string_imports_follow_the_layers():
+    """lint-imports sees `import` statements only: a module imported by name (importlib, or a child
+    process's entry) must lie in the importer's layer or below, as an ordinary import would."""
+    importers, calls = set(), 0
+    for name, tree in modules().items():
+        dynamic, named = string_imports(tree)
+        if dynamic:
+            importers.add(name)
+        for target in named:
+            calls += 1
+            assert layer_of(name) <= layer_of(target), f"{name} runs {target} by name: a layer above it"
+    assert importers == set(STRING_IMPORTERS), "a new importer by string: add it to STRING_IMPORTERS, in its layer"
+    assert calls >= 4  # build, export, probe, bench: the walk sees the calls
+    for importer, target in STRING_IMPORTERS.items():
+        if target and target.startswith("pipeline."):
+            assert layer_of(importer) <= layer_of(target), (importer, target)
+    assert not {i for i in importers if i.startswith("pipeline.core.")} - {
+        "pipeline.core.isolate",
+        "pipeline.core.model_code",
+    }
+    prefixes = {"pipeline.build.passes": [v.pass_module for v in VARIANTS.values()],
+                "pipeline.runtimes": [r.module for r in RUNTIMES.values()],
+                "pipeline.prepare.sources": [s.loader for s in SOURCES.values() if s.loader]}  # fmt: skip
+    for prefix, named in prefixes.items():
+        assert all(m.startswith(prefix + ".") for m in named), prefix
+
+
+def test_the_registry_imports_only_the_bottom_of_core():
+    """No import circle: core.config reads the registry, the registry reads nothing of the pipeline
+    but errors and paths (type-checking imports included)."""
+    imported = {
+        node.module
+        for node in ast.walk(modules()["pipeline.core.registry"])
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pipeline")
+    }
+    assert imported <= {"pipeline.core.errors", "pipeline.core.layout"}, imported
