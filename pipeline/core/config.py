@@ -113,7 +113,7 @@ class ModelConfig(Strict):
     task: Literal["auto", "classification", "other", "text-generation"] = Field(
         default="auto",
         description="classification: the first output holds class scores (top-1 agreement); "
-        "text-generation: a causal LM, built and measured as a generator (pipeline.generation)",
+        "text-generation: a causal LM, built and measured as a generator (pipeline.measure.generation)",
     )
     dims: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="values of symbolic dimensions (e.g. seq: 128) for generated inputs"
@@ -473,11 +473,6 @@ class Params(Strict):
     def all_variants(self) -> dict[str, dict[str, Any] | None]:
         """Every variant built for each model: portable, machine and GPU ones."""
         return self.variants | self.machine_variants | self.gpu_variants
-
-    def built_here(self, variant: str) -> bool:
-        """Whether this machine builds its own `variant` (native code, engines, an ISA-chosen recipe)
-        instead of sharing one built anywhere with the same software."""
-        return variant not in self.variants
 
     def group_of(self, variant: str) -> str:
         """The list of VARIANT_GROUPS that configures `variant` (`variants` when none does)."""

@@ -2,8 +2,8 @@
 
 import sys
 
-from pipeline.decide.deploy import select_model
+from pipeline.decide.deploy import select
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":
-    sys.exit(run_stage(select_model, ["model"]))
+    sys.exit(run_stage(select, ["model"]))
