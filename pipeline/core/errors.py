@@ -4,6 +4,8 @@ A `PipelineError` is printed as one line (no traceback) naming the file and fiel
 anything else is a bug or a library failure and keeps its traceback.
 """
 
+from pipeline.core.outcome import Kind
+
 
 def first_line(error: BaseException, limit: int = 300) -> str:
     """The first non-empty line of an exception's message: libraries often write paragraphs."""
@@ -27,16 +29,15 @@ class ConfigError(PipelineError):
 
 
 class NotApplicable(PipelineError):
-    """A variant cannot be built for this model: recorded as skipped, not failed. `kind` is the record's
-    (pipeline.core.records.Kind) value."""
+    """A variant cannot be built for this model: recorded as skipped (its `kind`), not failed."""
 
-    kind = "skipped-not-applicable"
+    kind = Kind.NOT_APPLICABLE
 
 
 class Unavailable(NotApplicable):
     """A variant could apply, but a package or device it needs is missing on this machine."""
 
-    kind = "skipped-unavailable"
+    kind = Kind.UNAVAILABLE
 
 
 class ModelFileError(PipelineError):

@@ -15,7 +15,6 @@ the gate reads older revisions' records with `parse(..., lenient=True)`.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,23 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
-
-Status = Literal["ok", "skipped", "failed"]
-
-
-class Kind(StrEnum):
-    """How a variant ended, finer than `status`: the report lists variants that do not apply once, as a
-    fact, and warns about the ones that could have run but did not."""
-
-    OK = "ok"
-    FAILED = "failed"
-    NOT_APPLICABLE = "skipped-not-applicable"  # the model's source kind, task or catalog entry rules it out
-    NOT_NEEDED = "skipped-not-needed"  # a fallback whose variant already meets the constraints
-    UNAVAILABLE = "skipped-unavailable"  # could apply, but a package, target or device is missing here
-
-    @property
-    def status(self) -> Status:
-        return "skipped" if self.value.startswith("skipped") else self.value  # type: ignore[return-value]
+from pipeline.core.outcome import Kind, Status
 
 
 class Part(BaseModel):

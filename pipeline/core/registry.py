@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
-from pipeline.core.records import Kind
+from pipeline.core.outcome import Kind
 
 
 @dataclass(frozen=True)
