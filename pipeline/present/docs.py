@@ -28,11 +28,19 @@ END = "<!-- end generated -->"
 
 
 def variants_table() -> str:
-    lines = ["| variant | what it is | runtime | precision | device | applies to |", "|---|---|---|---|---|---|"]
+    """Every registered variant: what it is, where it applies and which packages it imports."""
+    lines = [
+        "| variant | what it is | runtime | precision | device | applies to | packages |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for v in registry.VARIANTS.values():
         sources = ", ".join(sorted(v.sources)) + " sources" if v.sources else "any source (through the ONNX export)"
         sources = "text-generation models (a Hugging Face causal LM)" if v.generates else sources
-        lines.append(f"| `{v.name}` | {v.summary} | {v.runtime} | {v.precision} | {v.device} | {sources} |")
+        sources += f"; rescues `{v.rescues}`" if v.rescues else ""
+        packages = ", ".join(v.distributions)
+        lines.append(
+            f"| `{v.name}` | {v.summary} | {v.runtime} | {v.precision} | {v.device} | {sources} | {packages} |"
+        )
     return "\n".join(lines)
 
 
