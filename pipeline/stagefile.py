@@ -140,7 +140,7 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
     stages["select"] = {
         "foreach": "${models}",
         "do": {
-            "cmd": "python stages/select.py ${item}",
+            "cmd": "python stages/select_artifact.py ${item}",
             "deps": [
                 f"{DETAILS}/${{item}}",
                 "artifacts/${item}",

@@ -10,7 +10,7 @@ import yaml
 
 from pipeline.core.config import load_params
 from pipeline.core.errors import ModelFileError
-from pipeline.decide.deploy import select
+from pipeline.decide.deploy import select_artifact
 from pipeline.serve.predict import load
 from tests.conftest import REPO
 from tests.helpers import metric
@@ -26,7 +26,7 @@ def test_nothing_feasible_names_the_closest_and_deploys_nothing(tmp_path: Path):
     for name, data in {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "torch_eager": metric(2.0)}.items():
         (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
 
-    result = select("spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
+    result = select_artifact("spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
 
     assert result == {
         "status": "none",

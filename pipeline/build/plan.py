@@ -41,7 +41,7 @@ STAGE_CODE = {
     "build": ["stages/build.py"],
     "bench_plan": ["stages/bench_plan.py"],
     "bench": ["stages/bench.py", "pipeline.measure.worker", "pipeline.measure.generation"],
-    "select": ["stages/select.py"],
+    "select": ["stages/select_artifact.py"],
     "report": ["stages/report.py"],
 }
 

@@ -30,7 +30,7 @@ from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
 CODE = "code"
 
 
-def select(model: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
+def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Run the select stage for one model on this machine's figures; returns its status and one
     line saying what it chose and why."""
     config = params.select
