@@ -338,7 +338,7 @@ def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
         "max_rel_error": None,
     }
     (side / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run([sys.executable, str(root / "stages" / "select.py"), model], side)
+    run([sys.executable, str(root / "stages" / "select_artifact.py"), model], side)
     manifest = read(side / "deploy" / model / "manifest.json")
     assert manifest["variant"] == variant
     data = reference(root, model)

@@ -51,7 +51,7 @@ def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project, 
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
     record = benchmark_variant("tiny", "torch_eager", params, stage_project)
     saved = json.loads(layout.details_file("tiny", "torch_eager", stage_project).read_text())
-    assert saved == record.model_dump(mode="json", exclude_none=True)
+    assert saved == record.model_dump(mode="json", exclude_unset=True)
     assert record.kind == Kind.NOT_APPLICABLE
     assert saved["status"] == "skipped" and "needs a torch source" in saved["reason"]
     assert saved["runtime"] == "torch" and "latency_ms" not in saved

@@ -421,9 +421,9 @@ def parse(data: dict[str, Any], lenient: bool = False) -> VariantRecord:
 
 
 def write(model: str, variant: str, record: VariantRecord, root: Path = Path(".")) -> Metrics:
-    """Write one variant's record and the metrics taken from it."""
+    """Write one variant's record (the fields its writers set, a null included) and the metrics taken from it."""
     metrics = record.metrics()
-    write_json(layout.details_file(model, variant, root), record.model_dump(mode="json", exclude_none=True))
+    write_json(layout.details_file(model, variant, root), record.model_dump(mode="json", exclude_unset=True))
     write_json(layout.metrics_file(model, variant, root), metrics.model_dump(exclude_none=True))
     return metrics
 

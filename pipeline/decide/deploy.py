@@ -111,7 +111,7 @@ def _package(model: str, artifact: Path, record: VariantRecord, params: Params, 
         "outputs": source["output_names"],
         "source": {"kind": config.source, "metric": config.metric, "task": config.task},
         **(generation_facts(source, root) if config.generates else {}),
-        "metrics": record.model_dump(mode="json", exclude_none=True),
+        "metrics": record.model_dump(mode="json", exclude_unset=True),
         "build": build["build"],
         "files": {str(p.relative_to(out)): sha256(p) for p in iter_files(out)},
     }

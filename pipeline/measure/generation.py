@@ -176,7 +176,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
             ),
         ),
         **scored,
-        inference_precision=executed_precision(runtime_details),
+        **({"inference_precision": executed} if (executed := executed_precision(runtime_details)) else {}),
         import_ms=loaded.import_ms,
         runtime_rss_mb=loaded.runtime_rss_mb,
         baseline_rss_mb=baseline_mb,
@@ -185,6 +185,6 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
         eval_origin=loaded.reference.origin,
     )
     return {
-        "measured": measured.model_dump(mode="json", exclude_none=True),
+        "measured": measured.model_dump(mode="json", exclude_unset=True),
         "profile": {"reason": "no operator profile for generation variants"},
     }

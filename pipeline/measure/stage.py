@@ -52,7 +52,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
     build = read_json(artifact / layout.BUILD_INFO)
     facts: dict[str, Any] = {
         "status": build["status"],
-        "kind": build.get("kind", build["status"]),
+        **({"kind": build["kind"]} if "kind" in build else {}),  # an older build.json: the record derives it
         "reason": build["reason"],
         "runtime": build["runtime"],
         "precision": build["precision"],

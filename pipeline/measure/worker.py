@@ -239,7 +239,7 @@ def measure_loaded(
     peak_rss = max(sampler.peaks["load"], sampler.peaks["latency"])
     measured = Measured(
         load_ms=loaded.load_ms,
-        load_cached_ms=cached_load_ms,
+        **({"load_cached_ms": cached_load_ms} if cached_load_ms is not None else {}),
         first_infer_ms=first_infer_ms,
         latency_ms=latency_figures(latency.stats),
         **latency_uncertainty(latency, bench),
@@ -256,11 +256,15 @@ def measure_loaded(
         **(meter.figures() if isinstance(meter, GpuMeter) else {}),
         dims=source.get("dims", {}),
         fixed_batch=fixed,
-        latency_ms_by_dim=by_dim or None,
+        **({"latency_ms_by_dim": by_dim} if by_dim else {}),
         accuracy=Accuracy(**accuracy, eval_samples=len(reference), eval_origin=reference.origin),
         fidelity=fidelity,
         fidelity_batch=eval_batch,
-        inference_precision=runtime_details.get("inference_precision"),
+        **(
+            {"inference_precision": runtime_details["inference_precision"]}
+            if "inference_precision" in runtime_details
+            else {}
+        ),
         import_ms=loaded.import_ms,
         runtime_rss_mb=loaded.runtime_rss_mb,
         phase_s={"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
@@ -280,7 +284,7 @@ def measure_loaded(
         runtime_settings=runtime_details,
         batching=batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sizes]},
     )
-    return {"measured": measured.model_dump(mode="json", exclude_none=True), "profile": profile}
+    return {"measured": measured.model_dump(mode="json", exclude_unset=True), "profile": profile}
 
 
 def latency_figures(stats: LatencyStats) -> LatencyFigures:
