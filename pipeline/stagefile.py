@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.core import layout
+from pipeline.core import layout, registry
 from pipeline.core.imports import walk
 
 ROOT_FILE = Path("dvc.yaml")
@@ -69,18 +69,22 @@ def always_run_stage(root: Path = Path(".")) -> dict[str, Any]:
     }
 
 
-def variant_stages(variant: str, basis: str) -> dict[str, Any]:
+def variant_stages(variant: str, basis: str, root: Path = Path(".")) -> dict[str, Any]:
     """One variant's build and bench stages, one of each per model: `build@<model>`, `bench@<model>`
     of variants/<variant>/dvc.yaml, run from the project root (wdir), models from params.yaml."""
     up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
     plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
+    rescued = registry.VARIANTS[variant].rescues if variant in registry.VARIANTS else None
+    # a fallback decides from the record of the variant it rescues (pipeline.build.stage.not_needed)
+    decides_from = [f"{DETAILS}/${{item}}/{rescued}.json"] if rescued in configured_variants(root) else []
     per_model = lambda stage: {"foreach": "${models}", "do": {"wdir": up, **stage}}  # noqa: E731
     return {
         "vars": [f"{up}/{layout.PARAMS_FILE}:models"],
         "stages": {
             "build": per_model({
                 "cmd": f"python stages/build.py ${{item}} {variant}",
-                "deps": [basis, plan_file, "artifacts/${item}/source", "models/${item}", stage_file("build")],
+                "deps": [basis, plan_file, "artifacts/${item}/source", "models/${item}", stage_file("build"),
+                         *decides_from],
                 "outs": [artifact],
             }),
             "bench": per_model({
@@ -191,7 +195,7 @@ def render(root: Path = Path(".")) -> dict[Path, str]:
     dump = lambda data: HEADER + yaml.safe_dump(data, sort_keys=False, width=120)  # noqa: E731
     files = {ROOT_FILE: dump(pipeline_stages(root)), ALWAYS_FILE: dump(always_run_stage(root))}
     for variant, basis in configured_variants(root).items():
-        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis))
+        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, root))
     return files
 
 

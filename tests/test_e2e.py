@@ -96,6 +96,9 @@ def project(tmp_path_factory, tiny_onnx):
     params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
     params["bench"] = FAST_BENCH
     params["select"]["contest"] = FAST_CONTEST
+    # The fallback openvino_int8_acc is built only when openvino_int8 breaks a quality constraint: spam_fnn's
+    # tight probability error makes it (INT8 moves a probability by more), byo_fixed's loose cosine does not
+    params["select"]["models"] = {"spam_fnn": {"max_rel_error": 0.005}, "byo_fixed": {"min_cosine": 0.5}}
     params["targets"] = ["cpu", "cuda:0"]  # two GPU variants show the target plumbing through DVC
     params["gpu_variants"] = {name: {} for name in GPU_KEPT}
     params["export"]["max_eval_samples"] = 500
@@ -198,7 +201,8 @@ def test_openvino_variants_record_precision_streams_and_cached_load(project):
     concurrent = int8["throughput_concurrent"]
     assert concurrent["streams"] >= 1 and concurrent["requests"] >= 1 and "AsyncInferQueue" in concurrent["how"]
     assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["top1_agreement"] > 0.9
-    build = metrics(root, "spam_fnn", "openvino_int8_acc")["build"]
+    assert metrics(root, "spam_fnn", "openvino_int8")["fidelity"]["probability"]["max_rel_diff"] > 0.005
+    build = metrics(root, "spam_fnn", "openvino_int8_acc")["build"]  # so its fallback searched
     assert build["max_drop"] == 0.01 and build["stopped_by"] == "nncf" and build["reached_max_drop"] is True
     assert build["validation_drop"] <= 0.01 and "calib.npz" in build["validation_origin"]  # not scoring rows
     assert "(validation, split seed" in build["validation_origin"]  # nor the rows it calibrated on
@@ -400,11 +404,15 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
     export = read(root / "reports" / "export" / "byo_fixed.json")
     assert export["status"] == "ok" and export["external_data"] and export["fixed_batch"] == 1
     for variant in ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp32",
-                    "openvino_fp16", "openvino_int8", "openvino_int8_acc"]:  # fmt: skip
+                    "openvino_fp16", "openvino_int8"]:  # fmt: skip
         m = metrics(root, "byo_fixed", variant)
         assert m["status"] == "ok", (variant, m["reason"])
         assert m["fixed_batch"] == 1 and set(m["throughput_sps"]["by_batch"]) == {"b1"}
         assert m["fidelity"]["scores"]["cosine_mean"] > 0.9 and m["fidelity"]["scores"]["top1_agreement"] is None
+    fallback = metrics(root, "byo_fixed", "openvino_int8_acc")  # openvino_int8 met min_cosine 0.5: no search
+    assert fallback["kind"] == "skipped-not-needed" and fallback["reason"].startswith(
+        "not needed: openvino_int8 meets byo_fixed's quality constraints (worst-output fidelity 0."
+    )
     assert (root / "artifacts" / "byo_fixed" / "onnx_fp32" / "model.onnx.data").is_file()
     for variant in ("onnx_int8_dynamic", "onnx_int8_static"):  # no scratch copies of the weights left behind
         folder = root / "artifacts" / "byo_fixed" / variant

@@ -10,7 +10,7 @@ import yaml
 from pipeline.core.config import SelectConfig, load_params
 from pipeline.core.records import Kind
 from pipeline.decide.selection import screen
-from pipeline.present.report import not_applicable, traps, write_reports
+from pipeline.present.report import not_built, traps, write_reports
 from tests.conftest import REPO
 from tests.helpers import metric
 
@@ -72,7 +72,7 @@ def test_variants_that_do_not_apply_are_no_warning():
     }
     found = {"onnx_fp32": metric(1.0), "onnx_opt": metric(1.0), **lm}
     assert not any("lm_" in w for w in warnings_for(found))
-    assert not_applicable(found) == [f"`lm_onnx_fp32`, `lm_openvino_int4`, `lm_torch`: {LM_REASON}"]
+    assert not_built(found) == [f"`lm_onnx_fp32`, `lm_openvino_int4`, `lm_torch`: {LM_REASON}"]
 
 
 def test_differences_within_the_noise_margin_are_not_traps():

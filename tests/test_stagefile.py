@@ -50,6 +50,16 @@ def test_each_stage_depends_on_its_codes_hash_not_on_code_files():
         assert not [d for d in deps if d.startswith(("pipeline/", "stages/"))], name
 
 
+def test_a_fallbacks_build_waits_for_the_record_of_the_variant_it_rescues():
+    """openvino_int8_acc decides from openvino_int8's measured record whether its search is needed: DVC
+    runs that bench first, and reruns the fallback's build when the record changes."""
+    files = render(REPO)
+    fallback = yaml.safe_load(files[layout.variant_stage_file("openvino_int8_acc")])["stages"]["build"]["do"]
+    assert "reports/details/${item}/openvino_int8.json" in fallback["deps"]
+    plain = yaml.safe_load(files[layout.variant_stage_file("openvino_int8")])["stages"]["build"]["do"]
+    assert not [d for d in plain["deps"] if d.startswith("reports/details")]
+
+
 def test_each_variant_has_its_own_stage_file_and_the_plan_stops_when_they_differ_from_params(tmp_path):
     """A variant's stages and lock live in variants/<variant>/ (DVC rewrites a whole lock after each
     stage); the files follow params.yaml's lists, and the plan stage names the command when they do not."""

@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.build import stage as build_module
 from pipeline.build.stage import build_variant
-from pipeline.core import layout
+from pipeline.core import layout, records
 from pipeline.core import registry as variants
 from pipeline.core.config import Params
 from pipeline.core.errors import ConfigError
@@ -19,6 +19,7 @@ from pipeline.core.isolate import IsolatedFailure
 from pipeline.core.records import Kind
 from pipeline.measure.stage import benchmark_variant
 from tests.conftest import tiny_config
+from tests.helpers import metric
 
 
 def make_params(**catalog_overrides) -> Params:
@@ -140,3 +141,54 @@ def test_a_stage_logs_its_peak_memory_and_its_largest_child(tmp_path, monkeypatc
     assert int(child) >= 300 and float(seconds) > 0
     ((stage, (peak, _)),) = stage_peaks("m1", tmp_path / LOGS).items()
     assert peak == max(int(own), int(child)) and "m1" not in stage
+
+
+def rescue_params(**constraints) -> Params:
+    """openvino_int8_acc rescues openvino_int8 (the registry says so); both are configured."""
+    return Params.model_validate(
+        {
+            "models": ["tiny"],
+            "catalog": {"tiny": tiny_config().model_dump()},
+            "variants": {"openvino_int8": {}, "openvino_int8_acc": {}},
+            "select": {"constraints": {"max_accuracy_drop": 0.01, "min_cosine": 0.99, **constraints}},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("rescued", "needed"),
+    [
+        (metric(1.0, delta=0.0, cosine=0.999), False),  # meets every quality constraint: no search
+        (metric(1.0, delta=-0.05, cosine=0.999), True),  # accuracy drop 0.05 > 0.01
+        (metric(1.0, delta=0.0, cosine=0.95), True),  # worst row's cosine 0.95 < 0.99
+        (metric(1.0, status="failed"), True),  # nothing measured: the fallback may be the only INT8
+    ],
+)
+def test_a_fallback_searches_only_when_the_variant_it_rescues_breaks_a_quality_constraint(
+    stage_project, monkeypatch, rescued, needed
+):
+    ran = []
+
+    def the_search(target, kwargs, timeout, env=None, log=None):  # stands in for NNCF's accuracy control
+        ran.append(kwargs["variant"])
+        (Path(kwargs["out_dir"]) / "model.xml").write_text("<net/>")
+        return {"entry": "model.xml", "runtime_config": {}, "build": {"seconds": 600.0}}
+
+    monkeypatch.setattr(build_module, "call", the_search)
+    records.write("tiny", "openvino_int8", rescued, stage_project)
+    info = build_variant("tiny", "openvino_int8_acc", rescue_params(), stage_project)
+    assert ran == (["openvino_int8_acc"] if needed else [])
+    if needed:
+        assert info["kind"] == Kind.OK
+    else:
+        assert info["kind"] == Kind.NOT_NEEDED and info["status"] == "skipped"
+        assert info["reason"] == (
+            "not needed: openvino_int8 meets tiny's quality constraints (accuracy drop 0, worst-output fidelity 0.9990)"
+        )
+
+
+def test_a_fallback_without_the_record_it_decides_from_does_its_work(stage_project, monkeypatch):
+    """The rescued variant not configured (or not measured): nothing says the search is not needed."""
+    monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "m.xml", "runtime_config": {}, "build": {}})
+    info = build_variant("tiny", "openvino_int8_acc", rescue_params(), stage_project)
+    assert info["kind"] == Kind.OK

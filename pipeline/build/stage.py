@@ -13,12 +13,13 @@ from typing import Any
 
 from pipeline.build import knobs
 from pipeline.build.passes.base import BuildContext
-from pipeline.core import layout
+from pipeline.core import layout, records
 from pipeline.core import registry as variants
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import one_line
 from pipeline.core.files import atomic_dir, read_json, remove, write_json
 from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.quality import quality_violations
 from pipeline.core.records import Kind
 from pipeline.core.targets import target_for
 from pipeline.machine.probe import recorded_probe
@@ -64,6 +65,26 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
     return f"ok: loaded by {runtime} and ran a batch of {rows}"
 
 
+def not_needed(spec: variants.Variant, model: str, params: Params, root: Path) -> variants.Skip | None:
+    """A fallback (a variant that `rescues` another: accuracy-controlled INT8) is built only when the
+    variant it rescues was measured here and broke one of the model's quality constraints: otherwise
+    its search would spend minutes to reproduce a model that already passes. Its build stage depends
+    on the rescued variant's record (pipeline.stagefile), so that record is this run's."""
+    path = layout.details_file(model, spec.rescues or "", root)
+    if spec.rescues not in params.all_variants or not path.exists():
+        return None
+    rescued = records.parse(read_json(path))
+    if not rescued.ok or quality_violations(rescued, params.select.constraints_for(model)):
+        return None
+    figures = [f"accuracy drop {rescued.accuracy_drop:.4g}"] if rescued.accuracy_drop is not None else []
+    figures += [f"worst-output fidelity {rescued.worst_output_score:.4f}"] if rescued.worst_output_score else []
+    figures += [f"perplexity {rescued.ppl_increase_pct:+.3g}%"] if rescued.ppl_increase_pct is not None else []
+    return variants.Skip(
+        Kind.NOT_NEEDED,
+        f"not needed: {spec.rescues} meets {model}'s quality constraints ({', '.join(figures) or 'no figure'})",
+    )
+
+
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Build one variant; returns build.json's content (also written into the variant folder)."""
     spec = variants.get(variant)
@@ -93,6 +114,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
 
             missing = unavailable_reason(spec.runtime, target)
             skip = variants.Skip(Kind.UNAVAILABLE, missing) if missing else None
+        skip = skip or not_needed(spec, model, params, root)
         if skip:
             info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif source.get("status") == "failed":

@@ -20,8 +20,9 @@ from typing import Any
 from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.errors import PipelineError
+from pipeline.core.quality import quality_violations
 from pipeline.core.records import Accuracy, Records, load_env
-from pipeline.decide.selection import Candidate, quality_violations, screen
+from pipeline.decide.selection import screen
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -114,7 +115,7 @@ def judge(
     now = after[chosen_after]
     verdict.after_ms, verdict.after_delta = now.latency(percentile), now.accuracy_delta
     constraints = params.select.constraints_for(model)
-    for broken in quality_violations(Candidate.from_record(chosen_after, now, percentile), constraints):
+    for broken in quality_violations(now, constraints):
         verdict.failures.append(f"{broken.message} vs the FP32 source ({broken.constraint})")
     if chosen_before is None:
         verdict.notes.append(

@@ -219,6 +219,16 @@ class Measured(Part):
     eval_origin: str | None = Field(None, description="decoders: where the held-out windows came from")
 
     @property
+    def accuracy_drop(self) -> float | None:
+        """The FP32 source's task metric minus this variant's (negative: the variant scores higher)."""
+        return None if self.accuracy_delta is None else 0.0 - self.accuracy_delta  # never -0.0
+
+    @property
+    def ppl_increase_pct(self) -> float | None:
+        """A decoder's held-out perplexity over the FP32 source's, %."""
+        return self.perplexity.increase_pct if self.perplexity else None
+
+    @property
     def accuracy_delta(self) -> float | None:
         """Task metric minus the FP32 source's; None without labels or a task metric."""
         return self.accuracy.delta if self.accuracy else None

@@ -186,11 +186,12 @@ def choose(model: str, root: str = ".") -> dict[str, Any]:
 
     base = Path(root)
     decision = decide(model, records.load(model, base), load_params(base / PARAMS_FILE), base)
+    contest = decision.contest or {"latency_ms": {}, "seconds": None}  # none: nothing was within reach
     return {
         "chosen": decision.chosen,
         "tied": decision.tied,
         "identical": decision.identical,
-        "contenders": list((decision.contest or {}).get("latency_ms", {})),
-        "seconds": (decision.contest or {}).get("seconds"),
+        "contenders": list(contest["latency_ms"]),
+        "seconds": contest["seconds"],
         "why": decision.why,
     }

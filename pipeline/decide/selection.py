@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from pipeline.core.config import Constraints, SelectConfig
+from pipeline.core.quality import Violation, excess, quality_violations
 from pipeline.core.records import OutputFidelity, Records, VariantRecord
 from pipeline.core.registry import RUNTIMES
 
@@ -79,13 +80,6 @@ class Candidate:
         return (self.latency_ms, self.loss, self.size_mb)
 
 
-@dataclass(frozen=True)
-class Violation:
-    constraint: str
-    message: str
-    excess: float  # how far past the limit, relative (0.2 = 20% over); inf for a disallowed kind
-
-
 def violations(candidate: Candidate, constraints: Constraints, percentile: str) -> list[Violation]:
     """Broken constraints, in a fixed order: variant, runtime, device, accuracy, latency, size, memory."""
     found = []
@@ -107,36 +101,7 @@ def violations(candidate: Candidate, constraints: Constraints, percentile: str) 
         ("max_memory_mb", candidate.footprint_mb, constraints.max_memory_mb, "MB footprint"),
     ):
         if limit is not None and value > limit:
-            found.append(Violation(name, f"{value:.4g} > {limit:g} {unit}", _excess(value, limit)))
-    return found
-
-
-def quality_violations(candidate: Candidate, constraints: Constraints) -> list[Violation]:
-    """The task metric's drop when the variant has one (labels); and on every output, its worst
-    scoring row: the cosine of outputs with several values per row, the error relative to the
-    output's range for one value per row (a probability's cosine over the column hides a flipped row)."""
-    found = []
-    drop, limit = candidate.accuracy_drop, constraints.max_accuracy_drop
-    if drop is not None and limit is not None and drop > limit:
-        found.append(Violation("max_accuracy_drop", f"accuracy drop {drop:.4g} > {limit:g}", _excess(drop, limit)))
-    rise, cap = candidate.ppl_increase_pct, constraints.max_ppl_increase_pct
-    if rise is not None and cap is not None and rise > cap:
-        found.append(Violation("max_ppl_increase_pct", f"perplexity +{rise:.3g}% > +{cap:g}%", _excess(rise, cap)))
-    if not candidate.outputs and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
-        return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
-    for name, block in candidate.outputs.items():
-        if block.one_value_per_row:
-            error, cap = block.max_rel_diff, constraints.max_rel_error
-            if cap is not None and (error is None or error > cap):
-                shown = "unknown" if error is None else f"{error:.4g}"
-                excess = float("inf") if error is None else _excess(error, cap)
-                found.append(Violation("max_rel_error", f"output {name}: worst row's error {shown} > {cap:g}", excess))
-        else:
-            cosine, floor = block.cosine_min, constraints.min_cosine
-            if floor is not None and (cosine is None or cosine < floor):
-                shown = "unknown" if cosine is None else f"{cosine:.4f}"
-                excess = float("inf") if cosine is None else (floor - cosine) / floor
-                found.append(Violation("min_cosine", f"output {name}: worst row's cosine {shown} < {floor:g}", excess))
+            found.append(Violation(name, f"{value:.4g} > {limit:g} {unit}", excess(value, limit)))
     return found
 
 
@@ -149,10 +114,6 @@ def decided_by(candidate: Candidate | None, constraints: Constraints) -> str:
     if candidate is not None and candidate.accuracy_drop is not None:
         return f"accuracy drop vs the FP32 source (max_accuracy_drop {constraints.max_accuracy_drop}) and {every}"
     return f"{every}: no task metric"
-
-
-def _excess(value: float, limit: float) -> float:
-    return (value - limit) / abs(limit) if limit else float("inf")
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:

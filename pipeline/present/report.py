@@ -53,7 +53,8 @@ def on_gpu(record: VariantRecord) -> str:
 
 def traps(found: Records, cpu: dict[str, Any], selection: Selection) -> list[str]:
     """Known traps visible in one model's numbers, one sentence each. Variants that do not apply to
-    the model (their kind says so) are a fact, not a warning: the report lists them once, apart."""
+    the model, or were not needed (their kind says so), are a fact, not a warning: the report lists
+    them once, apart (not_built)."""
     warnings = []
     if selection.chosen is None:
         warnings.append(f"No variant meets the constraints: {selection.why}. Nothing was deployed.")
@@ -105,18 +106,19 @@ def traps(found: Records, cpu: dict[str, Any], selection: Selection) -> list[str
             warnings.append(f"`{variant}` failed: {r.reason}")
     skipped: dict[str, list[str]] = {}
     for variant, r in sorted(found.items()):
-        if r.kind in (Kind.UNAVAILABLE, Kind.NOT_NEEDED):
+        if r.kind == Kind.UNAVAILABLE:
             skipped.setdefault(r.reason, []).append(f"`{variant}`")
     for why, names in skipped.items():
         warnings.append(f"{', '.join(names)} {'was' if len(names) == 1 else 'were'} skipped: {why}")
     return warnings
 
 
-def not_applicable(found: Records) -> list[str]:
-    """One line per reason the variants that do not apply to this model were left out."""
+def not_built(found: Records) -> list[str]:
+    """One line per reason variants were left out by design: they do not apply to this model, or the
+    variant they would rescue already meets its constraints. Facts, not warnings."""
     grouped: dict[str, list[str]] = {}
     for variant, r in sorted(found.items()):
-        if r.kind == Kind.NOT_APPLICABLE:
+        if r.kind in (Kind.NOT_APPLICABLE, Kind.NOT_NEEDED):
             grouped.setdefault(r.reason, []).append(f"`{variant}`")
     return [f"{', '.join(names)}: {why}" for why, names in grouped.items()]
 
@@ -327,9 +329,9 @@ def model_report(
             f"| {v} | {reason} |" for v, reason in sorted(selection.rejected.items()) if found[v].status != "skipped"
         ]
         lines += [""]
-    left_out = not_applicable(found)
+    left_out = not_built(found)
     if left_out:
-        lines += ["## Variants that do not apply", "", *(f"- {line}" for line in left_out), ""]
+        lines += ["## Variants not built for this model", "", *(f"- {line}" for line in left_out), ""]
     if selection.pareto:
         lines += [
             f"Pareto front over ({config.percentile} latency, quality loss, size): {', '.join(selection.pareto)}.",
