@@ -23,6 +23,7 @@ pipeline.build.plan).
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +70,15 @@ def always_run_stage(root: Path = Path(".")) -> dict[str, Any]:
     }
 
 
-def variant_stages(variant: str, basis: str, root: Path = Path(".")) -> dict[str, Any]:
+def variant_stages(variant: str, basis: str, configured: Collection[str] = ()) -> dict[str, Any]:
     """One variant's build and bench stages, one of each per model: `build@<model>`, `bench@<model>`
-    of variants/<variant>/dvc.yaml, run from the project root (wdir), models from params.yaml."""
+    of variants/<variant>/dvc.yaml, run from the project root (wdir), models from params.yaml.
+    `configured`: the variants params.yaml lists (a fallback waits for the one it rescues if listed)."""
     up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
     plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
     rescued = registry.VARIANTS[variant].rescues if variant in registry.VARIANTS else None
     # a fallback decides from the record of the variant it rescues (pipeline.build.stage.not_needed)
-    decides_from = [f"{DETAILS}/${{item}}/{rescued}.json"] if rescued in configured_variants(root) else []
+    decides_from = [f"{DETAILS}/${{item}}/{rescued}.json"] if rescued in configured else []
     per_model = lambda stage: {"foreach": "${models}", "do": {"wdir": up, **stage}}  # noqa: E731
     return {
         "vars": [f"{up}/{layout.PARAMS_FILE}:models"],
@@ -194,8 +196,9 @@ def render(root: Path = Path(".")) -> dict[Path, str]:
     """{file: its text} for every pipeline file."""
     dump = lambda data: HEADER + yaml.safe_dump(data, sort_keys=False, width=120)  # noqa: E731
     files = {ROOT_FILE: dump(pipeline_stages(root)), ALWAYS_FILE: dump(always_run_stage(root))}
-    for variant, basis in configured_variants(root).items():
-        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, root))
+    configured = configured_variants(root)  # params.yaml read once, not once per variant
+    for variant, basis in configured.items():
+        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, configured))
     return files
 
 
