@@ -96,7 +96,7 @@ def byom_timing() -> dict:
         builds = [read_json(p / layout.BUILD_INFO) for p in (root / "artifacts" / "my_mlp").iterdir()]
         bench_s = sum(d.get("process_s", 0.0) for d in details)
         build_s = sum(b["build"].get("seconds", 0.0) for b in builds if b.get("build"))
-        stages = len(subprocess.run(["dvc", "stage", "list", "-R", "--name-only"], cwd=root, capture_output=True,
+        stages = len(subprocess.run(["dvc", "stage", "list", "--all", "--name-only"], cwd=root, capture_output=True,
                                     text=True, env=ENV).stdout.split())  # fmt: skip
         return {
             "byom_s": total,

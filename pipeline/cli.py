@@ -71,10 +71,10 @@ def _env(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from pipeline.build.knobs import check_variant_params
-    from pipeline.build.plan import require_stage_files
     from pipeline.core.config import load_params
     from pipeline.core.errors import ConfigError
     from pipeline.prepare.check import check_models
+    from pipeline.stagefile import require_current
 
     params = load_params(args.params)
     problems = []
@@ -84,7 +84,7 @@ def _check(args: argparse.Namespace) -> int:
         problems.append(str(error))
     problems += check_models(params, args.params.parent)
     try:
-        require_stage_files(params, args.params.parent)
+        require_current(params, args.params.parent)
     except ConfigError as error:
         problems.append(str(error))
     for problem in problems:

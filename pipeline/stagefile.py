@@ -15,21 +15,28 @@ proportion to its square: with every build and bench in the root file (an 11,000
 models), DVC spent 3-5 s per stage on it, 4 s of a skipped stage's 4.5 s. So each variant's build
 and bench stages (one per model, `foreach: ${models}`) live in variants/<variant>/dvc.yaml with a
 lock of their own (a few hundred lines); the always-run `env` stage is in fingerprint/dvc.yaml.
-The variant files follow params.yaml's variant lists: after adding or removing a variant there,
-`python -m pipeline stages --write` (the plan stage stops with that line until it is done:
-pipeline.build.plan).
+Only pairs that can apply get stages: each variant's file lists the models (of `models`) it applies
+to, as the registry's data decides from their catalog entries (Params.not_applicable: source kind,
+task, skip list, targets), and the train stage lists the `train` entries that `models` names. So the
+files follow params.yaml: after editing its models, catalog, targets or variant lists, run
+`python -m pipeline stages --write`; `python -m pipeline check` and the plan stage (the first stage
+`dvc repro` runs) stop with that one line while a stage params.yaml asks for is missing
+(require_current). DVC's `foreach` cannot filter a list, so following `models` by interpolation
+(`${models}`) would give every variant a stage for every model.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from pipeline.core import layout, registry
+from pipeline.core.config import Params, load_params
+from pipeline.core.errors import ConfigError
 from pipeline.core.imports import walk
 
 ROOT_FILE = Path("dvc.yaml")
@@ -70,18 +77,19 @@ def always_run_stage(root: Path = Path(".")) -> dict[str, Any]:
     }
 
 
-def variant_stages(variant: str, basis: str, configured: Collection[str] = ()) -> dict[str, Any]:
-    """One variant's build and bench stages, one of each per model: `build@<model>`, `bench@<model>`
-    of variants/<variant>/dvc.yaml, run from the project root (wdir), models from params.yaml.
+def variant_stages(
+    variant: str, basis: str, configured: Collection[str] = (), models: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One variant's build and bench stages, one of each per model it applies to (`models`):
+    `build@<model>`, `bench@<model>` of variants/<variant>/dvc.yaml, run from the project root (wdir).
     `configured`: the variants params.yaml lists (a fallback waits for the one it rescues if listed)."""
     up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
     plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
     rescued = registry.VARIANTS[variant].rescues if variant in registry.VARIANTS else None
     # a fallback decides from the record of the variant it rescues (pipeline.build.stage.not_needed)
     decides_from = [f"{DETAILS}/${{item}}/{rescued}.json"] if rescued in configured else []
-    per_model = lambda stage: {"foreach": "${models}", "do": {"wdir": up, **stage}}  # noqa: E731
+    per_model = lambda stage: {"foreach": list(models), "do": {"wdir": up, **stage}}  # noqa: E731
     return {
-        "vars": [f"{up}/{layout.PARAMS_FILE}:models"],
         "stages": {
             "build": per_model({
                 "cmd": f"python stages/build.py ${{item}} {variant}",
@@ -99,26 +107,25 @@ def variant_stages(variant: str, basis: str, configured: Collection[str] = ()) -
     }  # fmt: skip
 
 
-def configured_variants(root: Path = Path(".")) -> dict[str, str]:
+def configured_variants(params: Params) -> dict[str, str]:
     """Every variant params.yaml lists -> what its build depends on besides code (GROUPS)."""
-    params = yaml.safe_load((root / layout.PARAMS_FILE).read_text()) or {}
-    return {variant: basis for group, basis in GROUPS.items() for variant in params.get(group) or {}}
+    return {variant: basis for group, basis in GROUPS.items() for variant in getattr(params, group)}
 
 
-def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
+def pipeline_stages(params: Params) -> dict[str, Any]:
     stages: dict[str, Any] = {
-        "train": {
-            "foreach": "${train}",
+        "train": {  # only the zoo models `models` names: the opt-in ones train once listed
+            "foreach": params.trained_models(),
             "do": {
-                "cmd": "python stages/train.py ${key}",
+                "cmd": "python stages/train.py ${item}",
                 "deps": [
                     "models/common",
-                    "models/${key}/net.py",
-                    "models/${key}/train.py",
+                    "models/${item}/net.py",
+                    "models/${item}/train.py",
                     stage_file("train"),
                 ],
-                "params": ["train.${key}"],
-                "outs": ["models/${key}/trained", _uncached("reports/train/${key}.json")],
+                "params": ["train.${item}"],
+                "outs": ["models/${item}/trained", _uncached("reports/train/${item}.json")],
             },
         },
         "export": {
@@ -133,7 +140,8 @@ def pipeline_stages(root: Path = Path(".")) -> dict[str, Any]:
         "plan": {
             "cmd": "python stages/plan.py",
             "deps": ["pipeline", "stages"],
-            "params": ["variants", "machine_variants", "gpu_variants", "catalog"],
+            # what the stage files follow (require_current), and the variants' knobs
+            "params": ["models", "targets", "train", "variants", "machine_variants", "gpu_variants", "catalog"],
             "outs": [_uncached("reports/plan")],
         },
     }
@@ -193,19 +201,21 @@ PLOTS = [
 
 
 def render(root: Path = Path(".")) -> dict[Path, str]:
-    """{file: its text} for every pipeline file."""
+    """{file: its text} for every pipeline file, as params.yaml under `root` calls for."""
+    params = load_params(root / layout.PARAMS_FILE)
     dump = lambda data: HEADER + yaml.safe_dump(data, sort_keys=False, width=120)  # noqa: E731
-    files = {ROOT_FILE: dump(pipeline_stages(root)), ALWAYS_FILE: dump(always_run_stage(root))}
-    configured = configured_variants(root)  # params.yaml read once, not once per variant
+    files = {ROOT_FILE: dump(pipeline_stages(params)), ALWAYS_FILE: dump(always_run_stage(root))}
+    configured = configured_variants(params)
     for variant, basis in configured.items():
-        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, configured))
+        models = params.applicable_models(variant)
+        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, configured, models))
     return files
 
 
 def portable_builds(root: Path = Path(".")) -> list[str]:
     """The DVC targets of the portable variants' builds, one group per variant: what one machine
     builds for all (their deps are software only) and shares through the remote's run cache."""
-    configured = configured_variants(root).items()
+    configured = configured_variants(load_params(root / layout.PARAMS_FILE)).items()
     return [f"{layout.variant_stage_file(v).as_posix()}:build" for v, basis in configured if basis == SOFTWARE]
 
 
@@ -215,6 +225,56 @@ def stale_files(wanted: dict[Path, str], root: Path = Path(".")) -> list[Path]:
     stale = [path for path, text in wanted.items() if not (root / path).exists() or (root / path).read_text() != text]
     found = (p.relative_to(root) for p in sorted(root.glob(layout.variant_stage_file("*").as_posix())))
     return stale + [path for path in found if path not in wanted]
+
+
+def missing_stages(params: Params, root: Path = Path(".")) -> list[str]:
+    """What params.yaml asks `dvc repro` to run that no stage file holds: a listed variant without
+    its file (or a file of an unlisted one), a model of `models` a variant applies to, a zoo model to
+    train. Stages of models `models` no longer names are no error: an experiment on a subset of the
+    models (`dvc exp run -S 'models=[...]'`) runs with the files as committed, their stages up to date."""
+    found = {p.parent.name: p for p in root.glob(layout.variant_stage_file("*").as_posix())}
+    missing = [f"{v} (listed, no stages)" for v in params.all_variants if v not in found]
+    missing += [f"{v} (stages, not listed)" for v in sorted(set(found) - set(params.all_variants))]
+    for variant in (v for v in params.all_variants if v in found):
+        staged = yaml.safe_load(found[variant].read_text())["stages"]["build"]["foreach"]
+        if absent := [model for model in params.applicable_models(variant) if model not in staged]:
+            missing.append(f"{variant} for {', '.join(absent)}")
+    root_file = root / ROOT_FILE
+    trained = yaml.safe_load(root_file.read_text())["stages"]["train"]["foreach"] if root_file.exists() else []
+    missing += [f"train for {model}" for model in params.trained_models() if model not in trained]
+    return missing
+
+
+def require_current(params: Params, root: Path = Path(".")) -> None:
+    """Stop with one line when params.yaml asks for stages the files lack: DVC runs the stages it
+    finds, so a model or variant added without them would silently never be built (the plan stage,
+    the first `dvc repro` runs, and `python -m pipeline check` call this)."""
+    if missing := missing_stages(params, root):
+        raise ConfigError(
+            f"{layout.PARAMS_FILE}: no stages for {'; '.join(missing)}: run `python -m pipeline stages --write`, "
+            "then `dvc repro` again"
+        )
+
+
+def prune_locks(wanted: dict[Path, str], models: list[str], root: Path = Path(".")) -> list[Path]:
+    """Drop from each dvc.lock the stages its file no longer has (a model removed from `models`, a
+    pair that no longer applies, an opt-in zoo model's training): DVC only ever adds and updates
+    entries, so a lock would go on listing outputs nothing writes. Returns the locks it rewrote."""
+    rewrote = []
+    for path, text in wanted.items():
+        lock = root / path.with_name("dvc.lock")
+        if not lock.exists():
+            continue
+        names = set()
+        for group, stage in yaml.safe_load(text)["stages"].items():
+            items = models if stage.get("foreach") == "${models}" else stage.get("foreach")
+            names |= {f"{group}@{item}" for item in items} if items is not None else {group}
+        data = yaml.safe_load(lock.read_text())
+        kept = {name: entry for name, entry in data["stages"].items() if name in names}
+        if len(kept) < len(data["stages"]):
+            lock.write_text(yaml.safe_dump(data | {"stages": kept}, sort_keys=False, width=120))
+            rewrote.append(lock.relative_to(root))
+    return rewrote
 
 
 def check_or_write(root: Path = Path("."), write: bool = False) -> int:
@@ -229,7 +289,8 @@ def check_or_write(root: Path = Path("."), write: bool = False) -> int:
                 for leftover in (root / path).parent.iterdir():
                     leftover.unlink()
                 (root / path).parent.rmdir()
-        print(f"wrote {', '.join(map(str, stale)) or 'nothing: all current'}")
+        pruned = prune_locks(wanted, load_params(root / layout.PARAMS_FILE).models, root)
+        print(f"wrote {', '.join(map(str, [*stale, *pruned])) or 'nothing: all current'}")
         return 0
     if stale:
         print(f"stale: {', '.join(map(str, stale))}: run `python -m pipeline stages --write`", file=sys.stderr)

@@ -220,8 +220,11 @@ def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
         assert m["status"] == "ok", (variant, m["reason"])
         assert abs(m["accuracy"]["delta"]) <= 0.01 and m["fidelity"]["logits"]["top1_agreement"] > 0.98
         assert m["latency_ms"]["p50"] > 0 and m["load_ms"] > 0
-    assert metrics(root, model, "torch_eager")["status"] == "skipped"
-    assert "catalog." in metrics(root, model, "onnx_int8_static")["reason"]  # skipped by the model's `skip`
+    for variant in ("torch_eager", "onnx_int8_static"):  # another source kind; the model's `skip`: no stages
+        assert not (results(root) / "details" / model / f"{variant}.json").exists()
+    choice = read(results(root) / "selection" / f"{model}.json")
+    left_out = choice["not_applicable"]
+    assert "catalog." in left_out["onnx_int8_static"] and "needs a torch source" in left_out["torch_eager"]
 
 
 def test_torch_xla_runs_where_torchax_is_installed_and_says_why_not_elsewhere(project):
@@ -242,8 +245,20 @@ def test_bring_your_own_onnx_without_data(project):
     accuracy = {k: fp32["accuracy"][k] for k in ("metric", "value", "delta")}
     assert accuracy == {"metric": "none", "value": None, "delta": None}  # no labels: no task metric
     assert fp32["fidelity"]["output"]["top1_agreement"] == 1.0 and fp32["fidelity"]["output"]["cosine_min"] > 0.9999
-    eager = metrics(root, "byo_onnx", "torch_eager")
-    assert eager["status"] == "skipped" and "needs a torch source" in eager["reason"]
+    # a pair that cannot apply (a torch variant of an ONNX file) gets no stage and no file, and the
+    # summary, the select record and the report list it once, with its reason
+    stages = run(["dvc", "stage", "list", "--all", "--name-only"], root).split()
+    assert {"variants/onnx_fp32/dvc.yaml:bench@byo_onnx", "variants/torch_eager/dvc.yaml:bench@spam_fnn"} <= set(stages)
+    assert not [name for name in stages if name.startswith("variants/torch_eager/") and name.endswith("@byo_onnx")]
+    assert not (results(root) / "metrics" / "byo_onnx" / "torch_eager.json").exists()
+    reason = "needs a torch source; byo_onnx is a onnx model"
+    summary = run([sys.executable, "-m", "pipeline", "summary", "byo_onnx"], root)
+    listed = [line for line in summary.splitlines() if reason in line]
+    assert len(listed) == 1 and "torch_eager" in listed[0] and "skipped-not-applicable" in listed[0], summary
+    assert summary.count("torch_eager") == 1
+    assert read(results(root) / "selection" / "byo_onnx.json")["not_applicable"]["torch_eager"] == reason
+    report = (results(root) / "report" / "byo_onnx.md").read_text()
+    assert report.count("`torch_eager`") == 1 and reason in report
     export = json.loads((root / "reports" / "export" / "byo_onnx.json").read_text())
     assert export["status"] == "ok" and export["parity"] == "ok"
 
@@ -372,11 +387,13 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     params["machine_variants"]["onnx_int8_static"]["per_channel"] = False
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ran = rerun()
-    rebuilt = {f"build@{m}-onnx_int8_static" for m in MODELS}
-    remeasured = {f"bench@{m}-onnx_int8_static" for m in MODELS}  # their plan file changed
-    # Models that skip the variant record the same 'skipped' details again: only the measured reselect.
-    measured = ("spam_fnn", "byo_onnx", "byo_fixed")
-    reselected = {f"select@{m}" for m in measured} | {"report"}
+    from pipeline.core.config import load_params
+
+    applies = load_params(root / "params.yaml").applicable_models  # the models with the variant's stages
+    assert applies("onnx_int8_static") == ["spam_fnn", "byo_onnx", "byo_fixed"]  # the others skip it
+    rebuilt = {f"build@{m}-onnx_int8_static" for m in applies("onnx_int8_static")}
+    remeasured = {f"bench@{m}-onnx_int8_static" for m in applies("onnx_int8_static")}  # their plan file changed
+    reselected = {f"select@{m}" for m in applies("onnx_int8_static")} | {"report"}
     planned = {"plan"}  # rewrites every variant's file; only one changes
     assert ran == ALWAYS_RUN | planned | rebuilt | remeasured | reselected
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
@@ -396,7 +413,7 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     configured = [*params["variants"], *params["machine_variants"], *params["gpu_variants"]]
     uses_fp16 = {v for v in configured if Path("pipeline/build/passes/fp16.py") in variant_code(v, root)}
     assert "onnx_fp16" in uses_fp16 and "onnx_int8_static" not in uses_fp16
-    assert {n for n in ran if n.startswith("build@")} == {f"build@{m}-{v}" for m in MODELS for v in uses_fp16}
+    assert {n for n in ran if n.startswith("build@")} == {f"build@{m}-{v}" for v in uses_fp16 for m in applies(v)}
     assert {n.partition("-")[2] for n in ran if n.startswith("bench@")} <= uses_fp16
 
 

@@ -9,6 +9,7 @@ import yaml
 
 from pipeline.core.config import SelectConfig, load_params
 from pipeline.core.records import Kind
+from pipeline.core.registry import Skip
 from pipeline.decide.selection import screen
 from pipeline.present.report import not_built, traps, write_reports
 from tests.conftest import REPO
@@ -64,15 +65,14 @@ def test_gpu_pairs_warn_without_blaming_the_cpu_and_skips_are_listed_once_per_re
 
 
 def test_variants_that_do_not_apply_are_no_warning():
-    """A single-pass model's report: the text-generation variants, whose reason has no 'source;' in it,
-    are listed once apart from the warnings (the kind says so, the reason text is not parsed)."""
-    lm = {
-        f"lm_{name}": metric(1.0, status="skipped", kind=Kind.NOT_APPLICABLE, reason=LM_REASON)
-        for name in ("torch", "onnx_fp32", "openvino_int4")
-    }
-    found = {"onnx_fp32": metric(1.0), "onnx_opt": metric(1.0), **lm}
+    """A single-pass model's report: the text-generation variants have no stages (params say they
+    cannot apply) and are listed once apart from the warnings, with a record of such a variant from
+    an older revision (the kind says so, the reason text is not parsed) in the same line."""
+    older = {"lm_onnx_fp32": metric(1.0, status="skipped", kind=Kind.NOT_APPLICABLE, reason=LM_REASON)}
+    found = {"onnx_fp32": metric(1.0), "onnx_opt": metric(1.0), **older}
+    planned = {name: Skip(Kind.NOT_APPLICABLE, LM_REASON) for name in ("lm_torch", "lm_openvino_int4", "lm_onnx_fp32")}
     assert not any("lm_" in w for w in warnings_for(found))
-    assert not_built(found) == [f"`lm_onnx_fp32`, `lm_openvino_int4`, `lm_torch`: {LM_REASON}"]
+    assert not_built(found, planned) == [f"`lm_torch`, `lm_openvino_int4`, `lm_onnx_fp32`: {LM_REASON}"]
 
 
 def test_differences_within_the_noise_margin_are_not_traps():
@@ -99,7 +99,6 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
     folder = results / "reports" / "details" / "spam_fnn"
     folder.mkdir(parents=True)
     variants = {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "onnx_int8_dynamic": metric(0.5, delta=-0.3)}
-    variants["lm_torch"] = metric(1.0, status="skipped", kind=Kind.NOT_APPLICABLE, reason=LM_REASON)
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
     result = write_reports(load_params(tmp_path / "params.yaml"), tmp_path)
@@ -107,7 +106,10 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
     report = (results / "reports" / "report" / "spam_fnn.md").read_text()
     assert "**Deploy `onnx_opt`**" in report and "breaks max_accuracy_drop" in report
     warnings = report.partition("## Warnings")[2].partition("\n## ")[0]
-    assert "lm_torch" not in warnings and f"- `lm_torch`: {LM_REASON}" in report  # listed once, apart
+    # the variants that do not apply (no stages, no records) are listed once, apart, with the reason
+    listed = next(line for line in report.splitlines() if line.endswith(LM_REASON))
+    assert "lm_" not in warnings and report.count("`lm_torch`") == 1 and "`lm_torch`" in listed
+    assert "`jax_jit`, `jax_xla`: needs a jax source; spam_fnn is a torch model" in report
     assert "| 0 |" not in (results / "reports" / "report" / "index.md").read_text().replace("| 1 |", "")
     for kind in ("latency_accuracy", "size", "throughput", "memory"):
         assert (results / "reports" / "report" / "img" / "spam_fnn" / f"{kind}.png").stat().st_size > 1000

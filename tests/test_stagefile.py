@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.build.plan import STAGE_CODE, require_stage_files, stage_code, variant_code, write_plan
+from pipeline.build.plan import STAGE_CODE, stage_code, variant_code, write_plan
 from pipeline.core import layout, registry
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
 from pipeline.present.docs import check_or_write as docs_check
-from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render, stage_file
+from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render, require_current, stage_file
 from tests.conftest import copy_project
 
 REPO = Path(__file__).parents[1]
@@ -60,6 +60,13 @@ def test_a_fallbacks_build_waits_for_the_record_of_the_variant_it_rescues():
     assert not [d for d in plain["deps"] if d.startswith("reports/details")]
 
 
+def foreach(root: Path, variant: str) -> list[str]:
+    """The models variant `variant` has build stages for in the project at `root`."""
+    stages = yaml.safe_load(layout.variant_stage_file(variant, root).read_text())["stages"]
+    assert stages["bench"]["foreach"] == stages["build"]["foreach"]
+    return stages["build"]["foreach"]
+
+
 def test_each_variant_has_its_own_stage_file_and_the_plan_stops_when_they_differ_from_params(tmp_path):
     """A variant's stages and lock live in variants/<variant>/ (DVC rewrites a whole lock after each
     stage); the files follow params.yaml's lists, and the plan stage names the command when they do not."""
@@ -72,16 +79,45 @@ def test_each_variant_has_its_own_stage_file_and_the_plan_stops_when_they_differ
     params["variants"].pop("onnx_fp16")
     params["gpu_variants"], params["targets"] = {"onnx_cuda_fp32": {}}, ["cpu", "cuda:0"]
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    differ = r"onnx_cuda_fp32 \(listed, no stages\), onnx_fp16 \(stages, not listed\)"
-    with pytest.raises(ConfigError, match=differ + "; run `python -m pipeline stages --write`"):
-        require_stage_files(load_params(root / "params.yaml"), root)
+    differ = r"onnx_cuda_fp32 \(listed, no stages\); onnx_fp16 \(stages, not listed\)"
+    with pytest.raises(ConfigError, match=differ + ": run `python -m pipeline stages --write`, then `dvc repro` again"):
+        require_current(load_params(root / "params.yaml"), root)
     assert check_or_write(root) == 1
     check_or_write(root, write=True)
     assert (
         not (root / "variants" / "onnx_fp16").exists() and (root / "variants" / "onnx_cuda_fp32" / "dvc.yaml").is_file()
     )
-    require_stage_files(load_params(root / "params.yaml"), root)
+    require_current(load_params(root / "params.yaml"), root)
     assert check_or_write(root) == 0
+
+
+def test_only_pairs_that_can_apply_get_stages_and_only_listed_zoo_models_train(tmp_path):
+    """A model added to params.yaml gets stages for the variants that apply to its source kind and
+    task, no others; the train stage trains the zoo models `models` names, not every `train` entry.
+    Until the files are rewritten, the plan stage (the first `dvc repro` runs) stops with one line."""
+    root = copy_project(tmp_path / "project")
+    params = load_params(root / "params.yaml")
+    assert "tiny_lm" not in foreach(root, "onnx_fp32") and foreach(root, "lm_torch") == ["tiny_lm"]
+    assert foreach(root, "jax_jit") == ["digits_jax"] and "digits_gru" not in params.models
+    assert "digits_gru" in params.train and "digits_gru" not in yaml.safe_load((root / ROOT_FILE).read_text())[
+        "stages"]["train"]["foreach"]  # fmt: skip
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["catalog"]["foreign"] = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 4]}}}
+    raw["models"] = ["foreign", "digits_jax"]
+    (root / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(ConfigError, match="no stages for onnx_fp32 for foreign; onnx_opt for foreign; "):
+        require_current(load_params(root / "params.yaml"), root)
+    check_or_write(root, write=True)
+    assert foreach(root, "onnx_fp32") == ["foreign", "digits_jax"] and foreach(root, "jax_jit") == ["digits_jax"]
+    assert foreach(root, "torch_eager") == [] and foreach(root, "lm_torch") == []
+    assert yaml.safe_load((root / ROOT_FILE).read_text())["stages"]["train"]["foreach"] == ["digits_jax"]
+    left_out = load_params(root / "params.yaml").not_applicable("foreign")
+    assert left_out["torch_eager"].reason == "needs a torch source; foreign is a onnx model"
+    assert "lm_torch" in left_out and "onnx_opt" not in left_out
+    # an experiment on a subset of the models runs with the files as they are (their stages up to date)
+    raw["models"] = ["foreign"]
+    (root / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    require_current(load_params(root / "params.yaml"), root)
 
 
 def test_each_stage_groups_code_is_what_its_entry_runs():

@@ -39,8 +39,10 @@ def test_skip_reasons():
     assert skip.kind == Kind.NOT_APPLICABLE and "needs a torch source; m is a onnx model" in skip.reason
     skipping = tiny_config(skip=["onnx_fp32"])
     assert "catalog.m.skip" in variants.skip_reason(variants.get("onnx_fp32"), "m", skipping, *cpu).reason
-    no_gpu = variants.skip_reason(variants.get("onnx_cuda_fp32"), "m", tiny_config(), None, {})
-    assert no_gpu.kind == Kind.UNAVAILABLE
+    no_gpu_target = variants.skip_reason(variants.get("onnx_cuda_fp32"), "m", tiny_config(), None, {})
+    assert no_gpu_target.kind == Kind.NOT_APPLICABLE  # params.yaml's targets rule it out: no stages
+    no_gpu_here = variants.skip_reason(variants.get("onnx_cuda_fp32"), "m", tiny_config(), "cuda:0", {})
+    assert no_gpu_here.kind == Kind.UNAVAILABLE and "target cuda:0 is not usable here" in no_gpu_here.reason
     assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config(), *cpu) is None
 
 

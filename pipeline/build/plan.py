@@ -22,7 +22,6 @@ from typing import Any
 from pipeline.build.knobs import check_variant_params
 from pipeline.core import layout, registry
 from pipeline.core.config import Params
-from pipeline.core.errors import ConfigError
 from pipeline.core.files import atomic_dir, write_json
 from pipeline.core.imports import code_hash, walk
 from pipeline.prepare.sources import SOURCE_MODULES
@@ -51,22 +50,7 @@ def stage_code(group: str, root: Path = Path(".")) -> list[Path]:
     return walk(STAGE_CODE[group], root)
 
 
-def require_stage_files(params: Params, root: Path = Path(".")) -> None:
-    """Every variant params.yaml lists has its stages, and no other has: DVC runs the stages it finds,
-    so a variant added to params.yaml without its file would silently never be built."""
-    listed = set(params.all_variants)
-    found = {p.parent.name for p in root.glob(layout.variant_stage_file("*").as_posix())}
-    if listed != found:
-        differ = [f"{v} (listed, no stages)" for v in sorted(listed - found)]
-        differ += [f"{v} (stages, not listed)" for v in sorted(found - listed)]
-        raise ConfigError(
-            f"{layout.PARAMS_FILE}: the variant lists and {layout.VARIANT_STAGES}/ differ: {', '.join(differ)}; "
-            "run `python -m pipeline stages --write`"
-        )
-
-
 def write_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
-    require_stage_files(params, root)
     check_variant_params(params, (root / layout.PARAMS_FILE).as_posix())  # every pass's knobs, once per run
     with atomic_dir(layout.plan_dir(root)) as tmp:
         for group in STAGE_CODE:

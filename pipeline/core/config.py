@@ -483,6 +483,27 @@ class Params(Strict):
             raise ConfigError(f"{PARAMS_FILE}: catalog.{name}: no such model (known: {', '.join(self.catalog)})")
         return self.catalog[name]
 
+    def not_applicable(self, model: str) -> dict[str, registry.Skip]:
+        """The configured variants that can never apply to `model` (registry.not_applicable), with why:
+        they get no stages, and the select record, summary and report list them once."""
+        from pipeline.core.targets import target_for
+
+        config, found = self.model(model), {}
+        for name in self.all_variants:
+            spec = registry.get(name, section=self.group_of(name))
+            if skip := registry.not_applicable(spec, model, config, target_for(spec.device, self.targets)):
+                found[name] = skip
+        return found
+
+    def applicable_models(self, variant: str) -> list[str]:
+        """The models (in `models` order) that get `variant`'s build and bench stages."""
+        return [model for model in self.models if variant not in self.not_applicable(model)]
+
+    def trained_models(self) -> list[str]:
+        """The `train` entries whose model `models` names: what `dvc repro` trains (the others are
+        opt-in zoo models, trained once someone lists them)."""
+        return [model for model in self.train if model in self.models]
+
     def variant_params(self, name: str, model: str | None = None) -> dict[str, Any]:
         """The `variants.<name>` knobs, with `model`'s `overrides` for it applied on top."""
         if name not in self.all_variants:

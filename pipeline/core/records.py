@@ -403,6 +403,8 @@ class Choice(Part):
     why: str = ""
     rejected: dict[str, str] = Field(default_factory=dict)
     pareto_front: list[str] = Field(default_factory=list)
+    # the configured variants that can never apply to this model (no stages: params.not_applicable), with why
+    not_applicable: dict[str, str] = Field(default_factory=dict)
 
 
 def write_choice(model: str, choice: Choice, root: Path = Path(".")) -> None:

@@ -370,11 +370,12 @@ class Skip:
     reason: str
 
 
-def skip_reason(
-    variant: Variant, model: str, config: ModelLike, target: str | None, probe: dict[str, Any]
-) -> Skip | None:
-    """Why `variant` does not apply to `model` on `target` (probed as `probe`), or None when it does
-    as far as the registry's data says (pipeline.runtimes.unavailable_reason asks the adapter too)."""
+def not_applicable(variant: Variant, model: str, config: ModelLike, target: str | None) -> Skip | None:
+    """Why `variant` can never apply to `model` as params.yaml describes it (its catalog entry's skip
+    list, its task, its source kind; no configured target of the variant's device), or None.
+
+    Decided from data before any process starts: such a pair gets no stage at all (pipeline.stagefile),
+    and the select record, summary and report list it once with this reason."""
     if variant.name in config.skip:
         return Skip(Kind.NOT_APPLICABLE, f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)")
     if task_of(config) not in variant.tasks:
@@ -391,8 +392,19 @@ def skip_reason(
         )
     if target is None:
         return Skip(
-            Kind.UNAVAILABLE, f"runs on {variant.device}; {PARAMS_FILE}: targets names no {variant.device} target"
+            Kind.NOT_APPLICABLE,
+            f"runs on {variant.device}; {PARAMS_FILE}: targets names no {variant.device} target",
         )
+    return None
+
+
+def skip_reason(
+    variant: Variant, model: str, config: ModelLike, target: str | None, probe: dict[str, Any]
+) -> Skip | None:
+    """Why `variant` is not built for `model` on `target` (probed as `probe`), or None when it is as
+    far as the registry's data says (pipeline.runtimes.unavailable_reason asks the adapter too)."""
+    if static := not_applicable(variant, model, config, target):
+        return static
     if not probe.get("available"):
         return Skip(
             Kind.UNAVAILABLE,

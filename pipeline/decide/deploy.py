@@ -74,6 +74,7 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
         why=decision.why,
         rejected=decision.rejected,
         pareto_front=decision.pareto,
+        not_applicable={variant: skip.reason for variant, skip in params.not_applicable(model).items()},
     )
     records.write_choice(model, record, results)
     return {
@@ -184,5 +185,6 @@ def _explanation(decision: Decision, found: Records, params: Params, model: str)
         "feasible": selection.feasible,
         "pareto_front": front,
         "rejected": decision.rejected,
+        "not_applicable": {variant: skip.reason for variant, skip in params.not_applicable(model).items()},
         "closest": selection.closest,
     }

@@ -15,7 +15,7 @@ from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.files import atomic_dir, read_json, write_json
 from pipeline.core.records import Kind, Records, VariantRecord, load_env
-from pipeline.core.registry import BASELINES, VARIANTS, ordered, should_beat
+from pipeline.core.registry import BASELINES, VARIANTS, Skip, ordered, should_beat
 from pipeline.decide.selection import Candidate, Selection, screen
 from pipeline.present import generation
 from pipeline.present.summary import how_measured, markdown_table, rows, speedup
@@ -113,12 +113,15 @@ def traps(found: Records, cpu: dict[str, Any], selection: Selection) -> list[str
     return warnings
 
 
-def not_built(found: Records) -> list[str]:
-    """One line per reason variants were left out by design: they do not apply to this model, or the
-    variant they would rescue already meets its constraints. Facts, not warnings."""
+def not_built(found: Records, not_applicable: dict[str, Skip]) -> list[str]:
+    """One line per reason variants were left out by design: they do not apply to this model (no
+    stages: Params.not_applicable), or the variant they would rescue already meets its constraints.
+    Facts, not warnings."""
     grouped: dict[str, list[str]] = {}
+    for variant, skip in not_applicable.items():
+        grouped.setdefault(skip.reason, []).append(f"`{variant}`")
     for variant, r in sorted(found.items()):
-        if r.kind in (Kind.NOT_APPLICABLE, Kind.NOT_NEEDED):
+        if r.kind in (Kind.NOT_APPLICABLE, Kind.NOT_NEEDED) and variant not in not_applicable:
             grouped.setdefault(r.reason, []).append(f"`{variant}`")
     return [f"{', '.join(names)}: {why}" for why, names in grouped.items()]
 
@@ -329,7 +332,7 @@ def model_report(
             f"| {v} | {reason} |" for v, reason in sorted(selection.rejected.items()) if found[v].status != "skipped"
         ]
         lines += [""]
-    left_out = not_built(found)
+    left_out = not_built(found, params.not_applicable(model))
     if left_out:
         lines += ["## Variants not built for this model", "", *(f"- {line}" for line in left_out), ""]
     if selection.pareto:

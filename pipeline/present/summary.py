@@ -13,7 +13,7 @@ from pipeline.core import layout, records
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.records import Records, VariantRecord, load_env
-from pipeline.core.registry import BASELINES, ordered
+from pipeline.core.registry import BASELINES, Skip, ordered
 
 
 def num(value: Any, fmt: str = ".3g") -> str:
@@ -98,12 +98,15 @@ def markdown_table(body: list[list[str]], columns: tuple[str, ...] = COLUMNS) ->
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
-def not_ok_notes(found: Records) -> list[str]:
+def not_ok_notes(found: Records, not_applicable: dict[str, Skip] | None = None) -> list[str]:
     """One line per distinct (kind, reason), naming its variants: seven GPU variants skipped for
-    the same missing driver make one line, not seven."""
+    the same missing driver make one line, not seven. `not_applicable`: the variants with no stages
+    for this model (Params.not_applicable), listed the same way."""
     grouped: dict[tuple[str, str], list[str]] = {}
+    for variant, skip in (not_applicable or {}).items():
+        grouped.setdefault((skip.kind.value, skip.reason), []).append(variant)
     for variant, r in found.items():
-        if not r.ok:
+        if not r.ok and variant not in (not_applicable or {}):
             grouped.setdefault((r.kind.value, r.reason), []).append(variant)
     return [f"{', '.join(names)}: {kind}: {reason}" for (kind, reason), names in grouped.items()]
 
@@ -160,7 +163,7 @@ def print_summary(
         baseline = BASELINES[params.model(model).source]
         body = rows(found, order, baseline)
         title = f"{model} on {name} (speed-up against {baseline})"
-        notes = not_ok_notes(found)
+        notes = not_ok_notes(found, params.not_applicable(model))
         choice = records.load_choice(model, results)
         if choice:
             manifest = layout.deploy_dir(model) / layout.MANIFEST
