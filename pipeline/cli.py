@@ -183,7 +183,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate.add_argument("--remeasure", action="store_true", help="judge latency on A/B figures measured now")
     gate.add_argument("--rounds", type=int, default=4, help="alternating rounds for --remeasure (default 4)")
     gate.set_defaults(run=_gate)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if args.command == "repro":  # dvc's options: argparse's REMAINDER refuses one first (`repro --pull`)
+        args.dvc_args = [*unknown, *args.dvc_args]
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.run(args)
     except PipelineError as error:

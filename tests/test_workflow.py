@@ -40,9 +40,10 @@ def test_each_machine_measures_on_its_own_runner_and_keeps_its_results_branch():
     assert measure["env"]["MODELOPT_MACHINE"] == "${{ matrix.machine }}"
     assert measure["needs"] == "shared" and jobs["collect"]["needs"] == "measure"
     runs = {name: "\n".join(step.get("run", "") for step in job["steps"]) for name, job in jobs.items()}
-    assert "dvc repro $(python -m pipeline stages --portable-builds)" in runs["shared"]
-    assert "dvc push --run-cache" in runs["shared"]
-    assert "python -m pipeline repro" in runs["measure"] and "dvc pull --run-cache" in runs["measure"]
+    # docs/machines.md's flow (tests/test_machines.py runs it): restore with `repro --pull`, push the run cache
+    assert "dvc repro --pull $(python -m pipeline stages --portable-builds)" in runs["shared"]
+    assert "python -m pipeline repro --pull" in runs["measure"]
+    assert "dvc push --run-cache" in runs["shared"] and "dvc push --run-cache" in runs["measure"]
     assert 'git switch -c "results/$MODELOPT_MACHINE"' in runs["measure"]
     assert 'gate --rev "origin/results/$MODELOPT_MACHINE"' in runs["measure"]
     assert "summary --machines" in runs["collect"]
@@ -57,3 +58,13 @@ def test_every_pipeline_command_in_the_workflow_exists():
         with pytest.raises(SystemExit) as exited:
             main([command, "--help"])
         assert exited.value.code == 0, command
+
+
+def test_the_repro_command_hands_dvc_its_options(monkeypatch):
+    import pipeline.progress
+    from pipeline.cli import main
+
+    handed = []
+    monkeypatch.setattr(pipeline.progress, "repro_with_progress", lambda dvc_args: handed.append(dvc_args) or 0)
+    assert main(["repro", "--pull", "-f", "export"]) == 0 and main(["repro", "export", "--pull"]) == 0
+    assert handed == [["--pull", "-f", "export"], ["export", "--pull"]]
