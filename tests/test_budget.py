@@ -3,6 +3,7 @@ the fidelity row count, and every reader of a record measured on the short budge
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from pipeline.measure.budget import (
     ContentionScreen,
     Rival,
     best_known,
+    contention_screen,
     eval_batch,
     eval_rows,
     out_of_contention,
@@ -137,3 +139,17 @@ def test_the_report_lists_short_budgets_and_plots_only_measured_sweeps(tmp_path:
     assert f"- onnx_int8_dynamic: {SHORT_REASON}" in report and "not measured: out of contention" in report
     plotted = (tmp_path / "reports" / "plots" / "throughput" / "spam_fnn.json").read_text()
     assert "onnx_int8_dynamic" not in plotted and "onnx_opt" in plotted
+
+
+def test_the_screen_reads_this_machines_records_and_is_off_for_throughput(tmp_path: Path):
+    params = load_params(REPO / "params.yaml")
+    folder = tmp_path / "reports" / "details" / "spam_fnn"
+    folder.mkdir(parents=True)
+    (tmp_path / "reports" / "env.json").write_text(json.dumps({"machine": {"name": "box"}}))
+    (folder / "onnx_opt.json").write_text(metric(2.2, machine="box").model_dump_json(exclude_none=True))
+    found = contention_screen(params, "spam_fnn", "onnx_int8_dynamic", tmp_path)
+    assert found.best is not None and found.best.variant == "onnx_opt" and found.ratio == 1.5
+    throughput = params.model_copy(update={"select": SelectConfig(objective="throughput")})
+    assert contention_screen(throughput, "spam_fnn", "onnx_int8_dynamic", tmp_path).off
+    (folder / "broken.json").write_text("{}")
+    assert "could not be read" in contention_screen(params, "spam_fnn", "onnx_int8_dynamic", tmp_path).off

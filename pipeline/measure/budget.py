@@ -114,7 +114,10 @@ def contention_screen(params: Params, model: str, variant: str, root: Path) -> C
         return ContentionScreen(off="select.objective is throughput: the sweep is the figure that decides")
     if params.bench.contention_ratio is None:
         return ContentionScreen(off="bench.contention_ratio is null: the screen is off")
-    found = records.load(model, root)
+    try:
+        found = records.load(model, root)
+    except ValueError as error:  # a record this version cannot read must not fail this variant's bench
+        return ContentionScreen(off=f"the model's records could not be read ({type(error).__name__}): no screen")
     constraints = params.select.constraints_for(model)
     best = best_known(found, records.machine_name(root), variant, constraints)
     return ContentionScreen(best, params.bench.contention_ratio)
