@@ -151,7 +151,7 @@ def pipeline_stages(params: Params) -> dict[str, Any]:
     stages["bench_plan"] = {
         "cmd": "python stages/bench_plan.py",
         "deps": [ENV, stage_file("bench_plan")],
-        "params": ["bench"],
+        "params": ["bench", "select.objective"],  # the worker's out-of-contention screen is off for throughput
         "outs": [_uncached(layout.bench_plan().as_posix())],
     }
     stages["select"] = {

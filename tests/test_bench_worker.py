@@ -11,6 +11,7 @@ import pytest
 from pipeline.core.config import BenchConfig, ModelConfig, Params
 from pipeline.core.data import Arrays, DataSet
 from pipeline.core.memory import RssSampler
+from pipeline.measure.budget import ContentionScreen, Rival
 from pipeline.measure.harness import measure_concurrent
 from pipeline.measure.worker import Loaded, measure_loaded
 from pipeline.runtimes.base import Session, ThreadQueue
@@ -52,10 +53,18 @@ BENCH = BenchConfig.model_validate(
 )
 
 
-def run(session_factory, bench: BenchConfig = BENCH) -> dict:
-    x = np.arange(64, dtype=np.float32).reshape(64, 1)
-    reference = DataSet({"x": x}, {"y": x * 2})
-    spec = {"source": "onnx", "file": "m.onnx", "inputs": {"x": {"shape": ["batch", 1]}}}
+def run(
+    session_factory,
+    bench: BenchConfig = BENCH,
+    screen: ContentionScreen | None = None,
+    rows: int = 64,
+    labels: bool = False,
+    batch: int | str = "batch",
+) -> dict:
+    x = np.arange(rows, dtype=np.float32).reshape(rows, 1)
+    reference = DataSet({"x": x}, {"y": x * 2}, labels=(x[:, 0] % 2).astype(np.int64) if labels else None)
+    spec = {"source": "onnx", "file": "m.onnx", "inputs": {"x": {"shape": [batch, 1]}}}
+    spec |= {"metric": "binary_accuracy"} if labels else {}
     config = ModelConfig.model_validate(spec)
     params = Params.model_validate(
         {"models": ["m"], "catalog": {"m": spec}, "variants": {"onnx_fp32": {}}, "bench": bench}
@@ -65,7 +74,8 @@ def run(session_factory, bench: BenchConfig = BENCH) -> dict:
         with sampler.phase("load"):
             session = session_factory()
         loaded = Loaded(session, reference, params, 0.0, baseline, 1.0)
-        result = measure_loaded(loaded, config, {"dims": {}}, sampler, baseline, sampler.now_mb())
+        source = {"dims": {}} | ({"fixed_batch": batch} if isinstance(batch, int) else {})
+        result = measure_loaded(loaded, config, source, sampler, baseline, sampler.now_mb(), screen)
     return result["measured"] | {"baseline": baseline}
 
 
@@ -144,3 +154,47 @@ def test_requests_in_flight_overlap():
     one = measure_concurrent(ThreadQueue([lambda: time.sleep(0.01)]), 1, 0.2)
     four = measure_concurrent(ThreadQueue([lambda: time.sleep(0.01) for _ in range(4)]), 1, 0.2)
     assert four > 2 * one  # 4 sleeps overlap: relative to one caller measured here, not a fixed rate
+
+
+FAST_RIVAL = ContentionScreen(Rival("onnx_opt", p50=0.1, low=0.09, high=0.11), ratio=1.5)  # the stand-in: >= 2 ms
+
+
+def test_a_variant_out_of_contention_stops_at_min_blocks_and_skips_the_sweeps():
+    metrics = run(StandIn, screen=FAST_RIVAL)
+    assert metrics["screen"]["budget"] == "short" and metrics["screen"]["best_known"] == "onnx_opt"
+    assert "out of contention" in metrics["screen"]["reason"] and "1.5x" in metrics["screen"]["reason"]
+    assert metrics["stability"]["blocks"] == BENCH.latency.min_blocks
+    assert metrics["stability"]["stopped_by"].startswith("out of contention")
+    for skipped in ("throughput_sps", "throughput_concurrent", "rss_mb_by_batch", "throughput_ci", "sweep_load"):
+        assert skipped not in metrics
+    assert set(metrics["cpu_util_pct"]) == {"latency"} and "sweep" not in metrics["phase_s"]
+    assert metrics["batching"]["sweep"] == [] and metrics["fidelity_batch"] == BENCH.eval_batch
+    assert metrics["fidelity"]["y"]["cosine_min"] == pytest.approx(1.0)  # quality is always measured
+
+
+def test_a_variant_within_reach_gets_the_full_budget_and_evaluates_at_its_peak_batch():
+    slow_rival = ContentionScreen(Rival("onnx_fp32", p50=100.0, low=90.0, high=110.0), ratio=1.5)
+    bench = BENCH.model_copy(update={"throughput": BENCH.throughput.model_copy(update={"batches": [1, 8]})})
+    metrics = run(StandIn, bench, screen=slow_rival)
+    assert metrics["screen"]["budget"] == "full" and metrics["screen"]["best_known"] == "onnx_fp32"
+    assert "throughput_sps" in metrics and "throughput_concurrent" in metrics
+    assert metrics["fidelity_batch"] == metrics["throughput_sps"]["peak_batch"] == 8  # b8: 8x b1's samples/s
+
+
+def test_unlabelled_rows_are_cut_to_the_count_that_bounds_the_worst_row():
+    metrics = run(lambda: StandIn(call_s=0.0), rows=400, screen=FAST_RIVAL)
+    assert metrics["eval_rows"]["used"] == metrics["accuracy"]["eval_samples"] == 299
+    assert metrics["eval_rows"]["available"] == 400 and "worst of 299 rows" in metrics["eval_rows"]["rule"]
+
+
+def test_labelled_rows_are_all_kept():
+    metrics = run(lambda: StandIn(call_s=0.0), rows=400, labels=True, screen=FAST_RIVAL)
+    assert metrics["eval_rows"]["used"] == metrics["accuracy"]["eval_samples"] == 400
+    assert metrics["accuracy"]["delta"] == pytest.approx(0.0)
+
+
+def test_a_fixed_batch_model_is_evaluated_at_its_batch_on_the_bounding_rows():
+    metrics = run(lambda: StandIn(call_s=0.0), rows=400, batch=1)
+    assert metrics["fidelity_batch"] == 1 and metrics["eval_rows"]["used"] == 299
+    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1"]
+    assert metrics["fidelity"]["y"]["cosine_min"] == pytest.approx(1.0)

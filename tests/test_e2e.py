@@ -140,6 +140,22 @@ def tracked(root: Path, model: str, variant: str) -> dict:
     return json.loads((results(root) / "metrics" / model / f"{variant}.json").read_text())
 
 
+def assert_budget(m: dict, numbers: dict, batches: set[str]) -> None:
+    """A full budget has the sweep and evaluates at its peak batch (at most 64); a variant out of
+    contention (which ones depends on the order and the machine's minutes) has none, and says why."""
+    if m["screen"]["budget"] == "short":
+        assert m["screen"]["reason"].startswith("out of contention") and m["screen"]["best_known"]
+        assert "throughput_sps" not in m and "throughput_concurrent" not in m and "peak_sps" not in numbers
+        assert m["fidelity_batch"] == (m["fixed_batch"] or 64)
+        return
+    assert set(m["throughput_sps"]["by_batch"]) == batches  # a dict: DVC drops lists
+    assert m["throughput_sps"]["peak"] == max(m["throughput_sps"]["by_batch"].values()) == numbers["peak_sps"]
+    assert m["cpu_util_pct"]["sweep"] > 0
+    assert m["throughput_sps"]["stopped_by"] and m["throughput_concurrent"]["sps"] > 0
+    assert set(m["rss_mb_by_batch"]) == set(m["throughput_sps"]["by_batch"])
+    assert m["fidelity_batch"] == min(m["throughput_sps"]["peak_batch"], 64)
+
+
 def test_every_variant_writes_schema_metrics(project):
     root, output = project
     assert {f"bench@spam_fnn-{v}" for v in VARIANTS} <= stages_run(output)
@@ -149,12 +165,10 @@ def test_every_variant_writes_schema_metrics(project):
         assert m["size_mb"] > 0 and m["load_ms"] > 0 and m["first_infer_ms"] > 0
         assert set(m["latency_ms"]) == {"p50", "p90", "p99", "mean", "std", "n"}
         assert 0 < m["latency_ms"]["p50"] <= m["latency_ms"]["p99"] and m["latency_ms"]["n"] >= 20
-        assert set(m["throughput_sps"]["by_batch"]) == {"b1", "b16"}  # a dict: DVC drops lists
-        assert m["throughput_sps"]["peak"] == max(m["throughput_sps"]["by_batch"].values())
         assert m["peak_rss_mb"] >= m["load_rss_mb"] > 10 and m["threads"] == 1
-        assert m["cpu_util_pct"]["latency"] > 0 and m["cpu_util_pct"]["sweep"] > 0
-        assert m["throughput_sps"]["stopped_by"] and m["throughput_concurrent"]["sps"] > 0
-        assert set(m["rss_mb_by_batch"]) == set(m["throughput_sps"]["by_batch"])
+        assert m["cpu_util_pct"]["latency"] > 0
+        assert_budget(m, tracked(root, "spam_fnn", variant), {"b1", "b16"})
+        assert m["eval_rows"]["used"] == m["accuracy"]["eval_samples"] == m["eval_rows"]["available"]  # labelled
         if Path("/sys/class/powercap").is_dir():
             assert m["energy"]["mj_per_inference"] > 0 or m["energy"]["reason"]
         else:
@@ -162,7 +176,7 @@ def test_every_variant_writes_schema_metrics(project):
         assert m["accuracy"]["metric"] == "binary_accuracy" and 0.5 < m["accuracy"]["value"] <= 1
         assert isinstance(m["noisy"], bool) and 0 <= m["waited_s"] < 1  # dvc repro runs one stage at a time
         assert m["p50_ci_pct"] is None or m["p50_ci_ms"]["low"] <= m["latency_ms"]["p50"] <= m["p50_ci_ms"]["high"]
-        assert m["fidelity_batch"] == 64 and m["memory_how"].startswith("VmHWM")
+        assert m["memory_how"].startswith("VmHWM")
         assert not any(isinstance(v, list) for v in m.values())
         numbers = tracked(root, "spam_fnn", variant)
         assert numbers["status"] == "ok" and numbers["p50_ms"] == m["latency_ms"]["p50"]
@@ -198,8 +212,8 @@ def test_openvino_variants_record_precision_streams_and_cached_load(project):
     assert fp32["inference_precision"] == "f32" and fp32["fidelity"]["probability"]["max_abs_diff"] < 1e-4
     assert fp32["load_cached_ms"] > 0 and fp32["load_ms"] > 0
     int8 = metrics(root, "spam_fnn", "openvino_int8")
-    concurrent = int8["throughput_concurrent"]
-    assert concurrent["streams"] >= 1 and concurrent["requests"] >= 1 and "AsyncInferQueue" in concurrent["how"]
+    concurrent = int8.get("throughput_concurrent")  # none out of contention (tests/test_openvino.py has the queue)
+    assert concurrent is None or (concurrent["streams"] >= 1 and "AsyncInferQueue" in concurrent["how"])
     assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["top1_agreement"] > 0.9
     assert metrics(root, "spam_fnn", "openvino_int8")["fidelity"]["probability"]["max_rel_diff"] > 0.005
     build = metrics(root, "spam_fnn", "openvino_int8_acc")["build"]  # so its fallback searched
@@ -425,7 +439,9 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
                     "openvino_fp16", "openvino_int8"]:  # fmt: skip
         m = metrics(root, "byo_fixed", variant)
         assert m["status"] == "ok", (variant, m["reason"])
-        assert m["fixed_batch"] == 1 and set(m["throughput_sps"]["by_batch"]) == {"b1"}
+        assert m["fixed_batch"] == 1 and m["fidelity_batch"] == 1
+        assert_budget(m, tracked(root, "byo_fixed", variant), {"b1"})
+        assert m["eval_rows"]["used"] == min(299, m["eval_rows"]["available"])  # no labels: the bounding rows
         assert m["fidelity"]["scores"]["cosine_mean"] > 0.9 and m["fidelity"]["scores"]["top1_agreement"] is None
     fallback = metrics(root, "byo_fixed", "openvino_int8_acc")  # openvino_int8 met min_cosine 0.5: no search
     assert fallback["kind"] == "skipped-not-needed" and fallback["reason"].startswith(

@@ -306,12 +306,29 @@ class GenerationBench(Strict):
     quality_rows: int = Field(default=32, ge=1)
 
 
+class UnlabelledRows(Strict):
+    """How many unlabelled scoring rows fidelity is computed on (pipeline.measure.budget.eval_rows): the
+    fewest n whose worst row bounds the rest, n = ceil(ln(alpha) / ln(1 - worse_fraction)): with the
+    worst of n rows observed, the chance that more than `worse_fraction` of all rows score worse than
+    it is (1 - worse_fraction)^n <= alpha (0.01 and 0.05: 299 rows). Labelled rows are all kept: the
+    accuracy delta needs them."""
+
+    worse_fraction: float = Field(default=0.01, gt=0, lt=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+
+
 class BenchConfig(Strict):
     threads: int | Literal["auto"] = "auto"
     warmup: WarmupConfig = WarmupConfig()
     latency: LatencyConfig = LatencyConfig()
     throughput: ThroughputConfig = ThroughputConfig()
-    eval_batch: int = Field(default=64, ge=1)
+    # The out-of-contention screen (pipeline.measure.budget): a variant whose batch-1 p50 interval starts
+    # above this many times the top of the best known p50 interval of the same model on this machine
+    # stops its latency loop there and skips the throughput sweep, the concurrent figure and the dim
+    # sweep; null: every variant gets the full budget. Not with select.objective throughput.
+    contention_ratio: float | None = Field(default=3, gt=1)  # = select.contest.drift_ratio's default
+    eval_batch: int = Field(default=64, ge=1)  # the most rows per accuracy/fidelity call
+    unlabelled_rows: UnlabelledRows = UnlabelledRows()
     profile_calls: int = Field(default=20, ge=1)  # batch-1 runs under each runtime's operator profiler
     timeout_s: float = Field(default=1800, gt=0)
     generation: GenerationBench = GenerationBench()

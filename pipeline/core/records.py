@@ -109,6 +109,22 @@ class OutputFidelity(Part):
         return self.cosine_min
 
 
+class Screen(Part):
+    """How much the bench measured, and why (pipeline.measure.budget)."""
+
+    budget: Literal["full", "short"]
+    reason: str
+    best_known: str | None = None  # the variant it was compared with, when there was one
+
+
+class EvalRows(Part):
+    """How many scoring rows accuracy and fidelity were computed on, of how many, and by which rule."""
+
+    used: int
+    available: int
+    rule: str
+
+
 class Stability(Part):
     """How the batch-1 latency loop ended, and what else used the CPU meanwhile."""
 
@@ -163,7 +179,18 @@ class Measured(Part):
         None, description="the p50's interval stayed wider than bench.latency.target_pct until the time cap"
     )
     p99_low_confidence: bool | None = Field(None, description="the p99 rests on fewer than 1000 calls")
-    throughput_sps: Throughput | None = None
+    screen: Screen | None = Field(
+        None,
+        description="the measuring budget: full, or short for a variant out of contention (its p50 interval "
+        "starts above bench.contention_ratio x the top of the best known p50 interval of the same model on this "
+        "machine: latency to its minimum blocks, no throughput, concurrent or dim sweep), why, and the variant "
+        "compared with (best_known)",
+    )
+    throughput_sps: Throughput | None = Field(
+        None,
+        description="samples (or generated tokens) per second of one synchronous caller at each batch size; "
+        "absent on a short budget (out of contention: see screen)",
+    )
     throughput_concurrent: dict[str, Any] | None = Field(
         None, description="samples/s with several batch-1 requests in flight, and how the runtime ran them"
     )
@@ -195,7 +222,14 @@ class Measured(Part):
     accuracy: Accuracy | None = None
     fidelity: dict[str, OutputFidelity] | None = None
     fidelity_batch: int | None = Field(
-        None, description="the batch accuracy and fidelity were computed at (the same for every variant)"
+        None,
+        description="the batch accuracy and fidelity were computed at: the variant's peak-throughput batch, "
+        "at most bench.eval_batch (bench.eval_batch without a sweep; the fixed batch of a fixed-batch model)",
+    )
+    eval_rows: EvalRows | None = Field(
+        None,
+        description="the scoring rows accuracy and fidelity used, of those held out, and the rule: every "
+        "labelled row; unlabelled, the fewest whose worst row bounds the rest (bench.unlabelled_rows)",
     )
     inference_precision: str | None = Field(None, description="what the runtime says it computed in")
     generation: Generation | None = None
@@ -217,6 +251,11 @@ class Measured(Part):
     )
     batching: dict[str, Any] | None = Field(None, description="the memory-bounded batch sizes and how they were found")
     eval_origin: str | None = Field(None, description="decoders: where the held-out windows came from")
+
+    @property
+    def out_of_contention(self) -> bool:
+        """Measured on the short budget: no throughput, concurrent or dim sweep (`screen.reason` says why)."""
+        return self.screen is not None and self.screen.budget == "short"
 
     @property
     def accuracy_drop(self) -> float | None:
@@ -319,13 +358,13 @@ class VariantRecord(Measured):
         """The tracked numbers: what DVC diffs."""
         if not self.ok:
             return Metrics(status=self.status)
-        assert self.latency_ms is not None and self.throughput_sps is not None
+        assert self.latency_ms is not None
         return Metrics(
             status="ok",
             p50_ms=self.latency_ms.p50,
             p50_ci_pct=self.p50_ci_pct,
             p99_ms=self.latency_ms.p99,
-            peak_sps=self.throughput_sps.peak,
+            peak_sps=self.throughput_sps.peak if self.throughput_sps else None,  # none: out of contention
             footprint_mb=self.footprint_mb,
             size_mb=self.size_mb,
             load_ms=self.load_ms,
@@ -355,7 +394,11 @@ class Metrics(BaseModel):
         None, description="half-width of the p50's 95% confidence interval, % of p50 (median of the timed blocks)"
     )
     p99_ms: float | None = Field(None, description="99th-percentile batch-1 latency, ms")
-    peak_sps: float | None = Field(None, description="peak samples/s of one synchronous caller over the batch sweep")
+    peak_sps: float | None = Field(
+        None,
+        description="peak samples/s of one synchronous caller over the batch sweep (absent: out of contention, "
+        "no sweep; the details' screen says why)",
+    )
     footprint_mb: float | None = Field(
         None,
         description="the runtime's memory: peak RSS over load and batch-1 latency minus the process's RSS "

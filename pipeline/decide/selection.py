@@ -26,7 +26,7 @@ class Candidate:
     latency_ms: float  # at the configured percentile
     latency_low_ms: float  # the p50's 95% interval (the percentile's own when it is not p50: none, the value)
     latency_high_ms: float
-    throughput_sps: float  # peak over the batch sweep
+    throughput_sps: float | None  # peak over the batch sweep; None: out of contention, no sweep (record.screen)
     size_mb: float
     footprint_mb: float  # the runtime's own peak RSS (what max_memory_mb limits)
     accuracy_drop: float | None  # source metric minus variant metric (negative: the variant scores higher)
@@ -40,7 +40,7 @@ class Candidate:
         latency = record.latency(percentile)
         interval = record.p50_ci_ms if percentile == "p50" else None
         delta = record.accuracy_delta
-        assert record.throughput_sps is not None and record.size_mb is not None and record.footprint_mb is not None
+        assert record.size_mb is not None and record.footprint_mb is not None
         return cls(
             variant=variant,
             runtime=record.runtime,
@@ -48,7 +48,7 @@ class Candidate:
             latency_ms=latency,
             latency_low_ms=interval.low if interval else latency,
             latency_high_ms=interval.high if interval else latency,
-            throughput_sps=record.throughput_sps.peak,
+            throughput_sps=record.throughput_sps.peak if record.throughput_sps else None,
             size_mb=record.size_mb,
             footprint_mb=record.footprint_mb,
             accuracy_drop=None if delta is None else -delta,
@@ -70,8 +70,9 @@ class Candidate:
             return self.accuracy_drop
         return 1.0 - self.fidelity if self.fidelity is not None else float("inf")
 
-    def value(self, objective: str) -> float:
-        """What `objective` measures: latency (at the percentile), peak throughput or size."""
+    def value(self, objective: str) -> float | None:
+        """What `objective` measures: latency (at the percentile), peak throughput (None: not measured,
+        out of contention) or size."""
         return {"latency": self.latency_ms, "throughput": self.throughput_sps, "size": self.size_mb}[objective]
 
     @property
@@ -126,8 +127,10 @@ def pareto_front(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def objective_key(candidate: Candidate, objective: str) -> tuple[float, ...]:
-    """Sort key, best first: the objective, then accuracy, latency, size (ties are decided, not left to chance)."""
-    primary = -candidate.value(objective) if objective == "throughput" else candidate.value(objective)
+    """Sort key, best first: the objective, then accuracy, latency, size (ties are decided, not left to chance).
+    A figure not measured (a throughput skipped out of contention) ranks last."""
+    value = candidate.value(objective)
+    primary = float("inf") if value is None else -value if objective == "throughput" else value
     return (primary, *candidate.coordinates[1:2], candidate.latency_ms, candidate.size_mb)
 
 
@@ -141,19 +144,22 @@ class Selection:
     closest: str | None = None  # when nothing is feasible: the candidate that misses by the least
 
 
+NOT_MEASURED = "throughput not measured: out of contention"
 OBJECTIVE_WORDS = {"latency": "lowest {p} latency", "throughput": "highest peak throughput", "size": "smallest size"}
 
 
 def _describe(c: Candidate, objective: str, percentile: str) -> str:
     return {
         "latency": f"{percentile} {c.latency_ms:.4g} ms",
-        "throughput": f"peak {c.throughput_sps:,.0f} samples/s",
+        "throughput": NOT_MEASURED if c.throughput_sps is None else f"peak {c.throughput_sps:,.0f} samples/s",
         "size": f"{c.size_mb:.4g} MB",
     }[objective]
 
 
-def _gap_pct(winner: Candidate, other: Candidate, objective: str) -> float:
+def _gap_pct(winner: Candidate, other: Candidate, objective: str) -> float | None:
     a, b = (winner.value(objective), other.value(objective))
+    if a is None or b is None:
+        return None
     if objective == "throughput":  # higher is better
         a, b = b, a
     return 100.0 * (b - a) / a if a else 0.0
@@ -195,7 +201,8 @@ def screen(records: Records, config: SelectConfig, constraints: Constraints) -> 
     if len(ranked) > 1:
         runner_up = ranked[1]
         gap = _gap_pct(winner, runner_up, objective)
-        why += f"; {gap:.1f}% ahead of {runner_up.variant} ({_describe(runner_up, objective, percentile)})"
+        ahead = "ahead" if gap is None else f"{gap:.1f}% ahead"
+        why += f"; {ahead} of {runner_up.variant} ({_describe(runner_up, objective, percentile)})"
     for c in ranked[1:]:
         dominator = next((d for d in feasible if dominates(d, c)), None)
         if dominator is not None:

@@ -82,10 +82,14 @@ class LatencyResult:
         return len(self.block_medians_ns)
 
 
-def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyResult:
+def measure_latency(
+    call: Callable[[], Any], config: LatencyConfig, enough: Callable[[Interval], str | None] | None = None
+) -> LatencyResult:
     """Time calls one by one in blocks of about `block_seconds`; stop when the p50's interval
     half-width is within `target_pct` (after `min_blocks` blocks and `min_seconds`), or at
-    `max_seconds`. All timed calls are reported: the blocks decide when to stop, not which count."""
+    `max_seconds`. All timed calls are reported: the blocks decide when to stop, not which count.
+    `enough`, given the p50's interval at each of those checks, may stop the loop earlier by returning
+    why (pipeline.measure.budget: a variant out of contention needs no tighter figure)."""
     per_block = calls_per_block(call, config.block_seconds)
     blocks: list[np.ndarray] = []
     medians: list[float] = []
@@ -103,6 +107,10 @@ def measure_latency(call: Callable[[], Any], config: LatencyConfig) -> LatencyRe
             if len(blocks) >= config.min_blocks and elapsed >= config.min_seconds * 1e9:
                 samples = np.concatenate(blocks)
                 interval = median_interval(medians, float(np.median(samples)))
+                reason = enough(interval) if enough else None
+                if reason:
+                    stopped_by = reason
+                    break
                 if interval.half_width_pct <= config.target_pct:
                     stopped_by = f"p50 within ±{interval.half_width_pct:.2f}% (target {config.target_pct:g}%)"
                     break

@@ -38,9 +38,14 @@ def write_bench_plan(params: Params, root: Path = Path(".")) -> dict[str, Any]:
 
     Bench stages depend on this file rather than on the `bench` params directly: DVC reads
     params.yaml once per stage that declares params, and one stage reading it instead of 64 keeps
-    a no-op `dvc repro` fast. Changing `bench` reruns this stage, which reruns every benchmark.
+    a no-op `dvc repro` fast. Changing `bench` reruns this stage, which reruns every benchmark; so does
+    changing select.objective: the out-of-contention screen (pipeline.measure.budget) skips the
+    throughput sweep of a slow variant unless the objective is throughput.
     """
-    plan = params.bench.model_dump(mode="json") | {"threads_resolved": params.bench.resolved_threads()}
+    plan = params.bench.model_dump(mode="json") | {
+        "threads_resolved": params.bench.resolved_threads(),
+        "select_objective": params.select.objective,
+    }
     write_json(layout.bench_plan(root), plan)
     return plan
 

@@ -3,7 +3,8 @@
 Order matters: import the runtime, load (load_ms), first call (first_infer_ms), warm-up, batch-1
 latency (timed in blocks until its p50's interval is tight enough, pipeline.measure.harness), the
 throughput sweep, concurrent throughput, the dimension sweep, then accuracy and fidelity on the
-scoring rows at one fixed batch.
+scoring rows the decision needs, at the variant's peak-throughput batch. A variant out of contention
+(pipeline.measure.budget) stops its latency loop there and skips the three sweeps.
 
 Memory per phase (pipeline.core.memory.RssSampler: the kernel's high-water mark, reset per phase):
 `peak_rss_mb` covers the load and batch-1 latency, `footprint_mb` is that minus the process before
@@ -29,10 +30,11 @@ from pipeline.core.config import PARAMS_FILE, BenchConfig, ModelConfig, Params, 
 from pipeline.core.data import Arrays, DataSet, generate_inputs, run_batched, sample_batch
 from pipeline.core.evaluate import accuracy_block, fidelity_block
 from pipeline.core.files import read_json
-from pipeline.core.memory import RssSampler, batch_size
+from pipeline.core.memory import RssSampler
 from pipeline.core.records import Accuracy, Measured, Stability, Throughput
 from pipeline.core.records import LatencyStats as LatencyFigures
 from pipeline.core.registry import RUNTIMES
+from pipeline.measure.budget import ContentionScreen, contention_screen, eval_batch, eval_rows
 from pipeline.measure.energy import EnergyMeter
 from pipeline.measure.gpu import GpuMeter
 from pipeline.measure.harness import (
@@ -184,7 +186,8 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
         load_rss_mb = sampler.now_mb()
         source = read_json(layout.source_dir(model, Path(root)) / layout.SOURCE_INFO)
         config = loaded.params.model(model)
-        return measure_loaded(loaded, config, source, sampler, baseline_mb, load_rss_mb)
+        screen = contention_screen(loaded.params, model, Path(artifact).name, Path(root))
+        return measure_loaded(loaded, config, source, sampler, baseline_mb, load_rss_mb, screen)
 
 
 def measure_loaded(
@@ -194,10 +197,14 @@ def measure_loaded(
     sampler: RssSampler,
     baseline_mb: float,
     load_rss_mb: float,
+    screen: ContentionScreen | None = None,
 ) -> dict[str, Any]:
     """Everything after the load: latency (with the footprint), the throughput sweep, concurrent
-    throughput, the dimension sweep, then accuracy and fidelity (never in a memory or CPU figure)."""
+    throughput, the dimension sweep, then accuracy and fidelity (never in a memory or CPU figure).
+    `screen` (none: nothing to compare with) may find the variant out of contention: its latency loop
+    stops there and the three sweeps are skipped."""
     session, reference, bench = loaded.session, loaded.reference, loaded.params.bench
+    screen = screen or ContentionScreen()
     fixed, batching = source.get("fixed_batch"), source.get("batching", {})
     one = sample_batch(reference.inputs, fixed or 1)  # "batch 1" is the fixed batch for fixed-batch models
 
@@ -211,22 +218,21 @@ def measure_loaded(
         with latency_cpu.running():
             meter = GpuMeter(loaded.target) if loaded.target.startswith("cuda") else EnergyMeter()
             meter.start()
-            latency = measure_latency(call, bench.latency)
+            latency = measure_latency(call, bench.latency, screen.stop)
             energy = meter.stop(latency.stats.n)
+    verdict = screen.judge(latency.p50_interval)
     sizes = [fixed] if fixed else [b for b in bench.throughput.batches if b <= batching.get("max_batch", b)]
-    with sweep_cpu.running():
-        with phases.timed("sweep"):
-            sweep = throughput_sweep(session, reference, sizes or [1], bench.throughput, sampler)
-        with phases.timed("concurrent"):
-            concurrent = concurrent_throughput(session, one, fixed or 1, bench)
-
-    with phases.timed("dim_sweep"):
-        by_dim = latency_by_dim(session, config, source, bench)
-    eval_batch = batch_size(bench.eval_batch, batching, fixed)  # one batch for every variant: comparable fidelity
+    sweeps: dict[str, Any] = {}
+    if verdict.budget == "full":
+        sweeps = measure_sweeps(loaded, config, source, one, sizes or [1], sampler, phases, sweep_cpu)
+    peak = sweeps["throughput_sps"].peak_batch if sweeps else None
+    rows = eval_rows(len(reference), reference.labels is not None and config.metric != "none", bench.unlabelled_rows)
+    scored = reference.head(rows.used)
+    batch = eval_batch(peak, bench, batching, fixed)
     with phases.timed("accuracy"):
-        outputs = run_batched(session.run, reference.inputs, eval_batch, fixed is not None)
-        accuracy = accuracy_block(config.metric, reference.labels, reference.outputs, outputs)
-        fidelity = fidelity_block(reference.outputs, outputs, config.class_scores)
+        outputs = run_batched(session.run, scored.inputs, batch, fixed is not None)
+        accuracy = accuracy_block(config.metric, scored.labels, scored.outputs, outputs)
+        fidelity = fidelity_block(scored.outputs, outputs, config.class_scores)
     with phases.timed("profile"):
         profile = op_profile(session, one, bench.profile_calls)  # after every timed figure, on its own instance
 
@@ -234,8 +240,6 @@ def measure_loaded(
     cached = session.load_from_cache()
     cached_load_ms = 1000 * (time.perf_counter() - start) if cached else None
     runtime_details = session.details()
-    by_batch = sweep["by_batch"]
-    peak_key = max(by_batch, key=by_batch.__getitem__)
     peak_rss = max(sampler.peaks["load"], sampler.peaks["latency"])
     measured = Measured(
         load_ms=loaded.load_ms,
@@ -243,23 +247,20 @@ def measure_loaded(
         first_infer_ms=first_infer_ms,
         latency_ms=latency_figures(latency.stats),
         **latency_uncertainty(latency, bench),
-        throughput_sps=Throughput(
-            peak=by_batch[peak_key], peak_batch=int(peak_key[1:]), by_batch=by_batch, stopped_by=sweep["stopped_by"]
-        ),
-        throughput_concurrent=concurrent,
+        screen=verdict,
+        **sweeps,
         peak_rss_mb=peak_rss,
         footprint_mb=peak_rss - baseline_mb,
         load_rss_mb=load_rss_mb,
-        rss_mb_by_batch=sweep["rss_mb_by_batch"],
-        cpu_util_pct={"latency": latency_cpu.util_pct, "sweep": sweep_cpu.util_pct},
+        cpu_util_pct={"latency": latency_cpu.util_pct} | ({"sweep": sweep_cpu.util_pct} if sweeps else {}),
         energy=energy,
         **(meter.figures() if isinstance(meter, GpuMeter) else {}),
         dims=source.get("dims", {}),
         fixed_batch=fixed,
-        **({"latency_ms_by_dim": by_dim} if by_dim else {}),
-        accuracy=Accuracy(**accuracy, eval_samples=len(reference), eval_origin=reference.origin),
+        accuracy=Accuracy(**accuracy, eval_samples=rows.used, eval_origin=reference.origin),
         fidelity=fidelity,
-        fidelity_batch=eval_batch,
+        fidelity_batch=batch,
+        eval_rows=rows,
         **(
             {"inference_precision": runtime_details["inference_precision"]}
             if "inference_precision" in runtime_details
@@ -279,12 +280,45 @@ def measure_loaded(
             stopped_by=latency.stopped_by,
             **latency_cpu.other_load(),
         ),
-        sweep_load=sweep_cpu.other_load(),
-        throughput_ci=sweep["ci"],
         runtime_settings=runtime_details,
-        batching=batching | {"eval_batch": eval_batch, "sweep": [f"b{b}" for b in sizes]},
+        batching=batching | {"eval_batch": batch, "sweep": [f"b{b}" for b in sizes] if sweeps else []},
     )
     return {"measured": measured.model_dump(mode="json", exclude_unset=True), "profile": profile}
+
+
+def measure_sweeps(
+    loaded: Loaded,
+    config: ModelConfig,
+    source: dict[str, Any],
+    one: Arrays,
+    sizes: list[int],
+    sampler: RssSampler,
+    phases: PhaseTimes,
+    cpu: CpuClock,
+) -> dict[str, Any]:
+    """The figures of a full budget, as Measured's fields: the throughput sweep at `sizes` and the
+    concurrent figure (their CPU on `cpu`), then the dimension sweep. A variant out of contention gets none."""
+    session, bench = loaded.session, loaded.params.bench
+    with cpu.running():
+        with phases.timed("sweep"):
+            sweep = throughput_sweep(session, loaded.reference, sizes, bench.throughput, sampler)
+        with phases.timed("concurrent"):
+            concurrent = concurrent_throughput(session, one, source.get("fixed_batch") or 1, bench)
+    with phases.timed("dim_sweep"):
+        by_dim = latency_by_dim(session, config, source, bench)
+    by_batch = sweep["by_batch"]
+    peak_key = max(by_batch, key=by_batch.__getitem__)
+    throughput = Throughput(
+        peak=by_batch[peak_key], peak_batch=int(peak_key[1:]), by_batch=by_batch, stopped_by=sweep["stopped_by"]
+    )
+    return {
+        "throughput_sps": throughput,
+        "throughput_concurrent": concurrent,
+        "rss_mb_by_batch": sweep["rss_mb_by_batch"],
+        **({"latency_ms_by_dim": by_dim} if by_dim else {}),
+        "sweep_load": cpu.other_load(),
+        "throughput_ci": sweep["ci"],
+    }
 
 
 def latency_figures(stats: LatencyStats) -> LatencyFigures:

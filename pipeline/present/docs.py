@@ -76,7 +76,7 @@ def record_schema() -> str:
             lines.append(f"| `{name}` | {_type_name(field.annotation)} | {field.description or ''} |")
             continue
         keys = ", ".join(f"`{k}`" for k in part.model_fields)
-        what = " ".join((part.__doc__ or "").split())
+        what = field.description or " ".join((part.__doc__ or "").split())  # the field's own words first
         keyed = "by name: " if typing.get_origin(_optional(field.annotation)) is dict else ""
         lines.append(f"| `{name}` | {keyed}{part.__name__} ({keys}) | {what} |")
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from pipeline.core.records import Kind, Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, VARIANTS, Skip, ordered, should_beat
 from pipeline.decide.selection import Candidate, Selection, screen
 from pipeline.present import generation
-from pipeline.present.summary import how_measured, markdown_table, rows, speedup
+from pipeline.present.summary import how_measured, markdown_table, rows, short_budget_notes, speedup
 
 REPORT_DIR = layout.REPORTS / "report"
 PLOTS_DIR = layout.REPORTS / "plots"
@@ -335,6 +335,9 @@ def model_report(
     left_out = not_built(found, params.not_applicable(model))
     if left_out:
         lines += ["## Variants not built for this model", "", *(f"- {line}" for line in left_out), ""]
+    short = short_budget_notes(found)
+    if short:
+        lines += ["## Measured on a short budget (out of contention)", "", *(f"- {line}" for line in short), ""]
     if selection.pareto:
         lines += [
             f"Pareto front over ({config.percentile} latency, quality loss, size): {', '.join(selection.pareto)}.",

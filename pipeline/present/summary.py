@@ -14,6 +14,7 @@ from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.records import Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, Skip, ordered
+from pipeline.measure.budget import rows_bounding_worst
 
 
 def num(value: Any, fmt: str = ".3g") -> str:
@@ -43,8 +44,10 @@ def _status(record: VariantRecord) -> str:
 
 
 def peak(record: VariantRecord) -> str:
-    """Peak throughput with the batch it was reached at."""
+    """Peak throughput with the batch it was reached at; says so when the sweep was skipped."""
     t = record.throughput_sps
+    if t is None and record.out_of_contention:
+        return "not measured: out of contention"
     return f"{t.peak:,.0f} (b{t.peak_batch})" if t else ""
 
 
@@ -111,6 +114,12 @@ def not_ok_notes(found: Records, not_applicable: dict[str, Skip] | None = None) 
     return [f"{', '.join(names)}: {kind}: {reason}" for (kind, reason), names in grouped.items()]
 
 
+def short_budget_notes(found: Records) -> list[str]:
+    """One line per variant measured on the short budget (out of contention), with the screen's reason:
+    why its throughput, concurrent and dim-sweep figures are missing."""
+    return [f"{variant}: {r.screen.reason}" for variant, r in sorted(found.items()) if r.out_of_contention and r.screen]
+
+
 def hardware(env: dict[str, Any]) -> str:
     """The hardware a machine's env.json recorded: CPU model, cores, GPUs."""
     cpu = env.get("cpu", {})
@@ -135,10 +144,18 @@ def how_measured(params: Params, results: Path) -> str:
         f"±{bench.throughput.target_pct:g}% or {bench.throughput.seconds:g} s, stopping at a batch whose gain "
         f"is confirmed below {bench.throughput.min_gain_pct:g}% or when one call takes > "
         f"{bench.throughput.max_call_s:g} s. Footprint: the peak RSS over load and batch-1 latency (the kernel's "
-        f"high-water mark) minus the process before loading. The deployed choice is re-measured side by side "
-        f"with its contenders (deploy/<model>/manifest.json). "
-        f"Accuracy Δ and worst-row cosine: vs the FP32 source on the held-out scoring rows, at batch "
-        f"{bench.eval_batch} (capped to what fits)."
+        f"high-water mark) minus the process before loading. "
+        + (
+            f"A variant whose p50 interval starts above {bench.contention_ratio:g}x the top of the best known one "
+            "is out of contention: its latency stops at the minimum blocks and it gets no throughput, concurrent "
+            "or dim sweep. "
+            if bench.contention_ratio is not None
+            else ""
+        )
+        + "The deployed choice is re-measured side by side with its contenders (deploy/<model>/manifest.json). "
+        f"Accuracy Δ and worst-row cosine: vs the FP32 source on the held-out scoring rows (every labelled row; "
+        f"unlabelled, the {rows_bounding_worst(bench.unlabelled_rows.worse_fraction, bench.unlabelled_rows.alpha)} "
+        f"whose worst bounds the rest), at the variant's peak-throughput batch, at most {bench.eval_batch}."
     )
 
 
@@ -163,7 +180,7 @@ def print_summary(
         baseline = BASELINES[params.model(model).source]
         body = rows(found, order, baseline)
         title = f"{model} on {name} (speed-up against {baseline})"
-        notes = not_ok_notes(found, params.not_applicable(model))
+        notes = not_ok_notes(found, params.not_applicable(model)) + short_budget_notes(found)
         choice = records.load_choice(model, results)
         if choice:
             manifest = layout.deploy_dir(model) / layout.MANIFEST
