@@ -59,6 +59,23 @@ def test_latency_gives_up_at_the_cap_with_a_wide_interval(monkeypatch):
     assert result.seconds >= 0.5 and "time cap" in result.stopped_by
 
 
+def test_the_early_stop_judges_the_p50_interval_in_ms(monkeypatch):
+    """The out-of-contention check sees what the records hold (ms), not the loop's nanoseconds: a
+    1 ms call against a best known 0.9 ms at 3x is within reach and runs to its target; against
+    0.1 ms it stops at min_blocks (a bug once stopped every variant that had a rival)."""
+    from pipeline.measure.budget import ContentionScreen, Rival
+
+    pattern = [1_000_000] * 10 + [1_300_000] * 10  # an interval too wide to stop on: the cap decides
+    config = LatencyConfig(min_blocks=6, min_seconds=0.02, max_seconds=0.5, block_seconds=0.01, target_pct=2)
+    stopped = {}
+    for best_ms in (0.9, 0.1):
+        clock = FakeClock(x for _ in range(100_000) for x in pattern)
+        monkeypatch.setattr(harness, "clock", clock)
+        rival = Rival("onnx_opt", best_ms, best_ms * 0.98, best_ms * 1.02)
+        stopped[best_ms] = harness.measure_latency(clock.call, config, ContentionScreen(rival, 3).stop).stopped_by
+    assert "time cap" in stopped[0.9] and "out of contention" in stopped[0.1]
+
+
 def test_the_interval_comes_from_block_medians_not_from_the_call_count():
     """Millions of correlated calls do not make a drifting figure precise: five blocks give no
     interval, and blocks that disagree give a wide one however many calls each holds."""

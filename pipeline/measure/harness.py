@@ -107,7 +107,9 @@ def measure_latency(
             if len(blocks) >= config.min_blocks and elapsed >= config.min_seconds * 1e9:
                 samples = np.concatenate(blocks)
                 interval = median_interval(medians, float(np.median(samples)))
-                reason = enough(interval) if enough else None
+                # `enough` judges in ms, as every recorded latency is (the loop's clock counts ns)
+                in_ms = median_interval([m / 1e6 for m in medians], float(np.median(samples)) / 1e6)
+                reason = enough(in_ms) if enough else None
                 if reason:
                     stopped_by = reason
                     break
