@@ -161,7 +161,7 @@ def to_choice(name: str, make: Any) -> dict[str, Any]:
 def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
     """Where `dvc repro`'s time went for `model`, from what the stages recorded."""
     details = {p.stem: read_json(p) for p in (layout.details_dir(root) / model).glob("*.json")}
-    builds = [read_json(p / layout.BUILD_INFO) for p in (root / "artifacts" / model).iterdir() if p.name != "source"]
+    builds = [read_json(path) for path in (root / "artifacts" / model).glob(f"*/{layout.BUILD_INFO}")]
     export = read_json(root / "reports" / "export" / f"{model}.json")
     manifest = read_json(layout.deploy_dir(model, root) / layout.MANIFEST)
     contest = (manifest["selection"].get("contest") or {}).get("seconds", 0.0)
