@@ -22,7 +22,9 @@ files follow params.yaml: after editing its models, catalog, targets or variant 
 `python -m pipeline stages --write`; `python -m pipeline check` and the plan stage (the first stage
 `dvc repro` runs) stop with that one line while a stage params.yaml asks for is missing
 (require_current). DVC's `foreach` cannot filter a list, so following `models` by interpolation
-(`${models}`) would give every variant a stage for every model.
+(`${models}`) would give every variant a stage for every model. The per-model stages (export,
+select) list the models as written too: an experiment on a subset (`dvc exp run -S 'models=[...]'`)
+then runs a complete, consistent set, its other models' stages skipped while up to date.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def pipeline_stages(params: Params) -> dict[str, Any]:
             },
         },
         "export": {
-            "foreach": "${models}",
+            "foreach": list(params.models),
             "do": {
                 "cmd": "python stages/export.py ${item}",
                 "deps": [SOFTWARE, "models/${item}", stage_file("export")],
@@ -155,7 +157,7 @@ def pipeline_stages(params: Params) -> dict[str, Any]:
         "outs": [_uncached(layout.bench_plan().as_posix())],
     }
     stages["select"] = {
-        "foreach": "${models}",
+        "foreach": list(params.models),
         "do": {
             "cmd": "python stages/select_artifact.py ${item}",
             "deps": [
@@ -243,8 +245,10 @@ def missing_stages(params: Params, root: Path = Path(".")) -> list[str]:
         if absent := [model for model in params.applicable_models(variant) if model not in staged]:
             missing.append(f"{variant} for {', '.join(absent)}")
     root_file = root / ROOT_FILE
-    trained = yaml.safe_load(root_file.read_text())["stages"]["train"]["foreach"] if root_file.exists() else []
-    missing += [f"train for {model}" for model in params.trained_models() if model not in trained]
+    staged = yaml.safe_load(root_file.read_text())["stages"] if root_file.exists() else {}
+    for group, wanted in (("train", params.trained_models()), ("export", params.models), ("select", params.models)):
+        have = staged.get(group, {}).get("foreach") or []
+        missing += [f"{group} for {model}" for model in wanted if model not in have]
     return missing
 
 
