@@ -96,3 +96,39 @@ def test_torch_eager_packages_weights_and_factory(tiny_project):
     outputs = session.run({"x": np.zeros((2, 12), np.float32)})
     assert list(outputs) == ["logits"] and outputs["logits"].shape == (2, 3)
     assert session.prepare({"x": np.zeros((1, 12), np.float32)})().shape == (1, 3)
+
+
+def test_static_int8_lifts_an_old_opset_for_per_channel_weights(tmp_path):
+    """An opset-9 file from elsewhere (the foreign ResNet-50): ORT's quantizer lifts it only to opset 11,
+    where a per-channel DequantizeLinear (its `axis`) does not load; the pass lifts it to 13 first."""
+    from types import SimpleNamespace
+
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import QuantFormat, quantize_static
+
+    from pipeline.build.passes.ort_quantize import CalibrationReader, _without_value_info
+
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+        "old",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in (("x", [1, 3, 8, 8]), ("w", [4, 3, 3, 3]))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [weight],
+    )
+    old = tmp_path / "old.onnx"  # IR 3, as its exporter wrote it: the weight is also a graph input
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], ir_version=3), old)
+    rows = {"x": rng.standard_normal((8, 3, 8, 8)).astype(np.float32)}
+
+    def quantized(model: str, name: str) -> Path:
+        out = tmp_path / name
+        quantize_static(model, str(out), CalibrationReader(rows, 1), quant_format=QuantFormat.QDQ, per_channel=True)
+        return out
+
+    with pytest.raises(Exception, match="axis"):  # why the lift exists: ORT's own output does not load
+        ort.InferenceSession(str(quantized(str(old), "direct.onnx")), providers=["CPUExecutionProvider"])
+    lifted = _without_value_info(SimpleNamespace(out_dir=tmp_path, exported_onnx=old), old)
+    assert onnx.load(lifted).opset_import[0].version == 13
+    session = ort.InferenceSession(str(quantized(lifted, "lifted.onnx")), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": rows["x"][:1]})[0].shape == (1, 4, 8, 8)

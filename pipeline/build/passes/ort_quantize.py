@@ -34,6 +34,7 @@ from pipeline.machine.fingerprint import has_vnni
 
 QuantType = Literal["qint8", "quint8"]
 CLEAN, PREPROCESSED = "clean.onnx", "preprocessed.onnx"  # scratch files, removed once quantized
+QDQ_OPSET, QDQ_IR = 13, 7  # per-channel DequantizeLinear needs opset 13 (IR 7)
 
 
 class DynamicConfig(NoConfig):
@@ -157,13 +158,22 @@ def _prepare(ctx: BuildContext, config: DynamicConfig, model: Path | None = None
 
 
 def _without_value_info(ctx: BuildContext, model_path: Path | None = None) -> str:
-    """The export without its value_info: exporters (torch's dynamo, for one) annotate weights with
-    shapes that stop holding once the quantizer rewrites them, and ONNX shape inference then
-    refuses the graph ("Inferred shape and existing shape differ"). The annotations are optional."""
+    """The export without its value_info, at opset 13 or later.
+
+    Exporters (torch's dynamo, for one) annotate weights with shapes that stop holding once the
+    quantizer rewrites them, and ONNX shape inference then refuses the graph ("Inferred shape and
+    existing shape differ"); the annotations are optional. ORT's quantizer lifts an older file only
+    to opset 11, where DequantizeLinear has no `axis`: a per-channel model of an opset-9 ResNet-50
+    then fails to load ("Unrecognized attribute: axis"). onnx's version converter lifts it first."""
     import onnx
+    from onnx import version_converter
 
     model = onnx.load(str(model_path or ctx.exported_onnx))
     del model.graph.value_info[:]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), QDQ_OPSET)
+    if opset < QDQ_OPSET:
+        model = version_converter.convert_version(model, QDQ_OPSET)
+        model.ir_version = max(model.ir_version, QDQ_IR)
     onnx_files.save(model, ctx.out_dir / CLEAN, external=is_external(ctx))
     return str((ctx.out_dir / CLEAN).resolve())
 
