@@ -90,6 +90,9 @@ def test_eval_rows_keep_labels_and_cut_unlabelled_rows():
     assert eval_rows(2000, True, config).used == 2000 and "labelled" in eval_rows(2000, True, config).rule
     assert eval_rows(2000, False, config).used == 299 and eval_rows(2000, False, config).available == 2000
     assert eval_rows(100, False, config).used == 100  # fewer than the bound: all of them
+    short = eval_rows(2000, False, config, short=True)  # out of contention: the looser bound, said so
+    assert short.used == 59 and "out of contention" in short.rule
+    assert eval_rows(2000, True, config, short=True).used == 2000  # labels: every row still
 
 
 def test_eval_batch_is_the_peak_batch_capped_and_the_fixed_batch_for_fixed_models():

@@ -254,6 +254,8 @@ def test_torch_xla_runs_where_torchax_is_installed_and_says_why_not_elsewhere(pr
 
 def test_bring_your_own_onnx_without_data(project):
     root, _ = project
+    export = json.loads((root / "reports" / "export" / "byo_onnx.json").read_text())
+    assert export["parity"] == "ok" and export["parity_how"].startswith("by construction")  # copied, not re-run
     fp32 = metrics(root, "byo_onnx", "onnx_fp32")
     assert fp32["status"] == "ok"
     accuracy = {k: fp32["accuracy"][k] for k in ("metric", "value", "delta")}

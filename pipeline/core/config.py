@@ -310,10 +310,12 @@ class UnlabelledRows(Strict):
     """How many unlabelled scoring rows fidelity is computed on (pipeline.measure.budget.eval_rows): the
     fewest n whose worst row bounds the rest, n = ceil(ln(alpha) / ln(1 - worse_fraction)): with the
     worst of n rows observed, the chance that more than `worse_fraction` of all rows score worse than
-    it is (1 - worse_fraction)^n <= alpha (0.01 and 0.05: 299 rows). Labelled rows are all kept: the
-    accuracy delta needs them."""
+    it is (1 - worse_fraction)^n <= alpha (0.01 and 0.05: 299 rows). A variant out of contention decides
+    nothing with its fidelity, so it gets the bound of `out_of_contention_fraction` (0.05: 59 rows).
+    Labelled rows are all kept: the accuracy delta needs them."""
 
     worse_fraction: float = Field(default=0.01, gt=0, lt=1)
+    out_of_contention_fraction: float = Field(default=0.05, gt=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
 
 

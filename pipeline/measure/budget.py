@@ -12,6 +12,8 @@ side (pipeline.decide.contest); a bench's own figures only decide who enters tha
 - **Fidelity rows.** Without labels, fidelity is a worst-row figure, and the worst of n rows already
   bounds the rest: the chance that more than a fraction q of all rows score worse than it is (1-q)^n.
   So n = ceil(ln(alpha) / ln(1-q)) rows (299 for q = 0.01, alpha = 0.05) say what thousands would.
+  A variant out of contention decides nothing with its fidelity: it gets the looser bound of
+  `out_of_contention_fraction` (0.05: 59 rows), enough to show a broken variant broken.
   With labels every row is kept: the accuracy delta needs them. The rows run at the variant's
   peak-throughput batch (at most `bench.eval_batch`), where it runs fast.
 """
@@ -129,15 +131,17 @@ def rows_bounding_worst(worse_fraction: float, alpha: float) -> int:
     return math.ceil(math.log(alpha) / math.log1p(-worse_fraction))
 
 
-def eval_rows(available: int, labelled: bool, config: UnlabelledRows) -> EvalRows:
-    """How many of the `available` scoring rows accuracy and fidelity run on, and the rule that says so."""
+def eval_rows(available: int, labelled: bool, config: UnlabelledRows, short: bool = False) -> EvalRows:
+    """How many of the `available` scoring rows accuracy and fidelity run on, and the rule that says so.
+    `short`: the variant is out of contention, its fidelity decides nothing: the looser bound."""
     if labelled:
         return EvalRows(used=available, available=available, rule="every labelled row: the accuracy delta needs them")
-    n = rows_bounding_worst(config.worse_fraction, config.alpha)
+    fraction = config.out_of_contention_fraction if short else config.worse_fraction
+    n = rows_bounding_worst(fraction, config.alpha)
     bound = (
         f"the worst of {n} rows bounds the rest: at most a {config.alpha:g} chance that more than "
-        f"{config.worse_fraction:g} of all rows score worse (ceil(ln {config.alpha:g} / ln(1 - "
-        f"{config.worse_fraction:g})))"
+        f"{fraction:g} of all rows score worse (ceil(ln {config.alpha:g} / ln(1 - {fraction:g})))"
+        + (", the bound for a variant out of contention" if short else "")
     )
     if n >= available:
         return EvalRows(used=available, available=available, rule=f"every unlabelled row (no more than {n}: {bound})")

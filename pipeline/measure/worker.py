@@ -226,7 +226,8 @@ def measure_loaded(
     if verdict.budget == "full":
         sweeps = measure_sweeps(loaded, config, source, one, sizes or [1], sampler, phases, sweep_cpu)
     peak = sweeps["throughput_sps"].peak_batch if sweeps else None
-    rows = eval_rows(len(reference), reference.labels is not None and config.metric != "none", bench.unlabelled_rows)
+    labelled = reference.labels is not None and config.metric != "none"
+    rows = eval_rows(len(reference), labelled, bench.unlabelled_rows, short=verdict.budget == "short")
     scored = reference.head(rows.used)
     batch = eval_batch(peak, bench, batching, fixed)
     with phases.timed("accuracy"):

@@ -117,6 +117,7 @@ class OnnxSource(SourceModel):
                 report["fixed_batch"] = None
                 return report
         onnx_files.save(model, path, external=external)
+        report["same_graph"] = True  # the source graph itself: export parity holds by construction
         return report
 
     def _relax_batch(self, model: onnx.ModelProto, path: Path, external: bool) -> tuple[bool, str]:
