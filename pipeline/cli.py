@@ -95,6 +95,15 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add(args: argparse.Namespace) -> int:
+    from pipeline.prepare.add import add_model, describe, parse_dims
+
+    dims = parse_dims(args.dim)
+    inferred = add_model(args.name, args.path, Path("."), args.eval, dims, args.vocab, args.metric, args.task)
+    print(describe(args.name, inferred))
+    return 0
+
+
 def _predict(args: argparse.Namespace) -> int:
     from pipeline.serve.predict import run_cli
 
@@ -159,6 +168,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate params.yaml and the listed models' files, running nothing")
     check.add_argument("--params", type=Path, default=Path("params.yaml"))
     check.set_defaults(run=_check)
+    add = commands.add_parser("add", help="add a model from its file: reads the inputs, writes the catalog entry")
+    add.add_argument("name", help="the model's name (letters, digits, '_')")
+    add.add_argument(
+        "path", type=Path, help="an .onnx file (its external-data files beside it) or a Hugging Face folder"
+    )
+    add.add_argument("--eval", type=Path, help=".npz of held-out inputs (with `labels`: a classifier); text models: "
+                     ".txt (a text a line) or .jsonl ({text, label})")  # fmt: skip
+    add.add_argument("--task", help="Hugging Face folders: feature-extraction, text-classification, "
+                     "token-classification, image-classification, text-generation (else config.json's)")  # fmt: skip
+    add.add_argument("--dim", action="append", default=[], help="a symbolic axis's value, e.g. seq=128 (repeatable)")
+    add.add_argument("--vocab", type=int, help="token ids' vocabulary size, when the file does not tell it")
+    add.add_argument(
+        "--metric", choices=["accuracy", "binary_accuracy"], help="with labelled --eval (default accuracy)"
+    )
+    add.set_defaults(run=_add)
     predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")
     predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
     predict.add_argument(

@@ -13,7 +13,7 @@ Why several files: DVC parses and rewrites a whole dvc.lock (a round-trip YAML p
 after running any stage of it, so each stage cost time in proportion to the lock, and a run in
 proportion to its square: with every build and bench in the root file (an 11,000-line lock for 7
 models), DVC spent 3-5 s per stage on it, 4 s of a skipped stage's 4.5 s. So each variant's build
-and bench stages (one per model, `foreach: ${models}`) live in variants/<variant>/dvc.yaml with a
+and bench stages (one per model it applies to: a literal `foreach:` list) live in variants/<variant>/dvc.yaml with a
 lock of their own (a few hundred lines); the always-run `env` stage is in fingerprint/dvc.yaml.
 Only pairs that can apply get stages: each variant's file lists the models (of `models`) it applies
 to, as the registry's data decides from their catalog entries (Params.not_applicable: source kind,
@@ -263,7 +263,7 @@ def require_current(params: Params, root: Path = Path(".")) -> None:
         )
 
 
-def prune_locks(wanted: dict[Path, str], models: list[str], root: Path = Path(".")) -> list[Path]:
+def prune_locks(wanted: dict[Path, str], root: Path = Path(".")) -> list[Path]:
     """Drop from each dvc.lock the stages its file no longer has (a model removed from `models`, a
     pair that no longer applies, an opt-in zoo model's training): DVC only ever adds and updates
     entries, so a lock would go on listing outputs nothing writes. Returns the locks it rewrote."""
@@ -274,7 +274,7 @@ def prune_locks(wanted: dict[Path, str], models: list[str], root: Path = Path(".
             continue
         names = set()
         for group, stage in yaml.safe_load(text)["stages"].items():
-            items = models if stage.get("foreach") == "${models}" else stage.get("foreach")
+            items = stage.get("foreach")
             names |= {f"{group}@{item}" for item in items} if items is not None else {group}
         data = yaml.safe_load(lock.read_text())
         kept = {name: entry for name, entry in data["stages"].items() if name in names}
@@ -296,7 +296,7 @@ def check_or_write(root: Path = Path("."), write: bool = False) -> int:
                 for leftover in (root / path).parent.iterdir():
                     leftover.unlink()
                 (root / path).parent.rmdir()
-        pruned = prune_locks(wanted, load_params(root / layout.PARAMS_FILE).models, root)
+        pruned = prune_locks(wanted, root)
         print(f"wrote {', '.join(map(str, [*stale, *pruned])) or 'nothing: all current'}")
         return 0
     if stale:

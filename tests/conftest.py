@@ -258,3 +258,31 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> str:
     """This machine's class name for the test (MODELOPT_MACHINE)."""
     monkeypatch.setenv("MODELOPT_MACHINE", "box")
     return "box"
+
+
+HF_WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "good", "bad", "film", "was", "is", "not",
+            "very", "great", "awful"]  # fmt: skip
+
+
+def write_hf_folder(folder: Path, architecture: str = "BertModel") -> Path:
+    """A tiny Hugging Face folder built offline with save_pretrained from a seeded config: a BERT
+    (`BertModel`, `BertForSequenceClassification` with labels neg/pos) with its tokenizer, or a ViT
+    (`ViTForImageClassification`, 16x16 images, 3 classes)."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    if architecture.startswith("ViT"):
+        config = transformers.ViTConfig(image_size=16, patch_size=8, hidden_size=32, num_hidden_layers=1,
+                                        num_attention_heads=2, intermediate_size=64, num_labels=3,
+                                        architectures=[architecture])  # fmt: skip
+        getattr(transformers, architecture)(config).save_pretrained(folder)
+        return folder
+    config = transformers.BertConfig(vocab_size=len(HF_WORDS), hidden_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                                     num_labels=2, id2label={0: "neg", 1: "pos"}, label2id={"neg": 0, "pos": 1},
+                                     architectures=[architecture])  # fmt: skip
+    getattr(transformers, architecture)(config).save_pretrained(folder)
+    transformers.BertTokenizer(vocab={word: i for i, word in enumerate(HF_WORDS)}).save_pretrained(folder)
+    return folder

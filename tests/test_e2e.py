@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import yaml
 
 from pipeline.core import onnx_files
 from pipeline.core.layout import short_name
-from tests.conftest import REPO, copy_project, write_fixed_batch_onnx, write_params
+from tests.conftest import HF_WORDS, REPO, copy_project, write_fixed_batch_onnx, write_hf_folder, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
 
 pytestmark = pytest.mark.slow
@@ -57,7 +58,8 @@ def stages_run(output: str) -> set[str]:
 # The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
 BERT_SKIP = [*COVERED, "openvino_fp16", "torch_compile", "torch_xla"]
 BERT_SKIP.remove("onnx_fp16")  # FP16 of a transformer graph must load: kept
-MODELS = ["spam_fnn", "byo_onnx", "digits_keras", "digits_jax", "byo_fixed", "bert_e2e", "broken"]
+MODELS = ["spam_fnn", "byo_onnx", "digits_keras", "digits_jax", "byo_fixed", "bert_e2e", "broken", "hf_clf"]
+HF_SKIP = [v for v in [*COVERED, "openvino_fp32", "torch_compile", "torch_xla"] if v != "openvino_int8"]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +69,7 @@ def project(tmp_path_factory, tiny_onnx):
     transformer, and a model whose file is broken (it must not stop the others)."""
     root = copy_project(tmp_path_factory.mktemp("e2e") / "project")
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["models"] = MODELS
+    params["models"] = [m for m in MODELS if m not in ("byo_fixed", "hf_clf")]  # added by `python -m pipeline add`
     params["train"] = {
         "spam_fnn": params["train"]["spam_fnn"] | {"samples": 4000, "epochs": 2},
         "digits_keras": params["train"]["digits_keras"] | {"epochs": 3},
@@ -81,12 +83,6 @@ def project(tmp_path_factory, tiny_onnx):
         "inputs": {"x": {"shape": ["batch", 12]}},
         "metric": "accuracy",
     }
-    params["catalog"]["byo_fixed"] = {
-        "source": "onnx",
-        "file": "model.onnx",  # + model.onnx.data
-        "inputs": {"image": {"shape": [1, 3, 16, 16]}},
-        "metric": "none",
-    }
     params["catalog"]["bert_e2e"] = params["catalog"]["minilm_l6"] | {
         "factory_args": {"vocab_size": 200, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64},
         "dims": {"seq": 16},
@@ -98,7 +94,7 @@ def project(tmp_path_factory, tiny_onnx):
     params["select"]["contest"] = FAST_CONTEST
     # The fallback openvino_int8_acc is built only when openvino_int8 breaks a quality constraint: spam_fnn's
     # tight probability error makes it (INT8 moves a probability by more), byo_fixed's loose cosine does not
-    params["select"]["models"] = {"spam_fnn": {"max_rel_error": 0.005}, "byo_fixed": {"min_cosine": 0.5}}
+    params["select"]["models"] = {"spam_fnn": {"max_rel_error": 0.005}}  # byo_fixed's once it is added
     params["targets"] = ["cpu", "cuda:0"]  # two GPU variants show the target plumbing through DVC
     params["gpu_variants"] = {name: {} for name in GPU_KEPT}
     params["export"]["max_eval_samples"] = 500
@@ -109,13 +105,25 @@ def project(tmp_path_factory, tiny_onnx):
         shutil.copy(tiny_onnx, root / "models" / name / "model.onnx")
     truncated = root / "models" / "broken" / "model.onnx"
     truncated.write_bytes(truncated.read_bytes()[:200])
-    write_fixed_batch_onnx(root / "models" / "byo_fixed")
     (root / "models" / "bert_e2e").mkdir()  # every model has a folder (DVC watches it); the code is minilm_l6's
     (root / "models" / "bert_e2e" / "README.md").write_text("A smaller minilm_l6, built by its factory.\n")
     run(["git", "init", "-q"], root)
     run(["dvc", "init", "-q"], root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates
     shutil.copy(REPO / ".dvc" / "config", root / ".dvc" / "config")  # the cache type: onnx reads no linked weights
+    # byo_fixed comes the one-command way: `add` reads its entry off the file (model.onnx + model.onnx.data)
+    run([sys.executable, "-m", "pipeline", "add", "byo_fixed", str(write_fixed_batch_onnx(root.parent / "elsewhere"))],
+        root)  # fmt: skip
+    # hf_clf: a Hugging Face classifier folder and labelled text, tokenized by its own tokenizer
+    texts = root.parent / "reviews.jsonl"
+    texts.write_text("".join(json.dumps({"text": f"{w} film {v}", "label": i % 2}) + "\n"
+                             for i, (w, v) in enumerate(itertools.product(HF_WORDS[5:], HF_WORDS[5:]))))  # fmt: skip
+    folder = write_hf_folder(root.parent / "hf_clf", "BertForSequenceClassification")
+    run([sys.executable, "-m", "pipeline", "add", "hf_clf", str(folder), "--eval", str(texts), "--dim", "seq=8"], root)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5}
+    params["catalog"]["hf_clf"]["skip"] = HF_SKIP
+    write_params(root, params)
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
     output = run(["dvc", "repro"], root)  # the root pipeline, as a user types it
@@ -437,6 +445,10 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
     root, _ = project
     export = read(root / "reports" / "export" / "byo_fixed.json")
     assert export["status"] == "ok" and export["external_data"] and export["fixed_batch"] == 1
+    entry = yaml.safe_load((root / "params.yaml").read_text())["catalog"]["byo_fixed"]  # written by `add`
+    assert entry["inputs"] == {"image": {"shape": [1, 3, 16, 16], "dtype": "float32"}}
+    status = run(["dvc", "status", "models/byo_fixed/model.onnx.dvc", "models/byo_fixed/model.onnx.data.dvc"], root)
+    assert "up to date" in status  # the model files are DVC's, their .dvc files git's
     for variant in ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp32",
                     "openvino_fp16", "openvino_int8"]:  # fmt: skip
         m = metrics(root, "byo_fixed", variant)

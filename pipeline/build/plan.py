@@ -36,7 +36,7 @@ def variant_code(variant: str, root: Path = Path(".")) -> list[Path]:
 # The entry script of each stage group and the modules it runs by name (a child process's entry).
 STAGE_CODE = {
     "train": ["stages/train.py"],
-    "export": ["stages/export.py", *SOURCE_MODULES.values()],
+    "export": ["stages/export.py", *SOURCE_MODULES.values(), "pipeline.prepare.hf_folder"],  # a catalog factory
     "build": ["stages/build.py"],
     "bench_plan": ["stages/bench_plan.py"],
     "bench": ["stages/bench.py", "pipeline.measure.worker", "pipeline.measure.generation"],

@@ -1,0 +1,466 @@
+"""`python -m pipeline add NAME PATH`: a model in one command.
+
+The file already says what a catalog entry spells out. From an ONNX graph: each input's name,
+dtype, fixed and symbolic dims (a fixed first dim is a fixed batch), token inputs (integer inputs
+named like `input_ids`, `attention_mask`, `token_type_ids`) with their vocabulary where the graph
+tells it (the rows of the embedding table the ids index) or a config.json beside the file does,
+and whether it is already quantized. The command writes models/NAME/ (the file, its external
+weights, `--eval` data), the entry and NAME in `models` (params.yaml's comments kept), checks them
+as `python -m pipeline check` would, versions the model files with `dvc add` (git gets the small
+.dvc file, DVC's cache the weights) and writes the stage files, then prints what it inferred.
+
+Nothing is half-written: the folder is built aside and moved in, params.yaml is replaced in one
+rename once everything passed, and a failure removes what was made. Every problem is one line naming
+the path and what is wrong (pipeline.core.errors.PipelineError).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.config import MODELS_DIR, PARAMS_FILE, load_params, model_dir
+from pipeline.core.errors import ModelFileError, PipelineError, first_line
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TOKEN_NAMES = {  # an integer input whose name holds one of these: what its values are
+    "token_type": "token_type_ids",
+    "segment": "token_type_ids",
+    "mask": "attention_mask",
+    "ids": "token_ids",
+    "tokens": "token_ids",
+}
+DEFAULT_DIM = 128  # a symbolic axis after the batch: the value generated inputs and batch-1 latency use
+QUANTIZED_OPS = {"DequantizeLinear", "MatMulNBits", "MatMulInteger", "ConvInteger", "QLinearConv", "QLinearMatMul",
+                 "DynamicQuantizeLinear", "GatherBlockQuantized"}  # fmt: skip
+EVAL_FILE = "eval.npz"
+HF_DIR = "hf"  # a Hugging Face folder's place inside models/NAME/
+
+
+class AddError(PipelineError):
+    """What `add` cannot take, in one line naming the path."""
+
+
+@dataclass
+class Inferred:
+    """What was read off the model: its catalog entry, the files that make it, and what to tell."""
+
+    entry: dict[str, Any]
+    files: dict[str, Path]  # name inside models/NAME/ -> what is copied there (a file or a folder)
+    tracked: list[str]  # of those, what `dvc add` versions (model weights; git keeps the rest)
+    notes: list[str] = field(default_factory=list)
+
+
+def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferred:
+    """The catalog entry an ONNX file implies; `dims` and `vocab` are the user's flags (--dim, --vocab)."""
+    import onnx
+
+    from pipeline.core import onnx_files
+    from pipeline.prepare.sources.onnxfile import ONNX_DTYPES, graph_inputs, input_dims
+
+    try:
+        onnx.checker.check_model(str(path))  # by path: external weights are checked too
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as error:
+        raise AddError(f"{path}: not a valid ONNX model: {first_line(error)}") from None
+    dtypes = {code: name for name, code in ONNX_DTYPES.items()}
+    for output in model.graph.output:
+        if not output.type.HasField("tensor_type"):
+            kind = output.type.WhichOneof("value")
+            raise AddError(
+                f"{path}: output {output.name!r} is a {kind}, not a tensor (scikit-learn's ZipMap writes a sequence "
+                "of maps): the pipeline compares tensors; export it without (skl2onnx: options={'zipmap': False})"
+            )
+    vocabularies = embedding_rows(model)
+    config_vocab = _config_beside(path)
+    inputs, used_dims, notes = {}, {}, []
+    for name, value in graph_inputs(model).items():
+        dtype = dtypes.get(value.type.tensor_type.elem_type)
+        if dtype is None:
+            found = onnx.helper.tensor_dtype_to_string(value.type.tensor_type.elem_type)
+            raise AddError(f"{path}: input {name!r} is {found}: the pipeline feeds {', '.join(ONNX_DTYPES)}")
+        shape = []
+        for i, dim in enumerate(input_dims(value)):
+            if isinstance(dim, int) and dim > 0:
+                shape.append(dim)
+            elif i == 0:
+                shape.append("batch")
+            else:
+                symbol = _symbol(dim, name, i)
+                shape.append(symbol)
+                used_dims[symbol] = dims.get(symbol, DEFAULT_DIM)
+        spec: dict[str, Any] = {"shape": shape, "dtype": dtype}
+        kind = token_kind(name, dtype)
+        if kind != "values" and len(shape) >= 2:
+            spec["kind"] = kind
+            if kind != "attention_mask":
+                bound, how = _vocabulary(name, kind, vocabularies, config_vocab, vocab)
+                if bound is None:
+                    raise AddError(
+                        f"{path}: input {name!r} holds token ids, and neither the graph (an embedding it indexes) "
+                        "nor a config.json beside the file says how many: pass --vocab N"
+                    )
+                spec["high"] = bound
+                notes.append(f"{name}: {kind}, ids in [0, {bound}) ({how})")
+            else:
+                notes.append(f"{name}: attention_mask (its name and integer dtype)")
+        inputs[name] = spec
+    if unknown := sorted(set(dims) - set(used_dims)):
+        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the file has {sorted(used_dims)})")
+    for symbol, value in used_dims.items():
+        how = "--dim" if symbol in dims else f"a default: pass --dim {symbol}=N for another"
+        notes.append(f"axis {symbol}: {value} for generated inputs and batch-1 latency ({how})")
+    if isinstance(inputs and next(iter(inputs.values()))["shape"][0], int):
+        notes.append(f"batch fixed to {next(iter(inputs.values()))['shape'][0]} by the file: run at that batch")
+    quantized = sorted({node.op_type for node in model.graph.node} & QUANTIZED_OPS)
+    if quantized:
+        notes.append(
+            f"already quantized ({', '.join(quantized)} in the graph): the INT8 variants quantize it again, and "
+            "its own figures are the FP32 reference's"
+        )
+    entry = {"source": "onnx", "file": path.name, "inputs": inputs, **({"dims": used_dims} if used_dims else {})}
+    files = {f.name: f for f in [path, *onnx_files.external_files(path)]}
+    return Inferred(entry, files, list(files), notes)
+
+
+def token_kind(name: str, dtype: str) -> str:
+    """What an input's values are, from its name, for integer inputs; `values` otherwise."""
+    if not dtype.startswith("int"):
+        return "values"
+    lowered = name.lower()
+    return next((kind for word, kind in TOKEN_NAMES.items() if word in lowered), "values")
+
+
+def embedding_rows(model: Any) -> dict[str, int]:
+    """Graph input -> rows of the initializer table a Gather indexes with it (directly or through a
+    Cast/Unsqueeze/Reshape): the vocabulary an id must stay under."""
+    tables = {t.name: list(t.dims) for t in model.graph.initializer}
+    origin: dict[str, str] = {i.name: i.name for i in model.graph.input}
+    rows: dict[str, int] = {}
+    for node in model.graph.node:  # nodes are topologically sorted in a valid graph
+        if node.op_type in {"Cast", "Unsqueeze", "Reshape", "Squeeze", "Identity"} and node.input[0] in origin:
+            origin[node.output[0]] = origin[node.input[0]]
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in origin and node.input[0] in tables:
+            table = tables[node.input[0]]
+            if table:
+                rows[origin[node.input[1]]] = max(rows.get(origin[node.input[1]], 0), int(table[0]))
+    return rows
+
+
+def _vocabulary(
+    name: str, kind: str, graph: dict[str, int], config: dict[str, Any], flag: int | None
+) -> tuple[int | None, str]:
+    if flag is not None and kind == "token_ids":
+        return flag, "--vocab"
+    if name in graph:
+        return graph[name], "the rows of the embedding table it indexes"
+    key = "vocab_size" if kind == "token_ids" else "type_vocab_size"
+    if isinstance(config.get(key), int):
+        return config[key], f"config.json's {key}"
+    return None, ""
+
+
+def _config_beside(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads((path.parent / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _symbol(dim: str, input_name: str, index: int) -> str:
+    """A symbolic axis's name in the spec: the file's own when it is a name, else input_axis."""
+    if NAME.fullmatch(dim or ""):
+        return dim
+    return re.sub(r"\W", "_", f"{input_name}_{index}").strip("_") or f"axis_{index}"
+
+
+def inspect_hf(name: str, path: Path, task: str | None, dims: dict[str, int]) -> Inferred:
+    """The entry of a Hugging Face folder: the task from `--task` or config.json's `architectures`,
+    the inputs its config implies, built by pipeline.prepare.hf_folder (encoders, classifiers) or
+    exported as a decoder (text-generation)."""
+    from pipeline.prepare import hf_folder
+
+    config = hf_folder.read_config(path)
+    found = hf_folder.task_of(config)
+    task = task or found
+    if task is None:
+        raise AddError(f"{path / 'config.json'}: its `architectures` name no task `add` knows: pass --task")
+    weights = sorted(p.name for p in path.iterdir() if p.suffix in {".safetensors", ".bin", ".h5", ".msgpack"})
+    if not weights:
+        raise AddError(f"{path}: a Hugging Face config but no weights file (model.safetensors, pytorch_model.bin)")
+    files, tracked = {HF_DIR: path}, [f"{HF_DIR}/{w}" for w in weights]
+    how = "--task" if task != found else "config.json's architectures"
+    notes = [f"task {task} ({how}: {', '.join(config.get('architectures') or ['none'])})"]
+    if task == "text-generation":
+        return Inferred({"source": "transformers", "file": HF_DIR, "task": task}, files, tracked, notes)
+    if task not in hf_folder.TASKS:
+        raise AddError(f"--task {task}: one of {', '.join((*hf_folder.TASKS, 'text-generation'))}")
+    try:  # loads it as the export will: a classifier folder without its head stops here
+        hf_folder.build(str(path), task)
+    except PipelineError:
+        raise
+    except Exception as error:
+        raise AddError(f"{path}: transformers cannot load it for {task}: {first_line(error)}") from None
+    if unknown := sorted(set(dims) - {"seq"}):
+        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the model has seq)")
+    if task == "image-classification":
+        size, channels = int(config.get("image_size") or 224), int(config.get("num_channels") or 3)
+        inputs: dict[str, Any] = {"pixel_values": {"shape": ["batch", channels, size, size], "dtype": "float32"}}
+        used_dims: dict[str, int] = {}
+    else:
+        seq = dims.get("seq", DEFAULT_DIM)
+        vocab = {"input_ids": config.get("vocab_size"), "token_type_ids": config.get("type_vocab_size")}
+        inputs = {}
+        for input_name in hf_folder.text_inputs(config):
+            kind = "token_ids" if input_name == "input_ids" else input_name
+            inputs[input_name] = {"shape": ["batch", "seq"], "dtype": "int64", "kind": kind} | (
+                {"high": int(vocab[input_name])} if vocab.get(input_name) else {}
+            )
+        used_dims = {"seq": seq}
+        notes.append(f"inputs {', '.join(inputs)}, ids in [0, {vocab['input_ids']}) (config.json's vocab_size); "
+                     f"seq {seq} ({'--dim' if 'seq' in dims else 'a default: --dim seq=N for another'})")  # fmt: skip
+    classifier = task in ("text-classification", "image-classification")
+    entry = {
+        "source": "torch",
+        "factory": "pipeline.prepare.hf_folder:build",
+        "factory_args": {"folder": f"{MODELS_DIR}/{name}/{HF_DIR}", "task": task},
+        "inputs": inputs,
+        **({"dims": used_dims} if used_dims else {}),
+        "outputs": ["logits" if task != "feature-extraction" else "embedding"],
+        **({"task": "classification"} if classifier else {}),
+    }
+    return Inferred(entry, files, tracked, notes)
+
+
+def inspect(name: str, path: Path, task: str | None, dims: dict[str, int], vocab: int | None) -> Inferred:
+    """The entry for whatever PATH is; the kinds `add` cannot read yet are named."""
+    if not path.exists():
+        raise AddError(f"{path}: not found")
+    if path.is_file() and path.suffix == ".onnx":
+        return inspect_onnx(path, dims, vocab)
+    if path.is_dir() and (path / "config.json").is_file():
+        return inspect_hf(name, path, task, dims)
+    raise AddError(
+        f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it) or a "
+        "Hugging Face folder (config.json and weights); write the catalog entry by hand for other kinds "
+        "(docs/bring-your-own-model.md)"
+    )
+
+
+def with_eval(inferred: Inferred, eval_file: Path, metric: str | None) -> None:
+    """Check `--eval` against the inferred inputs (an .npz), or tokenize it (.txt: a text a line; .jsonl:
+    {"text", "label"} rows) with a Hugging Face folder's own tokenizer; labels make it a classifier
+    measured by accuracy."""
+    from pipeline.core.config import InputSpec
+    from pipeline.core.data import load_user_data
+
+    specs = {k: InputSpec.model_validate(v) for k, v in inferred.entry["inputs"].items()}
+    if eval_file.suffix in (".txt", ".jsonl"):
+        folder = inferred.files.get(HF_DIR)
+        if folder is None or "input_ids" not in specs:
+            raise AddError(f"{eval_file}: text eval data is for a Hugging Face text model; give an .npz of inputs")
+        data = tokenized(eval_file, folder, list(specs), inferred.entry["dims"]["seq"])
+        inferred.files[EVAL_FILE] = data
+    elif eval_file.suffix == ".npz":
+        inferred.files[EVAL_FILE] = eval_file
+    else:
+        raise AddError(f"{eval_file}: --eval takes an .npz of inputs by name (and optional `labels`), or text")
+    loaded = load_user_data(inferred.files[EVAL_FILE], specs, "--eval")
+    inferred.entry["eval_data"] = EVAL_FILE
+    if loaded.labels is None:
+        inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: fidelity only")
+        return
+    inferred.entry |= {"metric": metric or "accuracy", "task": "classification"}
+    inferred.notes.append(f"eval data: {len(loaded)} labelled rows: a classifier, metric {inferred.entry['metric']}")
+
+
+def tokenized(text_file: Path, folder: Path, names: list[str], seq: int) -> Path:
+    """`text_file` tokenized by the folder's tokenizer (its own pad id and special tokens), padded and
+    truncated to `seq`, as an .npz beside a scratch copy; labels from .jsonl rows ("label": an int, or
+    a name of config.json's label2id)."""
+    import tempfile
+
+    import numpy as np
+    from transformers import AutoTokenizer
+
+    from pipeline.prepare.hf_folder import read_config
+
+    try:
+        lines = [line for line in text_file.read_text().splitlines() if line.strip()]
+        rows = [json.loads(line) for line in lines] if text_file.suffix == ".jsonl" else [{"text": t} for t in lines]
+    except (OSError, ValueError) as error:
+        raise AddError(f"{text_file}: not readable as {text_file.suffix} ({first_line(error)})") from None
+    if not rows or any("text" not in row for row in rows):
+        raise AddError(f'{text_file}: no rows, or a .jsonl row without "text"')
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except Exception as error:
+        raise AddError(f"{folder}: no usable tokenizer for the text eval data ({first_line(error)})") from None
+    encoded = tokenizer([row["text"] for row in rows], padding="max_length", truncation=True, max_length=seq,
+                        return_tensors="np")  # fmt: skip
+    arrays = {name: encoded[name].astype(np.int64) for name in names}
+    if any("label" in row for row in rows):
+        label2id = read_config(folder).get("label2id") or {}
+        try:
+            arrays["labels"] = np.array([row["label"] if isinstance(row["label"], int) else label2id[row["label"]]
+                                         for row in rows], dtype=np.int64)  # fmt: skip
+        except KeyError as error:
+            raise AddError(
+                f"{text_file}: a row without a label, or label {error} not in config.json's label2id"
+            ) from None
+    out = Path(tempfile.mkdtemp(prefix="add-eval-")) / EVAL_FILE
+    np.savez(out, **arrays)
+    return out
+
+
+def add_model(
+    name: str,
+    path: Path,
+    root: Path = Path("."),
+    eval_file: Path | None = None,
+    dims: dict[str, int] | None = None,
+    vocab: int | None = None,
+    metric: str | None = None,
+    task: str | None = None,
+) -> Inferred:
+    """Add model `name` from `path` to the project at `root`; see the module's docstring."""
+    params_path = root / PARAMS_FILE
+    params = load_params(params_path)
+    if not NAME.fullmatch(name):
+        raise AddError(f"{name!r}: a model name is letters, digits and '_', not starting with a digit")
+    folder = model_dir(name, root)
+    if name in params.catalog or folder.exists():
+        where = f"{PARAMS_FILE}: catalog.{name}" if name in params.catalog else str(folder)
+        raise AddError(f"{name}: the name is taken ({where}): choose another")
+    inferred = inspect(name, path.resolve(), task, dims or {}, vocab)
+    if eval_file is not None:
+        with_eval(inferred, eval_file.resolve(), metric)
+    staging = folder.with_name(f".{name}.add-tmp")
+    new_params = params_path.with_name(f".{PARAMS_FILE}.add-tmp")
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for target, source in inferred.files.items():
+            (shutil.copytree if source.is_dir() else shutil.copy2)(source, staging / target)
+        os.rename(staging, folder)
+        new_params.write_text(with_entry(params_path.read_text(), name, inferred.entry))
+        check(name, new_params, root)
+        tracked = track(folder, inferred.tracked + _large(folder, EVAL_FILE), root)
+        os.replace(new_params, params_path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        new_params.unlink(missing_ok=True)
+        raise
+    from pipeline.stagefile import check_or_write
+
+    check_or_write(root, write=True)
+    inferred.notes.append(f"versioned with dvc add: {', '.join(tracked)} (git gets the .dvc files)")
+    return inferred
+
+
+def check(name: str, params_file: Path, root: Path) -> None:
+    """The new params.yaml validated and the model's files opened against its entry (as `check` does)."""
+    from pipeline.prepare.check import check_model
+
+    try:
+        params = load_params(params_file)
+    except PipelineError as error:
+        raise AddError(str(error).replace(params_file.name, PARAMS_FILE)) from None
+    check_model(name, params, root)
+
+
+def _large(folder: Path, file: str) -> list[str]:
+    """`file` when it is present and over a megabyte: eval data that size goes to DVC too."""
+    path = folder / file
+    return [file] if path.exists() and path.stat().st_size > 1_000_000 else []
+
+
+def track(folder: Path, files: list[str], root: Path) -> list[str]:
+    """`dvc add` the model's files: git keeps a small .dvc file and a .gitignore entry for each."""
+    paths = [str((folder / f).relative_to(root.resolve() if folder.is_absolute() else root)) for f in files]
+    done = subprocess.run(["dvc", "add", "-q", *paths], cwd=root, capture_output=True, text=True)
+    if done.returncode:
+        error = (done.stderr or done.stdout).strip().splitlines()
+        raise ModelFileError(f"{folder}: `dvc add` failed: {error[-1] if error else done.returncode}")
+    return [f"{p}.dvc" for p in paths]
+
+
+def with_entry(text: str, name: str, entry: dict[str, Any]) -> str:
+    """params.yaml's text with `name` appended to `models` and its catalog entry after the last one,
+    every other line as it was (comments included), each input spec on one line as written by hand.
+    The result is read back and must hold exactly that."""
+    import yaml
+
+    lines = text.splitlines()
+    models = _block(lines, "models")
+    flow = re.fullmatch(r"models:\s*\[(.*)\]\s*(#.*)?", lines[models[0]])
+    if flow:
+        items = [item for item in flow.group(1).split(",") if item.strip()]
+        lines[models[0]] = f"models: [{', '.join(i.strip() for i in [*items, name])}]" + (
+            f"  {flow.group(2)}" if flow.group(2) else ""
+        )
+    else:
+        last = max(i for i in range(models[0] + 1, models[1]) if lines[i].lstrip().startswith("- "))
+        lines.insert(last + 1, lines[last][: lines[last].index("-")] + f"- {name}")
+    catalog = _block(lines, "catalog")
+    lines[catalog[1] : catalog[1]] = entry_lines(name, entry)
+    result = "\n".join(lines) + "\n"
+    read = yaml.safe_load(result)
+    if read["models"][-1] != name or read["catalog"].get(name) != entry:
+        raise AddError(f"{PARAMS_FILE}: could not add catalog.{name} and keep the file's layout: write it by hand")
+    return result
+
+
+def _block(lines: list[str], key: str) -> tuple[int, int]:
+    """The top-level `key:` line and the index after its block's last content line (before the
+    comments and blank lines that introduce the next key)."""
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"{key}:")), None)
+    if start is None:
+        raise AddError(f"{PARAMS_FILE}: no top-level `{key}:`")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in ("", " ", "#", "-")), len(lines))
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1
+    return start, end
+
+
+def entry_lines(name: str, entry: dict[str, Any]) -> list[str]:
+    """A catalog entry as params.yaml's hand-written ones look: one key a line, specs in flow style."""
+    import yaml
+
+    def flow(value: Any) -> str:
+        return yaml.safe_dump([value], default_flow_style=True, width=4096, sort_keys=False).strip()[1:-1]
+
+    lines = [f"  {name}:"]
+    for key, value in entry.items():
+        if key == "inputs":
+            lines += ["    inputs:", *(f"      {flow(k)}: {flow(spec)}" for k, spec in value.items())]
+        else:
+            lines.append(f"    {key}: {flow(value)}")
+    return lines
+
+
+def parse_dims(values: list[str]) -> dict[str, int]:
+    """--dim seq=128 flags as {seq: 128}."""
+    dims = {}
+    for value in values:
+        symbol, _, number = value.partition("=")
+        if not NAME.fullmatch(symbol) or not number.isdigit() or int(number) < 1:
+            raise AddError(f"--dim {value}: expected AXIS=N with a positive N (e.g. seq=128)")
+        dims[symbol] = int(number)
+    return dims
+
+
+def describe(name: str, inferred: Inferred) -> str:
+    """What `add` prints: the entry, what it inferred, and the one command to run."""
+    lines = [f"added {name} ({MODELS_DIR}/{name}/, {PARAMS_FILE}: catalog.{name}, models):"]
+    lines += [f"  {key}: {value}" for key, value in inferred.entry.items()]
+    lines += [f"  - {note}" for note in inferred.notes]
+    lines.append(f"run it: dvc repro   (then: python -m pipeline summary {name})")
+    return "\n".join(lines)

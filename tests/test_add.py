@@ -1,0 +1,217 @@
+"""`python -m pipeline add`: an ONNX file in one command, read off the file, checked, nothing half-written."""
+
+from __future__ import annotations
+
+import difflib
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import yaml
+from onnx import TensorProto, helper, numpy_helper
+
+from pipeline.cli import main
+from pipeline.core.config import load_params
+from pipeline.prepare.add import with_entry
+from pipeline.stagefile import missing_stages
+from tests.conftest import copy_project, write_fixed_batch_onnx, write_hf_folder
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A copy of the repository, a git and DVC repo as a user's clone is (`dvc add` needs both)."""
+    root = copy_project(tmp_path_factory.mktemp("add") / "project")
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        subprocess.run(cmd, cwd=root, check=True)
+    return root
+
+
+def run_add(root: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    monkeypatch.chdir(root)
+    return main(["add", *args])
+
+
+def odd_name_file(folder: Path) -> Path:
+    """A fixed-batch CNN from another exporter whose input is called `gpu_0/data_0`, weights external."""
+    path = write_fixed_batch_onnx(folder)
+    model = onnx.load(str(path))
+    model.graph.input[0].name = "gpu_0/data_0"
+    for node in model.graph.node:
+        node.input[:] = ["gpu_0/data_0" if i == "image" else i for i in node.input]
+    onnx.save_model(model, str(path), save_as_external_data=True, location="model.onnx.data", size_threshold=0)
+    return path
+
+
+def encoder_file(folder: Path) -> Path:
+    """A tiny sentence encoder: token ids into an embedding of 50 rows, a mask, two outputs."""
+    rng = np.random.default_rng(0)
+    table = numpy_helper.from_array(rng.standard_normal((50, 8)).astype(np.float32), "embeddings")
+    nodes = [
+        helper.make_node("Gather", ["embeddings", "input_ids"], ["tokens"]),
+        helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["mask_f", "axis"], ["mask3"]),
+        helper.make_node("Mul", ["tokens", "mask3"], ["last_hidden_state"]),
+        helper.make_node("ReduceMean", ["last_hidden_state"], ["pooled"], axes=[1], keepdims=0),
+    ]
+    axis = numpy_helper.from_array(np.array([2], np.int64), "axis")
+    ids = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch_size", "sequence"]) for n in
+           ("input_ids", "attention_mask")]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch_size", "sequence", 8]),
+               helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch_size", 8])]  # fmt: skip
+    graph = helper.make_graph(nodes, "encoder", ids, outputs, [table, axis])
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "encoder.onnx")
+    return folder / "encoder.onnx"
+
+
+def params_of(root: Path) -> dict:
+    return yaml.safe_load((root / "params.yaml").read_text())
+
+
+def test_add_reads_a_fixed_batch_file_with_an_odd_input_name(project, tmp_path, monkeypatch, capsys):
+    source = odd_name_file(tmp_path / "elsewhere")
+    before = (project / "params.yaml").read_text()
+    assert run_add(project, monkeypatch, "odd_cnn", str(source)) == 0
+    entry = params_of(project)["catalog"]["odd_cnn"]
+    assert entry == {"source": "onnx", "file": "model.onnx", "inputs": {"gpu_0/data_0": {"shape": [1, 3, 16, 16],
+                     "dtype": "float32"}}}  # fmt: skip
+    assert params_of(project)["models"][-1] == "odd_cnn"
+    after = (project / "params.yaml").read_text().splitlines()
+    changes = [line for line in difflib.ndiff(before.splitlines(), after) if line[:1] in "+-"]
+    assert changes and all(line.startswith("+ ") for line in changes)  # only added lines: comments and layout kept
+    assert "+   - odd_cnn" in changes and "+   odd_cnn:" in changes
+    folder = project / "models" / "odd_cnn"
+    assert {p.name for p in folder.iterdir()} >= {"model.onnx.dvc", "model.onnx.data.dvc", ".gitignore"}
+    assert not missing_stages(load_params(project / "params.yaml"), project)  # the stage files were written
+    staged = yaml.safe_load((project / "variants/onnx_fp32/dvc.yaml").read_text())["stages"]["build"]["foreach"]
+    assert "odd_cnn" in staged
+    assert "odd_cnn" not in yaml.safe_load((project / "variants/torch_eager/dvc.yaml").read_text())["stages"]["build"][
+        "foreach"]  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "batch fixed to 1" in printed and "run it: dvc repro" in printed
+    status = subprocess.run(["dvc", "status", "models/odd_cnn/model.onnx.dvc"], cwd=project, capture_output=True,
+                            text=True, check=True).stdout  # fmt: skip
+    assert "up to date" in status
+
+
+def test_params_edit_keeps_other_layouts():
+    """A flow-style models list, unindented list items (yaml.safe_dump's): each gets the name appended."""
+    entry = {"source": "onnx", "file": "m.onnx", "inputs": {"x": {"shape": ["batch", 3], "dtype": "float32"}}}
+    for text in ("models: [a]  # run these\ncatalog:\n  a: {source: onnx}\n", "models:\n- a\ncatalog:\n  a: {}\n"):
+        written = yaml.safe_load(with_entry(text, "b", entry))
+        assert written["models"] == ["a", "b"] and written["catalog"]["b"] == entry
+    assert "# run these" in with_entry("models: [a]  # run these\ncatalog:\n  a: {}\n", "b", entry)
+
+
+def test_add_finds_token_inputs_their_vocabulary_and_symbolic_axes(project, tmp_path, monkeypatch, capsys):
+    source = encoder_file(tmp_path)
+    assert run_add(project, monkeypatch, "tiny_encoder", str(source), "--dim", "sequence=16") == 0
+    entry = params_of(project)["catalog"]["tiny_encoder"]
+    assert entry["inputs"] == {
+        "input_ids": {"shape": ["batch", "sequence"], "dtype": "int64", "kind": "token_ids", "high": 50},
+        "attention_mask": {"shape": ["batch", "sequence"], "dtype": "int64", "kind": "attention_mask"},
+    }
+    assert entry["dims"] == {"sequence": 16}
+    assert "rows of the embedding table" in capsys.readouterr().out
+
+
+def bad_zipmap_file(folder: Path) -> Path:
+    """A graph whose output is a sequence of tensors, as skl2onnx's ZipMap outputs are not tensors."""
+    folder.mkdir(parents=True, exist_ok=True)
+    nodes = [helper.make_node("SequenceConstruct", ["x"], ["probabilities"])]
+    out = helper.make_value_info("probabilities", helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(TensorProto.FLOAT, ["batch", 3])))  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "zip", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])], [out]
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "zip.onnx")
+    return folder / "zip.onnx"
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("missing", "not found"),
+        ("corrupt", "not a valid ONNX model"),
+        ("taken", "the name is taken"),
+        ("bad_name", "a model name is letters"),
+        ("folder", "not a model `add` reads"),
+        ("sequence_output", "is a sequence_type, not a tensor"),
+        ("no_vocabulary", "pass --vocab N"),
+        ("unknown_dim", "no such symbolic axis"),
+        ("eval_mismatch", "--eval"),
+        ("no_head", "its weights have no text-classification head"),
+        ("hf_without_weights", "no weights file"),
+    ],
+)
+def test_bad_input_is_one_line_and_leaves_nothing(project, tmp_path, monkeypatch, capsys, case, message):
+    good = encoder_file(tmp_path / "good")
+    paths = {"missing": tmp_path / "nope.onnx", "folder": tmp_path, "sequence_output": bad_zipmap_file(tmp_path / "z")}
+    (tmp_path / "corrupt.onnx").write_bytes(b"not a model")
+    paths["corrupt"] = tmp_path / "corrupt.onnx"
+    no_vocab = onnx.load(str(good))
+    no_vocab.graph.node[0].input[0] = "axis"  # the ids index nothing: the graph does not tell the vocabulary
+    no_vocab.graph.node[0].op_type = "Identity"
+    del no_vocab.graph.node[0].input[1:]
+    (tmp_path / "v").mkdir()
+    onnx.save(no_vocab, tmp_path / "v" / "no_vocab.onnx")
+    paths["no_vocabulary"] = tmp_path / "v" / "no_vocab.onnx"
+    np.savez(tmp_path / "eval.npz", x=np.zeros((4, 3), np.float32))
+    name, extra = {"taken": "spam_fnn", "bad_name": "9lives"}.get(case, f"m_{case}"), []
+    if case == "unknown_dim":
+        extra = ["--dim", "height=3"]
+    if case == "eval_mismatch":
+        extra = ["--eval", str(tmp_path / "eval.npz")]
+    if case == "no_head":  # an encoder's weights asked to classify: transformers would draw a random head
+        paths[case], extra = write_hf_folder(tmp_path / "encoder"), ["--task", "text-classification"]
+    if case == "hf_without_weights":
+        (tmp_path / "empty").mkdir()
+        (tmp_path / "empty" / "config.json").write_text('{"architectures": ["BertModel"]}')
+        paths[case] = tmp_path / "empty"
+    before = (project / "params.yaml").read_text()
+    folders = sorted(p.name for p in (project / "models").iterdir())
+    capsys.readouterr()  # what building the inputs printed
+    assert run_add(project, monkeypatch, name, str(paths.get(case, good)), *extra) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1, error
+    assert (project / "params.yaml").read_text() == before
+    assert sorted(p.name for p in (project / "models").iterdir()) == folders
+    assert not list(project.glob(".params.yaml*"))
+
+
+def test_add_a_hugging_face_encoder_folder(project, tmp_path, monkeypatch):
+    folder = write_hf_folder(tmp_path / "encoder")
+    assert run_add(project, monkeypatch, "hf_encoder", str(folder), "--dim", "seq=16") == 0
+    entry = params_of(project)["catalog"]["hf_encoder"]
+    assert entry["source"] == "torch" and entry["factory"] == "pipeline.prepare.hf_folder:build"
+    assert entry["factory_args"] == {"folder": "models/hf_encoder/hf", "task": "feature-extraction"}
+    assert list(entry["inputs"]) == ["input_ids", "attention_mask", "token_type_ids"]  # BERT has segments
+    assert entry["inputs"]["input_ids"]["high"] == 16 and entry["dims"] == {"seq": 16}
+    assert (project / "models/hf_encoder/hf/model.safetensors.dvc").is_file()
+    assert (project / "models/hf_encoder/hf/tokenizer.json").is_file()  # small files stay for git
+
+
+def test_add_a_classifier_folder_with_labelled_text(project, tmp_path, monkeypatch):
+    import json
+
+    folder = write_hf_folder(tmp_path / "clf", "BertForSequenceClassification")
+    rows = [{"text": "the film was good", "label": "pos"}, {"text": "a bad film", "label": 0}] * 10
+    (tmp_path / "reviews.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert run_add(project, monkeypatch, "hf_clf", str(folder), "--eval", str(tmp_path / "reviews.jsonl"),
+                   "--dim", "seq=8") == 0  # fmt: skip
+    entry = params_of(project)["catalog"]["hf_clf"]
+    assert entry["task"] == "classification" and entry["metric"] == "accuracy" and entry["outputs"] == ["logits"]
+    with np.load(project / "models/hf_clf/eval.npz") as data:
+        assert data["input_ids"].shape == (20, 8) and list(data["labels"][:2]) == [1, 0]
+        assert list(data["input_ids"][0, :6]) == [2, 5, 9, 10, 7, 3]  # [CLS] the film was good [SEP], its own ids
+        assert data["attention_mask"][1].sum() == 5 and data["input_ids"][1, 5] == 0  # padded with its [PAD]
+
+
+def test_add_a_vit_folder(project, tmp_path, monkeypatch):
+    folder = write_hf_folder(tmp_path / "vit", "ViTForImageClassification")
+    assert run_add(project, monkeypatch, "hf_vit", str(folder)) == 0
+    entry = params_of(project)["catalog"]["hf_vit"]
+    assert entry["inputs"] == {"pixel_values": {"shape": ["batch", 3, 16, 16], "dtype": "float32"}}
+    assert entry["task"] == "classification" and "dims" not in entry
