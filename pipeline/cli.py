@@ -100,6 +100,9 @@ def _add(args: argparse.Namespace) -> int:
 
     dims = parse_dims(args.dim)
     inferred = add_model(args.name, args.path, Path("."), args.eval, dims, args.vocab, args.metric, args.task)
+    from pipeline.stagefile import check_or_write
+
+    check_or_write(Path("."), write=True)  # its stages: `dvc repro` runs it next
     print(describe(args.name, inferred))
     return 0
 
@@ -171,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add = commands.add_parser("add", help="add a model from its file: reads the inputs, writes the catalog entry")
     add.add_argument("name", help="the model's name (letters, digits, '_')")
     add.add_argument(
-        "path", type=Path, help="an .onnx file (its external-data files beside it) or a Hugging Face folder"
+        "path", type=Path, help="an .onnx file (external data beside it), a .keras file or a Hugging Face folder"
     )
     add.add_argument("--eval", type=Path, help=".npz of held-out inputs (with `labels`: a classifier); text models: "
                      ".txt (a text a line) or .jsonl ({text, label})")  # fmt: skip

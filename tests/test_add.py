@@ -215,3 +215,33 @@ def test_add_a_vit_folder(project, tmp_path, monkeypatch):
     entry = params_of(project)["catalog"]["hf_vit"]
     assert entry["inputs"] == {"pixel_values": {"shape": ["batch", 3, 16, 16], "dtype": "float32"}}
     assert entry["task"] == "classification" and "dims" not in entry
+
+
+def test_add_a_keras_file(project, tmp_path, monkeypatch):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((None, 6), name="frames")  # an open time axis after the batch
+    model = keras.Model(inputs, keras.layers.Dense(2)(keras.layers.GlobalAveragePooling1D()(inputs)))
+    model.save(tmp_path / "seq.keras")
+    assert run_add(project, monkeypatch, "tiny_seq", str(tmp_path / "seq.keras"), "--dim", "frames_1=10") == 0
+    entry = params_of(project)["catalog"]["tiny_seq"]
+    assert entry == {"source": "keras", "file": "seq.keras", "dims": {"frames_1": 10},
+                     "inputs": {"frames": {"shape": ["batch", "frames_1", 6], "dtype": "float32"}}}  # fmt: skip
+    assert (project / "models/tiny_seq/seq.keras.dvc").is_file()
+
+
+def test_add_the_packaged_pretrained_minilm_folder(project, tmp_path, monkeypatch, capsys):
+    """A real pretrained folder as it is shared (all-MiniLM-L6-v2, shipped inside a package), with text."""
+    from models.minilm_l6_pretrained.net import files
+
+    (tmp_path / "sentences.txt").write_text("A sentence encoder maps text to vectors.\nNearest neighbours stay.\n")
+    assert run_add(project, monkeypatch, "minilm_folder", str(files()), "--eval", str(tmp_path / "sentences.txt"),
+                   "--dim", "seq=32") == 0  # fmt: skip
+    entry = params_of(project)["catalog"]["minilm_folder"]
+    assert entry["factory_args"]["task"] == "feature-extraction" and entry["outputs"] == ["embedding"]
+    assert entry["inputs"]["input_ids"]["high"] == 30522 and "token_type_ids" in entry["inputs"]
+    assert "metric" not in entry and entry["eval_data"] == "eval.npz"  # no labels: fidelity only
+    with np.load(project / "models/minilm_folder/eval.npz") as data:
+        assert data["input_ids"].shape == (2, 32) and data["input_ids"][0, 0] == 101  # its [CLS]
+    assert "task feature-extraction (config.json's architectures: BertModel)" in capsys.readouterr().out

@@ -4,10 +4,12 @@ The file already says what a catalog entry spells out. From an ONNX graph: each 
 dtype, fixed and symbolic dims (a fixed first dim is a fixed batch), token inputs (integer inputs
 named like `input_ids`, `attention_mask`, `token_type_ids`) with their vocabulary where the graph
 tells it (the rows of the embedding table the ids index) or a config.json beside the file does,
-and whether it is already quantized. The command writes models/NAME/ (the file, its external
+and whether it is already quantized. From a Hugging Face folder: the task (config.json's
+`architectures`) and the inputs its config implies (pipeline.prepare.hf_folder builds it). From a
+`.keras` file: its input layers. The command writes models/NAME/ (the file, its external
 weights, `--eval` data), the entry and NAME in `models` (params.yaml's comments kept), checks them
-as `python -m pipeline check` would, versions the model files with `dvc add` (git gets the small
-.dvc file, DVC's cache the weights) and writes the stage files, then prints what it inferred.
+as `python -m pipeline check` would and versions the model files with `dvc add` (git gets the small
+.dvc file, DVC's cache the weights); the command then writes the stage files and prints what it inferred.
 
 Nothing is half-written: the folder is built aside and moved in, params.yaml is replaced in one
 rename once everything passed, and a failure removes what was made. Every problem is one line naming
@@ -238,18 +240,58 @@ def inspect_hf(name: str, path: Path, task: str | None, dims: dict[str, int]) ->
     return Inferred(entry, files, tracked, notes)
 
 
+def inspect_keras(path: Path, dims: dict[str, int]) -> Inferred:
+    """The entry of a Keras 3 `.keras` file: its inputs' names (Keras' input layers), dtypes and shapes
+    (an open axis after the batch becomes a symbol, `--dim` giving its value)."""
+    from pipeline.core.config import InputSpec
+
+    try:
+        import keras
+
+        model = keras.saving.load_model(str(path), compile=False)
+    except Exception as error:
+        raise AddError(f"{path}: not a loadable Keras model: {first_line(error)}") from None
+    inputs, used_dims, notes = {}, {}, []
+    for i, tensor in enumerate(model.inputs):
+        name = re.sub(r"\W", "_", str(tensor.name).split(":")[0]).strip("_") or f"input_{i}"
+        dtype = str(getattr(tensor.dtype, "name", tensor.dtype))
+        shape: list[int | str] = []
+        for axis, dim in enumerate(tensor.shape):
+            if dim is not None:
+                shape.append(int(dim))
+            elif axis == 0:
+                shape.append("batch")
+            else:
+                symbol = f"{name}_{axis}"
+                shape.append(symbol)
+                used_dims[symbol] = dims.get(symbol, DEFAULT_DIM)
+        spec = {"shape": shape, "dtype": dtype}
+        try:
+            InputSpec.model_validate(spec)
+        except ValueError:
+            raise AddError(f"{path}: input {name!r} is {dtype} {shape}: not an input the pipeline can feed") from None
+        inputs[name] = spec
+    if unknown := sorted(set(dims) - set(used_dims)):
+        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the model has {sorted(used_dims)})")
+    notes += [f"axis {s}: {v} for generated inputs and batch-1 latency" for s, v in used_dims.items()]
+    entry = {"source": "keras", "file": path.name, "inputs": inputs, **({"dims": used_dims} if used_dims else {})}
+    return Inferred(entry, {path.name: path}, [path.name], notes)
+
+
 def inspect(name: str, path: Path, task: str | None, dims: dict[str, int], vocab: int | None) -> Inferred:
     """The entry for whatever PATH is; the kinds `add` cannot read yet are named."""
     if not path.exists():
         raise AddError(f"{path}: not found")
     if path.is_file() and path.suffix == ".onnx":
         return inspect_onnx(path, dims, vocab)
+    if path.is_file() and path.suffix == ".keras":
+        return inspect_keras(path, dims)
     if path.is_dir() and (path / "config.json").is_file():
         return inspect_hf(name, path, task, dims)
     raise AddError(
-        f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it) or a "
-        "Hugging Face folder (config.json and weights); write the catalog entry by hand for other kinds "
-        "(docs/bring-your-own-model.md)"
+        f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it), a "
+        ".keras file or a Hugging Face folder (config.json and weights); write the catalog entry by hand for other "
+        "kinds (docs/bring-your-own-model.md)"
     )
 
 
@@ -358,9 +400,6 @@ def add_model(
         shutil.rmtree(folder, ignore_errors=True)
         new_params.unlink(missing_ok=True)
         raise
-    from pipeline.stagefile import check_or_write
-
-    check_or_write(root, write=True)
     inferred.notes.append(f"versioned with dvc add: {', '.join(tracked)} (git gets the .dvc files)")
     return inferred
 
