@@ -57,6 +57,7 @@ class Inferred:
     files: dict[str, Path]  # name inside models/NAME/ -> what is copied there (a file or a folder)
     tracked: list[str]  # of those, what `dvc add` versions (model weights; git keeps the rest)
     notes: list[str] = field(default_factory=list)
+    scratch: list[Path] = field(default_factory=list)  # made while inferring (tokenized text): removed after
 
 
 def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferred:
@@ -113,13 +114,10 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
             else:
                 notes.append(f"{name}: attention_mask (its name and integer dtype)")
         inputs[name] = spec
-    if unknown := sorted(set(dims) - set(used_dims)):
-        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the file has {sorted(used_dims)})")
-    for symbol, value in used_dims.items():
-        how = "--dim" if symbol in dims else f"a default: pass --dim {symbol}=N for another"
-        notes.append(f"axis {symbol}: {value} for generated inputs and batch-1 latency ({how})")
-    if isinstance(inputs and next(iter(inputs.values()))["shape"][0], int):
-        notes.append(f"batch fixed to {next(iter(inputs.values()))['shape'][0]} by the file: run at that batch")
+    notes += axes_notes(path, dims, used_dims)
+    first = next(iter(inputs.values()), None)
+    if first and isinstance(first["shape"][0], int):
+        notes.append(f"batch fixed to {first['shape'][0]} by the file: run at that batch")
     quantized = sorted({node.op_type for node in model.graph.node} & QUANTIZED_OPS)
     if quantized:
         notes.append(
@@ -129,6 +127,17 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     entry = {"source": "onnx", "file": path.name, "inputs": inputs, **({"dims": used_dims} if used_dims else {})}
     files = {f.name: f for f in [path, *onnx_files.external_files(path)]}
     return Inferred(entry, files, list(files), notes)
+
+
+def axes_notes(path: Path, dims: dict[str, int], used: dict[str, int]) -> list[str]:
+    """What each symbolic axis is set to, and from where; a `--dim` naming no axis is an error."""
+    if unknown := sorted(set(dims) - set(used)):
+        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the file has {sorted(used)})")
+    return [
+        f"axis {symbol}: {value} for generated inputs and batch-1 latency "
+        f"({'--dim' if symbol in dims else f'a default: pass --dim {symbol}=N for another'})"
+        for symbol, value in used.items()
+    ]
 
 
 def token_kind(name: str, dtype: str) -> str:
@@ -209,8 +218,6 @@ def inspect_hf(name: str, path: Path, task: str | None, dims: dict[str, int]) ->
         raise
     except Exception as error:
         raise AddError(f"{path}: transformers cannot load it for {task}: {first_line(error)}") from None
-    if unknown := sorted(set(dims) - {"seq"}):
-        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the model has seq)")
     if task == "image-classification":
         size, channels = int(config.get("image_size") or 224), int(config.get("num_channels") or 3)
         inputs: dict[str, Any] = {"pixel_values": {"shape": ["batch", channels, size, size], "dtype": "float32"}}
@@ -225,8 +232,8 @@ def inspect_hf(name: str, path: Path, task: str | None, dims: dict[str, int]) ->
                 {"high": int(vocab[input_name])} if vocab.get(input_name) else {}
             )
         used_dims = {"seq": seq}
-        notes.append(f"inputs {', '.join(inputs)}, ids in [0, {vocab['input_ids']}) (config.json's vocab_size); "
-                     f"seq {seq} ({'--dim' if 'seq' in dims else 'a default: --dim seq=N for another'})")  # fmt: skip
+        notes.append(f"inputs {', '.join(inputs)}, ids in [0, {vocab['input_ids']}) (config.json's vocab_size)")
+    notes += axes_notes(path, dims, used_dims)
     classifier = task in ("text-classification", "image-classification")
     entry = {
         "source": "torch",
@@ -271,9 +278,7 @@ def inspect_keras(path: Path, dims: dict[str, int]) -> Inferred:
         except ValueError:
             raise AddError(f"{path}: input {name!r} is {dtype} {shape}: not an input the pipeline can feed") from None
         inputs[name] = spec
-    if unknown := sorted(set(dims) - set(used_dims)):
-        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the model has {sorted(used_dims)})")
-    notes += [f"axis {s}: {v} for generated inputs and batch-1 latency" for s, v in used_dims.items()]
+    notes += axes_notes(path, dims, used_dims)
     entry = {"source": "keras", "file": path.name, "inputs": inputs, **({"dims": used_dims} if used_dims else {})}
     return Inferred(entry, {path.name: path}, [path.name], notes)
 
@@ -309,6 +314,7 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None) -> None:
             raise AddError(f"{eval_file}: text eval data is for a Hugging Face text model; give an .npz of inputs")
         data = tokenized(eval_file, folder, list(specs), inferred.entry["dims"]["seq"])
         inferred.files[EVAL_FILE] = data
+        inferred.scratch.append(data.parent)
     elif eval_file.suffix == ".npz":
         inferred.files[EVAL_FILE] = eval_file
     else:
@@ -381,11 +387,11 @@ def add_model(
         where = f"{PARAMS_FILE}: catalog.{name}" if name in params.catalog else str(folder)
         raise AddError(f"{name}: the name is taken ({where}): choose another")
     inferred = inspect(name, path.resolve(), task, dims or {}, vocab)
-    if eval_file is not None:
-        with_eval(inferred, eval_file.resolve(), metric)
     staging = folder.with_name(f".{name}.add-tmp")
     new_params = params_path.with_name(f".{PARAMS_FILE}.add-tmp")
     try:
+        if eval_file is not None:
+            with_eval(inferred, eval_file.resolve(), metric)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         for target, source in inferred.files.items():
@@ -400,6 +406,9 @@ def add_model(
         shutil.rmtree(folder, ignore_errors=True)
         new_params.unlink(missing_ok=True)
         raise
+    finally:
+        for scratch in inferred.scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     inferred.notes.append(f"versioned with dvc add: {', '.join(tracked)} (git gets the .dvc files)")
     return inferred
 
@@ -423,7 +432,7 @@ def _large(folder: Path, file: str) -> list[str]:
 
 def track(folder: Path, files: list[str], root: Path) -> list[str]:
     """`dvc add` the model's files: git keeps a small .dvc file and a .gitignore entry for each."""
-    paths = [str((folder / f).relative_to(root.resolve() if folder.is_absolute() else root)) for f in files]
+    paths = [f"{MODELS_DIR}/{folder.name}/{file}" for file in files]
     done = subprocess.run(["dvc", "add", "-q", *paths], cwd=root, capture_output=True, text=True)
     if done.returncode:
         error = (done.stderr or done.stdout).strip().splitlines()
