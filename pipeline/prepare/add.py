@@ -507,8 +507,8 @@ def parse_dims(values: list[str]) -> dict[str, int]:
 
 def describe(name: str, inferred: Inferred) -> str:
     """What `add` prints: the entry, what it inferred, and the one command to run."""
-    lines = [f"added {name} ({MODELS_DIR}/{name}/, {PARAMS_FILE}: catalog.{name}, models):"]
-    lines += [f"  {key}: {value}" for key, value in inferred.entry.items()]
+    lines = [f"added {name} to {PARAMS_FILE} (catalog and models) and {MODELS_DIR}/{name}/:"]
+    lines += entry_lines(name, inferred.entry)
     lines += [f"  - {note}" for note in inferred.notes]
     lines.append(f"run it: dvc repro   (then: python -m pipeline summary {name})")
     return "\n".join(lines)
