@@ -79,9 +79,10 @@ def scratch_project() -> Path:
     return root
 
 
-def resnet50_onnx(folder: Path) -> Path:
+def resnet50_onnx(root: Path) -> Path:
     """onnx's light_resnet50 (weights replaced by ConstantOfShape nodes) with seeded random weights as
-    initializers: a stand-in for a ResNet-50 file exported elsewhere. Returns its path (for `add`)."""
+    initializers: a stand-in for a ResNet-50 file exported elsewhere, written outside the project
+    at `root`. Returns its path (for `add`)."""
     import onnx
     from onnx import numpy_helper
 
@@ -115,15 +116,18 @@ def resnet50_onnx(folder: Path) -> Path:
     listed = (onnx.helper.make_tensor_value_info(w.name, onnx.TensorProto.FLOAT, w.dims) for w in weights)
     model.graph.input.extend(listed)
     onnx.checker.check_model(model)
+    folder = root.parent / "elsewhere"
     folder.mkdir(parents=True)
     onnx.save(model, folder / "model.onnx")
     return folder / "model.onnx"
 
 
-def my_mlp(folder: Path) -> dict[str, Any]:
-    """The README's my_mlp: code, a state_dict and labelled eval rows. Returns its catalog entry."""
+def my_mlp(root: Path) -> dict[str, Any]:
+    """The README's my_mlp: code, a state_dict and labelled eval rows in the project at `root`.
+    Returns its catalog entry."""
     import torch
 
+    folder = root / "models" / "my_mlp"
     folder.mkdir(parents=True)
     (folder / "net.py").write_text(MLP)
     torch.manual_seed(0)
@@ -142,7 +146,7 @@ def to_choice(name: str, make: Any) -> dict[str, Any]:
     `stages --write` (make returns the entry). `models` then lists it alone."""
     root = scratch_project()
     try:
-        made = make(root.parent / "elsewhere" if name == "resnet50_onnx" else root / "models" / name)
+        made = make(root)
         for cmd in (["git", "init", "-q"], ["dvc", "init", "-q", "--force"]):
             timed(cmd, root)
         params = yaml.safe_load((root / "params.yaml").read_text())

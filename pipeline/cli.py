@@ -97,11 +97,10 @@ def _check(args: argparse.Namespace) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     from pipeline.prepare.add import add_model, describe, parse_dims
+    from pipeline.stagefile import check_or_write
 
     dims = parse_dims(args.dim)
     inferred = add_model(args.name, args.path, Path("."), args.eval, dims, args.vocab, args.metric, args.task)
-    from pipeline.stagefile import check_or_write
-
     check_or_write(Path("."), write=True)  # its stages: `dvc repro` runs it next
     print(describe(args.name, inferred))
     return 0

@@ -88,16 +88,7 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
         if dtype is None:
             found = onnx.helper.tensor_dtype_to_string(value.type.tensor_type.elem_type)
             raise AddError(f"{path}: input {name!r} is {found}: the pipeline feeds {', '.join(ONNX_DTYPES)}")
-        shape = []
-        for i, dim in enumerate(input_dims(value)):
-            if isinstance(dim, int) and dim > 0:
-                shape.append(dim)
-            elif i == 0:
-                shape.append("batch")
-            else:
-                symbol = _symbol(dim, name, i)
-                shape.append(symbol)
-                used_dims[symbol] = dims.get(symbol, DEFAULT_DIM)
+        shape = spec_shape(name, input_dims(value), dims, used_dims)
         spec: dict[str, Any] = {"shape": shape, "dtype": dtype}
         kind = token_kind(name, dtype)
         if kind != "values" and len(shape) >= 2:
@@ -184,10 +175,25 @@ def _config_beside(path: Path) -> dict[str, Any]:
         return {}
 
 
-def _symbol(dim: str, input_name: str, index: int) -> str:
-    """A symbolic axis's name in the spec: the file's own when it is a name, else input_axis."""
-    if NAME.fullmatch(dim or ""):
-        return dim
+def spec_shape(input_name: str, axes: list[Any], flags: dict[str, int], used: dict[str, int]) -> list[int | str]:
+    """An input spec's shape from a file's axes (a positive int where fixed; else the file's symbol
+    name, or None or 0 where it has none): the first open axis is `batch`, any other a symbol (the
+    file's own when it is a name, else input_axis) recorded in `used` with its value (`--dim`, else
+    DEFAULT_DIM)."""
+    shape: list[int | str] = []
+    for index, dim in enumerate(axes):
+        if isinstance(dim, int) and dim > 0:
+            shape.append(dim)
+        elif index == 0:
+            shape.append("batch")
+        else:
+            symbol = dim if isinstance(dim, str) and NAME.fullmatch(dim) else _axis_name(input_name, index)
+            shape.append(symbol)
+            used[symbol] = flags.get(symbol, DEFAULT_DIM)
+    return shape
+
+
+def _axis_name(input_name: str, index: int) -> str:
     return re.sub(r"\W", "_", f"{input_name}_{index}").strip("_") or f"axis_{index}"
 
 
@@ -262,16 +268,7 @@ def inspect_keras(path: Path, dims: dict[str, int]) -> Inferred:
     for i, tensor in enumerate(model.inputs):
         name = re.sub(r"\W", "_", str(tensor.name).split(":")[0]).strip("_") or f"input_{i}"
         dtype = str(getattr(tensor.dtype, "name", tensor.dtype))
-        shape: list[int | str] = []
-        for axis, dim in enumerate(tensor.shape):
-            if dim is not None:
-                shape.append(int(dim))
-            elif axis == 0:
-                shape.append("batch")
-            else:
-                symbol = f"{name}_{axis}"
-                shape.append(symbol)
-                used_dims[symbol] = dims.get(symbol, DEFAULT_DIM)
+        shape = spec_shape(name, list(tensor.shape), dims, used_dims)
         spec = {"shape": shape, "dtype": dtype}
         try:
             InputSpec.model_validate(spec)
