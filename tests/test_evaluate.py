@@ -85,3 +85,33 @@ def test_scalar_and_negligible_outputs_do_not_fake_a_low_cosine():
     relu = np.zeros((3, 8))
     relu[0] = 1.0
     assert fidelity_block({"e": relu}, {"e": relu + 1e-9 * (relu == 0)}, None)["e"]["cosine_min"] == pytest.approx(1.0)
+
+
+def test_neighbour_recall_separates_permuted_embeddings_from_a_good_variant():
+    """Every row's own embedding, slightly perturbed, keeps the neighbours; the same embeddings handed
+    to the wrong rows keep each vector and its norm (an argmax, a mean, a histogram see nothing)."""
+    rng = np.random.default_rng(0)
+    reference = rng.normal(size=(200, 32))
+    good = reference + 0.01 * rng.normal(size=reference.shape)
+    permuted = reference[rng.permutation(len(reference))]
+    good_block = fidelity_block({"e": reference}, {"e": good}, None)["e"]
+    broken_block = fidelity_block({"e": reference}, {"e": permuted}, None)["e"]
+    assert good_block["neighbour_recall"] > 0.95 and good_block["similarity_rank_corr"] > 0.99
+    assert broken_block["neighbour_recall"] < 0.2 and abs(broken_block["similarity_rank_corr"]) < 0.2
+    assert (
+        fidelity_block({"p": reference}, {"p": good}, "accuracy")["p"].get("neighbour_recall") is None
+    )  # class scores
+
+
+def test_neighbour_recall_breaks_the_selection_constraint():
+    from pipeline.core.config import Constraints
+    from pipeline.core.quality import quality_violations
+    from pipeline.core.records import Measured
+
+    rng = np.random.default_rng(1)
+    reference = rng.normal(size=(50, 8))
+    fidelity = fidelity_block({"e": reference}, {"e": reference[::-1].copy()}, None)
+    (violation,) = quality_violations(
+        Measured(fidelity=fidelity), Constraints(min_cosine=None, min_neighbour_recall=0.9)
+    )
+    assert violation.constraint == "min_neighbour_recall" and "neighbour recall@10" in violation.message

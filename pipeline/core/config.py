@@ -358,6 +358,10 @@ class Constraints(Strict):
     # one value per row (a probability), where a cosine over the column hides a row that flipped.
     min_cosine: float | None = Field(default=0.98, gt=0, le=1)
     max_rel_error: float | None = Field(default=0.1, gt=0)
+    # What the model is for: a classifier's top-1 class kept (share of scoring rows), an embedding's
+    # nearest rows kept (recall@10 of the source's neighbours among the scoring rows)
+    min_top1_agreement: float | None = Field(default=None, gt=0, le=1)
+    min_neighbour_recall: float | None = Field(default=None, gt=0, le=1)
     max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
     max_size_mb: float | None = Field(default=None, gt=0)
     max_ppl_increase_pct: float | None = Field(default=2.0, ge=0)  # text generation: perplexity vs the FP32 source
@@ -517,6 +521,17 @@ class Params(Strict):
     def applicable_models(self, variant: str) -> list[str]:
         """The models (in `models` order) that get `variant`'s build and bench stages."""
         return [model for model in self.models if variant not in self.not_applicable(model)]
+
+    def deciding_records(self, fallback: str) -> list[str]:
+        """The variants whose records decide whether `fallback` is needed (pipeline.build.stage.not_needed):
+        those it rescues that are configured and have a stage for every model `fallback` has one for
+        (its build stage depends on their records, and one stage template serves every model)."""
+        models = self.applicable_models(fallback)
+        return [
+            name
+            for name in registry.VARIANTS[fallback].rescues
+            if name in self.all_variants and set(models) <= set(self.applicable_models(name))
+        ]
 
     def trained_models(self) -> list[str]:
         """The `train` entries whose model `models` names: what `dvc repro` trains (the others are

@@ -4,8 +4,10 @@
   delta against the source's own score; `metric: none` (and no labels) leaves it empty.
 - `fidelity`: does it compute the same function? For every output, against the FP32 source on
   the same rows: cosine similarity per sample (outputs flattened per sample; mean and worst),
-  relative L2 error, max abs diff (and relative to the output's range), and top-1 agreement for
-  outputs that are class scores only.
+  relative L2 error, max abs diff (and relative to the output's range), top-1 agreement for
+  outputs that are class scores, and for other outputs of several values per row (embeddings)
+  what a retrieval user sees: whether each row's nearest neighbours among the scored rows stay the
+  same (recall@10 of the source's neighbours) and the rank correlation of all pairwise similarities.
   A destroyed INT8 embedding (cosine 0.3) and a good one (0.999) differ here on any output; the
   argmax of a flattened hidden state, which this used to compare, could not tell them apart.
 """
@@ -58,6 +60,44 @@ def cosine_per_sample(reference: np.ndarray, output: np.ndarray) -> np.ndarray:
     return np.where((r_norm <= negligible) & (o_norm <= negligible), 1.0, np.clip(cosine, -1.0, 1.0))
 
 
+NEIGHBOURS = 10  # recall@k of the source's nearest neighbours
+
+
+def neighbour_agreement(reference: np.ndarray, output: np.ndarray, k: int = NEIGHBOURS) -> dict[str, float | None]:
+    """Does the variant rank the rows as the source does? Rows flattened and compared by cosine:
+    `neighbour_recall`, the mean share of each row's k nearest other rows under the source that
+    stay among its k nearest under the variant (k capped at rows - 1); `similarity_rank_corr`,
+    Spearman's rank correlation of every pair's similarity. None below 3 rows, or when every pair
+    is alike (nothing to rank)."""
+    from scipy.stats import spearmanr
+
+    n = len(reference)
+    if n < 3:
+        return {"neighbour_recall": None, "similarity_rank_corr": None}
+    ref_sim, got_sim = _similarities(reference), _similarities(output)
+    k = min(k, n - 1)
+    np.fill_diagonal(ref_sim, -np.inf)
+    np.fill_diagonal(got_sim, -np.inf)
+    ref_nn = np.argpartition(-ref_sim, k - 1, axis=1)[:, :k]
+    got_nn = np.argpartition(-got_sim, k - 1, axis=1)[:, :k]
+    recall = np.mean([len(np.intersect1d(a, b)) / k for a, b in zip(ref_nn, got_nn, strict=True)])
+    upper = np.triu_indices(n, 1)
+    ref_pairs, got_pairs = ref_sim[upper], got_sim[upper]
+    alike = np.ptp(ref_pairs) == 0 or np.ptp(got_pairs) == 0
+    return {
+        "neighbour_recall": float(recall),
+        "similarity_rank_corr": None if alike else float(spearmanr(ref_pairs, got_pairs).statistic),
+    }
+
+
+def _similarities(rows: np.ndarray) -> np.ndarray:
+    """Cosine similarity of every pair of rows (flattened); a zero row is alike to none."""
+    flat = rows.reshape(len(rows), -1).astype(np.float64)
+    norms = np.linalg.norm(flat, axis=1, keepdims=True)
+    unit = flat / np.where(norms > 0, norms, 1.0)
+    return unit @ unit.T
+
+
 def output_fidelity(reference: np.ndarray, output: np.ndarray, class_scores: str | None) -> dict[str, float | None]:
     """One output's fidelity block; `class_scores` is the metric whose predictions top-1 compares
     (None: not class scores, no top-1)."""
@@ -71,14 +111,17 @@ def output_fidelity(reference: np.ndarray, output: np.ndarray, class_scores: str
         agreement = None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
     max_abs = float(np.abs(got - ref).max(initial=0.0))
     largest = float(np.abs(ref).max(initial=0.0))
+    values_per_row = int(np.prod(ref.shape[1:], dtype=np.int64)) if ref.ndim else 1
+    embedding = class_scores is None and values_per_row > 1
     return {
         "cosine_mean": float(cosine.mean()),
         "cosine_min": float(cosine.min()),
         "rel_l2": error / scale if scale > 0 else (0.0 if error == 0 else float("inf")),
         "max_abs_diff": max_abs,
         "max_rel_diff": max_abs / largest if largest > 0 else (0.0 if max_abs == 0 else float("inf")),
-        "values_per_row": int(np.prod(ref.shape[1:], dtype=np.int64)) if ref.ndim else 1,
+        "values_per_row": values_per_row,
         "top1_agreement": agreement,
+        **(neighbour_agreement(ref, got) if embedding else {}),
     }
 
 

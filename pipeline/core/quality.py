@@ -34,8 +34,23 @@ def excess(value: float, limit: float) -> float:
     return (value - limit) / abs(limit) if limit else float("inf")
 
 
+def _task_violations(name: str, block: OutputFidelity, constraints: Constraints) -> list[Violation]:
+    """What the output is for: a class kept (top-1 agreement), an embedding's neighbours kept."""
+    found = []
+    for value, floor, constraint, what in (
+        (block.top1_agreement, constraints.min_top1_agreement, "min_top1_agreement", "top-1 agreement"),
+        (block.neighbour_recall, constraints.min_neighbour_recall, "min_neighbour_recall", "neighbour recall@10"),
+    ):
+        if value is not None and floor is not None and value < floor:
+            found.append(
+                Violation(constraint, f"output {name}: {what} {value:.4f} < {floor:g}", (floor - value) / floor)
+            )
+    return found
+
+
 def quality_violations(subject: Judged, constraints: Constraints) -> list[Violation]:
-    """The task metric's drop when the variant has one (labels); and on every output, its worst
+    """The task metric's drop when the variant has one (labels); on every output, what it is for
+    (top-1 agreement of class scores, neighbour recall of an embedding) where measured, and its worst
     scoring row: the cosine of outputs with several values per row, the error relative to the
     output's range for one value per row (a probability's cosine over the column hides a flipped row)."""
     found = []
@@ -48,6 +63,7 @@ def quality_violations(subject: Judged, constraints: Constraints) -> list[Violat
     if not subject.outputs and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
         return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
     for name, block in subject.outputs.items():
+        found += _task_violations(name, block, constraints)
         if block.one_value_per_row:
             error, cap = block.max_rel_diff, constraints.max_rel_error
             if cap is not None and (error is None or error > cap):

@@ -92,6 +92,10 @@ class OutputFidelity(Part):
     values_per_row: int | None = None
     top1_agreement: float | None = None
     top1_agreement_min: float | None = None  # decoders: the worst row's next-token agreement
+    # embeddings (several values per row, not class scores): the source's 10 nearest rows kept, and
+    # Spearman's correlation of every pair's similarity (pipeline.core.evaluate.neighbour_agreement)
+    neighbour_recall: float | None = None
+    similarity_rank_corr: float | None = None
     rows: int | None = None
 
     @property
@@ -294,6 +298,18 @@ class Measured(Part):
         first = next(iter(self.outputs.values()), None)
         return first.top1_agreement if first else None
 
+    @property
+    def neighbour_recall(self) -> float | None:
+        """The lowest recall@10 of the source's nearest neighbours over the embedding outputs."""
+        values = [f.neighbour_recall for f in self.outputs.values() if f.neighbour_recall is not None]
+        return min(values) if values else None
+
+    @property
+    def similarity_rank_corr(self) -> float | None:
+        """The lowest rank correlation of pairwise similarities over the embedding outputs."""
+        values = [f.similarity_rank_corr for f in self.outputs.values() if f.similarity_rank_corr is not None]
+        return min(values) if values else None
+
 
 class VariantRecord(Measured):
     """One variant of one model on this machine: how it ended, what it is, and what was measured."""
@@ -370,12 +386,14 @@ class VariantRecord(Measured):
             load_ms=self.load_ms,
             acc_delta=self.accuracy_delta,
             cosine_min=self.worst_cosine,
+            top1_agreement=self.top1_agreement,
+            neighbour_recall=self.neighbour_recall,
+            similarity_rank_corr=self.similarity_rank_corr,
             **(
                 {
                     "ttft_ms": next(iter(self.generation.ttft_ms.values())),
                     "tpot_p90_ms": self.generation.tpot_ms.p90,
                     "ppl_increase_pct": self.perplexity.increase_pct if self.perplexity else None,
-                    "top1_agreement": self.top1_agreement,
                 }
                 if self.generation
                 else {}
@@ -410,14 +428,24 @@ class Metrics(BaseModel):
     cosine_min: float | None = Field(
         None, description="worst row's cosine with the FP32 source, over every output (scoring rows)"
     )
+    top1_agreement: float | None = Field(
+        None,
+        description="share of rows whose top-1 class matches the FP32 source's (class scores; text generation: "
+        "of positions whose next token matches)",
+    )
+    neighbour_recall: float | None = Field(
+        None,
+        description="embeddings: mean recall@10 of each scoring row's nearest rows under the FP32 source (worst "
+        "embedding output)",
+    )
+    similarity_rank_corr: float | None = Field(
+        None, description="embeddings: Spearman correlation of all pairwise similarities with the FP32 source's"
+    )
     # text generation (p50_ms/p99_ms are then the time per output token, peak_sps tokens/s)
     ttft_ms: float | None = Field(None, description="text generation: time to first token at the shortest prompt, ms")
     tpot_p90_ms: float | None = Field(None, description="text generation: 90th-percentile time per output token, ms")
     ppl_increase_pct: float | None = Field(
         None, description="text generation: perplexity on held-out text over the FP32 source's, % increase"
-    )
-    top1_agreement: float | None = Field(
-        None, description="text generation: share of positions whose next token matches the FP32 source's"
     )
 
 
