@@ -6,7 +6,9 @@ touch the workspace's DVC outputs, so they export and build into a temporary cop
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,33 @@ def scratch_project(model: str, variants: list[str], overrides: dict[str, Any] |
     return root
 
 
+def added_project(name: str, folder: Path, text: list[str], seq: int) -> Path:
+    """A temporary DVC project (no git) holding Hugging Face encoder `folder` added by `add` as a
+    user does (pipeline.prepare.add: feature extraction, `text` as its eval data at `seq` tokens),
+    exported; no variant built."""
+    from pipeline.prepare.add import add_model
+
+    root = Path(tempfile.mkdtemp(prefix=f"scratch-{name}-"))
+    params = yaml.safe_load((REPO / PARAMS_FILE).read_text())
+    params["models"] = params["models"][:1]  # params.yaml lists one model at least: `add` appends, then only it
+    (root / PARAMS_FILE).write_text(yaml.safe_dump(params, sort_keys=False))
+    (root / "models").mkdir()
+    shutil.copy(REPO / "models" / "__init__.py", root / "models")
+    subprocess.run(["dvc", "init", "--no-scm", "-q"], cwd=root, check=True)
+    (root / "text.txt").write_text("\n".join(text) + "\n")
+    add_model(name, folder, root, root / "text.txt", {"seq": seq}, task="feature-extraction")
+    params = yaml.safe_load((root / PARAMS_FILE).read_text())
+    (root / PARAMS_FILE).write_text(yaml.safe_dump(params | {"models": [name]}, sort_keys=False))
+    report = call("benchmarks.scratch:export_in", {"model": name, "root": str(root)}, timeout=1800)
+    if report["status"] != "ok":
+        raise RuntimeError(f"export of {name} failed: {report['reason']}")
+    return root
+
+
 def export_in(model: str, root: str) -> dict[str, Any]:
-    """The export stage in a process of its own: each scratch project imports its own `models`."""
+    """The export stage in a process of its own, run from the project's root as DVC runs it (each
+    scratch project imports its own `models`; paths in params.yaml are the project's)."""
+    os.chdir(root)
     return export_model(model, load_params(Path(root) / PARAMS_FILE), Path(root))
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.core import layout, registry
+from pipeline.core import layout
 from pipeline.core.config import Params, load_params
 from pipeline.core.errors import ConfigError
 from pipeline.core.imports import walk
@@ -83,16 +83,15 @@ def always_run_stage(root: Path = Path(".")) -> dict[str, Any]:
 
 
 def variant_stages(
-    variant: str, basis: str, configured: Collection[str] = (), models: Sequence[str] = ()
+    variant: str, basis: str, deciding: Collection[str] = (), models: Sequence[str] = ()
 ) -> dict[str, Any]:
     """One variant's build and bench stages, one of each per model it applies to (`models`):
     `build@<model>`, `bench@<model>` of variants/<variant>/dvc.yaml, run from the project root (wdir).
-    `configured`: the variants params.yaml lists (a fallback waits for the one it rescues if listed)."""
+    `deciding`: the variants whose records a fallback decides from (Params.deciding_records)."""
     up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
     plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
-    rescued = registry.VARIANTS[variant].rescues if variant in registry.VARIANTS else None
-    # a fallback decides from the record of the variant it rescues (pipeline.build.stage.not_needed)
-    decides_from = [f"{DETAILS}/${{item}}/{rescued}.json"] if rescued in configured else []
+    # a fallback decides from the records of the variants it rescues (pipeline.build.stage.not_needed)
+    decides_from = [f"{DETAILS}/${{item}}/{name}.json" for name in deciding]
     per_model = lambda stage: {"foreach": list(models), "do": {"wdir": up, **stage}}  # noqa: E731
     return {
         "stages": {
@@ -213,7 +212,8 @@ def render(root: Path = Path(".")) -> dict[Path, str]:
     configured = configured_variants(params)
     for variant, basis in configured.items():
         models = params.applicable_models(variant)
-        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, configured, models))
+        deciding = params.deciding_records(variant)
+        files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, deciding, models))
     return files
 
 

@@ -30,6 +30,8 @@ VARIANTS = [
 # The Keras and JAX models cover their own paths; what spam_fnn already covers is skipped for them.
 COVERED = ["onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp16", "openvino_int8",
            "openvino_int8_acc"]  # fmt: skip
+# Activations quantized at run time: for transformers, run on the tiny encoder and the HF classifier only
+RUN_TIME_INT8 = ["onnx_int8_blockwise", "openvino_int8_dynamic"]
 
 
 GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_int8", "tensorrt_fp16",
@@ -56,7 +58,7 @@ def stages_run(output: str) -> set[str]:
 
 
 # The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
-BERT_SKIP = [*COVERED, "openvino_fp16", "torch_compile", "torch_xla"]
+BERT_SKIP = [*COVERED, "openvino_fp16", "torch_compile", "torch_xla"]  # RUN_TIME_INT8 run
 BERT_SKIP.remove("onnx_fp16")  # FP16 of a transformer graph must load: kept
 MODELS = ["spam_fnn", "byo_onnx", "digits_keras", "digits_jax", "byo_fixed", "bert_e2e", "broken", "hf_clf"]
 HF_SKIP = [v for v in [*COVERED, "openvino_fp32", "torch_compile", "torch_xla"] if v != "openvino_int8"]
@@ -76,12 +78,14 @@ def project(tmp_path_factory, tiny_onnx):
         "digits_jax": params["train"]["digits_jax"] | {"epochs": 3},
     }
     for name in ("digits_keras", "digits_jax"):
-        params["catalog"][name]["skip"] = COVERED
+        params["catalog"][name]["skip"] = [*COVERED, *RUN_TIME_INT8]
+    params["catalog"]["spam_fnn"]["skip"] = RUN_TIME_INT8
     params["catalog"]["byo_onnx"] = {  # no eval data: fidelity on generated inputs
         "source": "onnx",
         "file": "model.onnx",
         "inputs": {"x": {"shape": ["batch", 12]}},
         "metric": "accuracy",
+        "skip": RUN_TIME_INT8,
     }
     params["catalog"]["bert_e2e"] = params["catalog"]["minilm_l6"] | {
         "factory_args": {"vocab_size": 200, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64},
@@ -89,7 +93,7 @@ def project(tmp_path_factory, tiny_onnx):
         "dim_sweep": {"seq": [8, 32]},
         "skip": BERT_SKIP,
     }
-    params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": COVERED}
+    params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": [*COVERED, *RUN_TIME_INT8]}
     params["bench"] = FAST_BENCH
     params["select"]["contest"] = FAST_CONTEST
     # The fallback openvino_int8_acc is built only when openvino_int8 breaks a quality constraint: spam_fnn's
@@ -122,6 +126,7 @@ def project(tmp_path_factory, tiny_onnx):
     run([sys.executable, "-m", "pipeline", "add", "hf_clf", str(folder), "--eval", str(texts), "--dim", "seq=8"], root)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5}
+    params["catalog"]["byo_fixed"]["skip"] = RUN_TIME_INT8
     params["catalog"]["hf_clf"]["skip"] = HF_SKIP
     write_params(root, params)
     run(["git", "add", "-A"], root)
@@ -273,6 +278,25 @@ def test_a_hugging_face_classifier_added_with_one_command_reaches_a_choice(proje
         assert m["fidelity"]["logits"]["top1_agreement"] is not None
     choice = read(results(root) / "selection" / "hf_clf.json")
     assert choice["status"] == "ok" and choice["chosen"] in {"torch_eager", "onnx_fp32", "openvino_int8"}
+
+
+@pytest.mark.parametrize("variant", RUN_TIME_INT8)
+def test_int8_with_activations_quantized_at_run_time_on_an_encoder_and_a_classifier(project, variant):
+    """Built and measured through DVC on the tiny encoder (neighbour agreement) and the Hugging Face
+    classifier (top-1 agreement, accuracy); each build says whether the runtime quantized activations."""
+    root, _ = project
+    for model, output in (("bert_e2e", "embedding"), ("hf_clf", "logits")):
+        m = metrics(root, model, variant)
+        assert m["status"] == "ok", (model, m["reason"])
+        assert isinstance(m["build"]["activations_quantized_at_run_time"], bool), m["build"]
+        if not m["build"]["activations_quantized_at_run_time"]:
+            assert m["precision_note"].startswith("INT8 weights, float matrix products")
+        quality = tracked(root, model, variant)
+        if model == "bert_e2e":
+            assert 0 <= quality["neighbour_recall"] <= 1 and quality["similarity_rank_corr"] is not None
+        else:
+            assert quality["top1_agreement"] is not None and m["accuracy"]["value"] is not None
+        assert m["fidelity"][output]["cosine_min"] is not None
 
 
 def test_bring_your_own_onnx_without_data(project):

@@ -103,3 +103,14 @@ def test_gate_remeasure_runs_with_the_bench_thread_environment(monkeypatch):
     monkeypatch.setattr(remeasure, "call", lambda target, kwargs, timeout, env=None: seen.setdefault("env", env))
     remeasure.latency_in_fresh_process(Path("."), "spam_fnn", "onnx_fp32")
     assert seen["env"] and seen["env"]["OMP_NUM_THREADS"].isdigit()
+
+
+def test_an_int8_variant_whose_runtime_kept_float_activations_says_so():
+    build = {
+        "activations_quantized_at_run_time": False,
+        "activations_check": "outputs do not differ from group size 0's",
+    }
+    label = honest_precision("int8", "bf16", build)
+    assert label["precision"] == "int8+bf16"
+    assert label["precision_note"].startswith("INT8 weights, float matrix products: outputs do not differ")
+    assert honest_precision("int8", None, {"activations_quantized_at_run_time": True}) == {}

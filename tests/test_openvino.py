@@ -75,7 +75,7 @@ def test_accuracy_control_tunes_on_validation_rows_and_records_what_it_reached(c
 def test_accuracy_control_stops_at_its_time_budget(context):
     result = build(context, "openvino_int8_acc", max_drop=0.5, subset_size=16, max_seconds=1e-6)
     details = result.details
-    assert details["stopped_by"] == "max_seconds"
+    assert details["stopped_by"].startswith("max_seconds")
     assert details["validation_drop"] <= 0.5  # measured after the search, on the model it kept
 
 
@@ -84,6 +84,22 @@ def test_validation_budget_answers_the_fp32_figures_once_spent(context):
     first = (0.9, [0.9] * 3)
     validation.first = first
     assert validation(compiled=None, items=validation.items) == first and validation.out_of_time
+
+
+def test_accuracy_control_stops_once_its_pace_cannot_reach_max_drop(context, monkeypatch):
+    """Reverting gains 0.0005 a second; 0.08 short with 70 s left: stop, not spend the budget."""
+    now = [0.0]
+    monkeypatch.setattr("pipeline.build.passes.openvino.time.monotonic", lambda: now[0])
+    validation = Validation(context, max_seconds=100, max_drop=0.01)  # started at 0
+    validation.score = lambda outputs, target: outputs  # each "model" answers its value on every row
+    validation.run = lambda compiled, inputs: compiled
+    for seconds, value in ((0, 1.0), (10, 0.90), (20, 0.905), (30, 0.91)):  # FP32, quantized, two reverted
+        now[0] = seconds
+        validation(compiled=value, items=validation.items)
+    assert validation.stop_reason is None
+    now[0] = 31
+    assert validation(compiled=0.915, items=validation.items)[0] == 1.0  # answers the FP32 figures: NNCF stops
+    assert validation.stop_reason.startswith("projected: ")
 
 
 def test_validation_without_a_task_metric_scores_every_output_by_cosine(context):

@@ -145,13 +145,13 @@ def test_a_stage_logs_its_peak_memory_and_its_largest_child(tmp_path, monkeypatc
     assert peak == max(int(own), int(child)) and "m1" not in stage
 
 
-def rescue_params(**constraints) -> Params:
-    """openvino_int8_acc rescues openvino_int8 (the registry says so); both are configured."""
+def rescue_params(*also: str, **constraints) -> Params:
+    """openvino_int8_acc rescues openvino_int8 (the registry says so); both are configured, and `also`."""
     return Params.model_validate(
         {
             "models": ["tiny"],
             "catalog": {"tiny": tiny_config().model_dump()},
-            "variants": {"openvino_int8": {}, "openvino_int8_acc": {}},
+            "variants": {"openvino_int8": {}, "openvino_int8_acc": {}, **{name: {} for name in also}},
             "select": {"constraints": {"max_accuracy_drop": 0.01, "min_cosine": 0.99, **constraints}},
         }
     )
@@ -187,6 +187,17 @@ def test_a_fallback_searches_only_when_the_variant_it_rescues_breaks_a_quality_c
         assert info["reason"] == (
             "not needed: openvino_int8 meets tiny's quality constraints (accuracy drop 0, worst-output fidelity 0.9990)"
         )
+
+
+def test_a_run_time_quantized_int8_that_keeps_the_answers_makes_accuracy_control_unneeded(stage_project, monkeypatch):
+    """Static INT8 broke min_cosine, but openvino_int8_dynamic (also rescued) meets every constraint."""
+    monkeypatch.setattr(build_module, "call", lambda *a, **k: pytest.fail("accuracy control ran"))
+    params = rescue_params("openvino_int8_dynamic")
+    records.write("tiny", "openvino_int8", metric(1.0, delta=0.0, cosine=0.95), stage_project)
+    records.write("tiny", "openvino_int8_dynamic", metric(1.2, delta=0.0, cosine=0.999), stage_project)
+    info = build_variant("tiny", "openvino_int8_acc", params, stage_project)
+    assert info["kind"] == Kind.NOT_NEEDED
+    assert info["reason"].startswith("not needed: openvino_int8_dynamic meets tiny's quality constraints")
 
 
 def test_a_fallback_without_the_record_it_decides_from_does_its_work(stage_project, monkeypatch):

@@ -174,3 +174,32 @@ def test_sensitivity_search_keeps_fewer_float_layers_on_a_tie(monkeypatch, tmp_p
     found = ort_sensitivity.restore_until(quantize, tmp_path / "f.onnx", rows, 1, None, 0.99, 4)
     assert [t["excluded_tensors"] for t in found["tries"]] == [0, 1, 2, 4]
     assert found["kept"] == 1 and found["excluded_nodes"] == ["n0"] and written[-1] == ["n0"]
+
+
+def run_openvino(out: Path, entry: str, config: dict, inputs: dict) -> np.ndarray:
+    from pipeline import runtimes
+
+    return runtimes.load("openvino", out / entry, 1, config).run(inputs)["embedding"]
+
+
+def test_run_time_quantized_int8_variants_keep_the_encoders_answers_and_say_what_ran(bert):
+    """Weights INT8, activations quantized at run time (per block / per group): built, run, close to
+    FP32, and the check that activations really were quantized read from the runtime's outputs."""
+    details, fidelity = built(bert, "onnx_int8_blockwise", block_size=32)
+    assert details["matmuls_rewritten"] > 0 and details["accuracy_level"] == 4
+    assert isinstance(details["activations_quantized_at_run_time"], bool)
+    assert "calibration batch" in details["activations_check"]
+    assert fidelity["cosine_min"] > 0.99 and fidelity["neighbour_recall"] is not None
+
+    details, _ = built(bert, "openvino_int8_dynamic", group_size=32)
+    assert details["int8_weight_tensors"] > 0 and details["group_size"] == 32
+    out = bert.out_dir.parent / "openvino_int8_dynamic"
+    config = {"inference_precision": "f32", "dynamic_quantization_group_size": 32}
+    reference = DataSet.load(bert.source_dir / layout.REFERENCE)
+    got = run_openvino(out, "model.xml", config, reference.inputs)
+    assert fidelity_block(reference.outputs, {"embedding": got}, None)["embedding"]["cosine_min"] > 0.99
+    # the group size travels with the IR: a plain OpenVINO compile of it reads it from rt_info
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(str(out / "model.xml"), "CPU")
+    assert int(compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE")) == 32

@@ -66,23 +66,26 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
 
 
 def not_needed(spec: variants.Variant, model: str, params: Params, root: Path) -> variants.Skip | None:
-    """A fallback (a variant that `rescues` another: accuracy-controlled INT8) is built only when the
-    variant it rescues was measured here and broke one of the model's quality constraints: otherwise
-    its search would spend minutes to reproduce a model that already passes. Its build stage depends
-    on the rescued variant's record (pipeline.stagefile), so that record is this run's."""
-    path = layout.details_file(model, spec.rescues or "", root)
-    if spec.rescues not in params.all_variants or not path.exists():
-        return None
-    rescued = records.parse(read_json(path))
-    if not rescued.ok or quality_violations(rescued, params.select.constraints_for(model)):
-        return None
-    figures = [f"accuracy drop {rescued.accuracy_drop:.4g}"] if rescued.accuracy_drop is not None else []
-    figures += [f"worst-output fidelity {rescued.worst_output_score:.4f}"] if rescued.worst_output_score else []
-    figures += [f"perplexity {rescued.ppl_increase_pct:+.3g}%"] if rescued.ppl_increase_pct is not None else []
-    return variants.Skip(
-        Kind.NOT_NEEDED,
-        f"not needed: {spec.rescues} meets {model}'s quality constraints ({', '.join(figures) or 'no figure'})",
-    )
+    """A fallback (a variant that `rescues` others: accuracy-controlled INT8) is built only when no
+    variant it rescues was measured here and met every one of the model's quality constraints:
+    otherwise its search would spend minutes to make a model of which one that passes exists. Its
+    build stage depends on those records (Params.deciding_records, pipeline.stagefile), so they are
+    this run's."""
+    for name in params.deciding_records(spec.name):
+        path = layout.details_file(model, name, root)
+        if not path.exists():
+            continue
+        rescued = records.parse(read_json(path))
+        if not rescued.ok or quality_violations(rescued, params.select.constraints_for(model)):
+            continue
+        figures = [f"accuracy drop {rescued.accuracy_drop:.4g}"] if rescued.accuracy_drop is not None else []
+        figures += [f"worst-output fidelity {rescued.worst_output_score:.4f}"] if rescued.worst_output_score else []
+        figures += [f"perplexity {rescued.ppl_increase_pct:+.3g}%"] if rescued.ppl_increase_pct is not None else []
+        return variants.Skip(
+            Kind.NOT_NEEDED,
+            f"not needed: {name} meets {model}'s quality constraints ({', '.join(figures) or 'no figure'})",
+        )
+    return None
 
 
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:

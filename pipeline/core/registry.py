@@ -144,7 +144,8 @@ class Variant:
     should_beat: str | None = None  # the higher-precision variant of its runtime and target it must be faster than
     tasks: frozenset[str] = PREDICTS  # the model tasks it applies to (SINGLE_PASS, TEXT_GENERATION)
     requires: tuple[str, ...] = ()  # the packages (PACKAGES) its pass imports besides its runtime's
-    rescues: str | None = None  # the variant it stands in for when that one misses its constraints
+    # the variants it stands in for: built only when none of them, measured here, meets the model's constraints
+    rescues: tuple[str, ...] = ()
 
     @property
     def needs_export(self) -> bool:
@@ -182,6 +183,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
             "onnxruntime", "int8", "pipeline.build.passes.ort_quantize:StaticInt8", per_target=True,
             should_beat="onnx_fp32", requires=ONNX),
+    Variant("onnx_int8_blockwise", "MatMulNBits: 8-bit block-wise MatMul weights, activations quantized per "
+            "block at run time (accuracy_level 4)", "onnxruntime", "int8",
+            "pipeline.build.passes.ort_blockwise:MatMulNBits8", should_beat="onnx_fp32", requires=ONNX),
     Variant("openvino_fp32", "OpenVINO IR, FP32 weights, f32 inference pinned", "openvino", "fp32",
             "pipeline.build.passes.openvino:OpenVinoFp32", requires=("torch",)),  # torch: frontend: source
     Variant("openvino_fp16", "OpenVINO IR, FP16-compressed weights", "openvino", "fp16",
@@ -189,9 +193,13 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("openvino_int8", "OpenVINO IR quantized by nncf.quantize on the calibration split",
             "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8", should_beat="openvino_fp32",
             requires=("nncf", "torch")),
+    Variant("openvino_int8_dynamic", "OpenVINO IR, INT8 weights (nncf.compress_weights), activations "
+            "quantized per group at run time by the CPU plugin", "openvino", "int8",
+            "pipeline.build.passes.openvino:NncfWeightsInt8DynamicActivations", should_beat="openvino_fp32",
+            requires=("nncf", "torch")),
     Variant("openvino_int8_acc", "nncf.quantize_with_accuracy_control: INT8 within max_drop on the eval split",
             "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8AccuracyControl", should_beat="openvino_fp32",
-            requires=("nncf", "torch"), rescues="openvino_int8"),
+            requires=("nncf", "torch"), rescues=("openvino_int8", "openvino_int8_dynamic")),
     Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
             "pipeline.build.passes.pytorch:TorchEager", frozenset({"torch"})),
     Variant("torch_compile", "AOTInductor package of the PyTorch source (torch.export + TorchInductor)",
@@ -293,12 +301,11 @@ def _check_references() -> None:
         need(bool(v.tasks) and v.tasks <= {SINGLE_PASS, TEXT_GENERATION}, where, f"unknown task in {sorted(v.tasks)}")
         pass_ok = v.pass_ref.startswith(layers["pass"]) and ":" in v.pass_ref
         need(pass_ok, where, f"its pass is 'module:Class' under {layers['pass']}")
-        for field in ("should_beat", "rescues"):
-            other = getattr(v, field)
-            need(other is None or other in VARIANTS, where, f"{field} {other!r} is not a variant")
-        rescued = VARIANTS.get(v.rescues or "")
-        same_place = rescued is None or (rescued.runtime, rescued.device) == (v.runtime, v.device)
-        need(same_place, where, f"rescues {v.rescues!r}, which has another runtime or device")
+        for other in (v.should_beat, *v.rescues):
+            need(other is None or other in VARIANTS, where, f"{other!r} (should_beat or rescues) is not a variant")
+        for rescued in v.rescues:
+            same_place = (VARIANTS[rescued].runtime, VARIANTS[rescued].device) == (v.runtime, v.device)
+            need(same_place, where, f"rescues {rescued!r}, which has another runtime or device")
 
 
 _check_references()

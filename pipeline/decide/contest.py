@@ -64,7 +64,7 @@ def identical_groups(candidates: list[Candidate], root: Path, model: str) -> dic
     return {members[0]: members for members in groups.values()}
 
 
-def measure_contenders(model: str, variants: list[str], params: Params, root: Path) -> dict[str, Any]:
+def measure_contenders(model: str, variants: list[str], params: Params, root: Path, batch: int = 1) -> dict[str, Any]:
     """Run the interleaved timing in a fresh process, holding the machine, with the bench's threads."""
     with machine_lock(exclusive=True):
         return call(
@@ -75,6 +75,7 @@ def measure_contenders(model: str, variants: list[str], params: Params, root: Pa
                 "percentile": params.select.percentile,
                 "config": params.select.contest.model_dump(),
                 "root": str(root),
+                "batch": batch,
             },
             timeout=params.bench.timeout_s,
             env=thread_env(params.bench.resolved_threads()),

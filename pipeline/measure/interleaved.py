@@ -69,20 +69,22 @@ def contest(
     config: dict[str, Any],
     root: str = ".",
     folders: dict[str, str] | None = None,
+    batch: int = 1,
 ) -> dict[str, Any]:
-    """Interleaved batch-1 timing of `variants` of `model` (run in a fresh process by the select stage);
-    `folders` names where each was built when not in its variant folder (a benchmark's recipes)."""
+    """Interleaved timing of `variants` of `model` at `batch` (run in a fresh process by the select
+    stage, at batch 1, or the model's fixed batch); `folders` names where each was built when not in
+    its variant folder (a benchmark's recipes)."""
     settings = ContestConfig.model_validate(config)
     base = Path(root)
     source = read_json(layout.source_dir(model, base) / layout.SOURCE_INFO)
-    calls, runtimes = {}, {}
+    calls, runtimes, rows = {}, {}, source.get("fixed_batch") or batch
     for variant in variants:
         folder = Path(folders[variant]) if folders else layout.variant_dir(model, variant, base)
         loaded = load_variant(model, folder, base)
-        calls[variant] = loaded.session.prepare(sample_batch(loaded.reference.inputs, source.get("fixed_batch") or 1))
+        calls[variant] = loaded.session.prepare(sample_batch(loaded.reference.inputs, rows))
         runtimes[variant] = loaded.session.details()
         warm_up(calls[variant], loaded.params.bench.warmup)
-    return race(calls, percentile, settings) | {"runtime_settings": runtimes}
+    return race(calls, percentile, settings) | {"runtime_settings": runtimes, "batch": rows}
 
 
 def block_calls(per_call_s: float, settings: ContestConfig) -> int:

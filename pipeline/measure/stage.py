@@ -89,7 +89,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                 "waited_s": round(waited, 3),  # for the machine lock: builds or a benchmark were running
             }
             profile = result["profile"]
-            facts |= honest_precision(build["precision"], measured.get("inference_precision"))
+            facts |= honest_precision(build["precision"], measured.get("inference_precision"), build["build"])
             facts |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
         except IsolatedFailure as failure:
             command = f"python stages/bench.py {model} {variant}"
@@ -108,18 +108,25 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
 OV_PRECISIONS = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 
 
-def honest_precision(declared: str, executed: str | None) -> dict[str, str]:
+def honest_precision(declared: str, executed: str | None, build: dict[str, Any] | None = None) -> dict[str, str]:
     """`precision` as executed, from what the runtime reports (`inference_precision`, optionally
     "name (note)"): OpenVINO's CPU plugin runs float parts in bf16 on CPUs with AVX512-BF16/AMX
     unless pinned, so an `fp16` IR runs as bf16 and an INT8 model as int8 + bf16; ONNX Runtime's CPU
-    provider runs an FP16 file on FP32 kernels. The catalogue's precision stays as `precision_declared`."""
-    if executed is None:
+    provider runs an FP16 file on FP32 kernels. The catalogue's precision stays as `precision_declared`.
+    An INT8 variant whose build found that the runtime did not quantize its activations at run time
+    here (`activations_quantized_at_run_time`) ran float matrix products on INT8 weights: noted."""
+    notes = []
+    if (build or {}).get("activations_quantized_at_run_time") is False:
+        notes.append(f"INT8 weights, float matrix products: {build['activations_check']}")  # type: ignore[index]
+    if executed is None and not notes:
         return {}
-    name, _, note = executed.partition(" (")
+    name, _, note = (executed or declared).partition(" (")
     name = OV_PRECISIONS.get(name, name)
-    actual = f"{declared}+{name}" if declared in ("int8", "int4") else name
-    noted = {"precision_note": note.rstrip(")")} if note else {}
-    return {"precision": actual, "precision_declared": declared} | noted
+    actual = f"{declared}+{name}" if declared in ("int8", "int4") and executed else name
+    notes = [note.rstrip(")")] * bool(note) + notes
+    return {"precision": actual, "precision_declared": declared} | (
+        {"precision_note": "; ".join(notes)} if notes else {}
+    )
 
 
 def in_sample(build: dict[str, Any], source: dict[str, Any]) -> dict[str, str]:

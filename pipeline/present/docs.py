@@ -36,7 +36,7 @@ def variants_table() -> str:
     for v in registry.VARIANTS.values():
         sources = ", ".join(sorted(v.sources)) + " sources" if v.sources else "any source (through the ONNX export)"
         sources = "text-generation models (a Hugging Face causal LM)" if v.generates else sources
-        sources += f"; rescues `{v.rescues}`" if v.rescues else ""
+        sources += f"; rescues {' or '.join(f'`{name}`' for name in v.rescues)}" if v.rescues else ""
         packages = ", ".join(v.distributions)
         lines.append(
             f"| `{v.name}` | {v.summary} | {v.runtime} | {v.precision} | {v.device} | {sources} | {packages} |"

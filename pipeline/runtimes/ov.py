@@ -5,7 +5,9 @@ LATENCY hint, like every other runtime. Concurrent throughput: a second compilat
 THROUGHPUT hint behind an AsyncInferQueue of the plugin's optimal number of requests. Model caching (CACHE_DIR) is on:
 `load_ms` is a cold compile into an empty cache, `cached_load_ms` a fresh Core loading from it.
 The build's `inference_precision` ('f32', 'bf16', 'f16' or 'auto', the plugin's choice) is passed
-as INFERENCE_PRECISION_HINT, and the precision the plugin actually used is reported.
+as INFERENCE_PRECISION_HINT, and the precision the plugin actually used is reported; its
+`dynamic_quantization_group_size` (openvino_int8_dynamic: activations quantized per group at run
+time) as DYNAMIC_QUANTIZATION_GROUP_SIZE.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from pipeline.runtimes.base import OpTime, Session
 DEVICE = "CPU"
 
 
-def compile_properties(hint: str, threads: int, precision: str) -> dict[str, Any]:
+def compile_properties(hint: str, threads: int, precision: str, group_size: int | None = None) -> dict[str, Any]:
     properties: dict[str, Any] = {"PERFORMANCE_HINT": hint, "INFERENCE_NUM_THREADS": threads}
     if precision != "auto":
         properties["INFERENCE_PRECISION_HINT"] = precision
+    if group_size is not None:
+        properties["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = group_size
     return properties
 
 
@@ -36,6 +40,7 @@ class OpenVinoSession(Session):
     def __init__(self, path: Path, threads: int, config: dict[str, Any]) -> None:
         self._path, self._threads = path, threads
         self._precision = config.get("inference_precision", "auto")
+        self._group_size: int | None = config.get("dynamic_quantization_group_size")
         self._cache = tempfile.mkdtemp(prefix="ov-cache-")
         self._compiled = self._compile("LATENCY", ov.Core())
         self._request = self._compiled.create_infer_request()
@@ -48,7 +53,9 @@ class OpenVinoSession(Session):
 
     def _compile(self, hint: str, core: ov.Core) -> ov.CompiledModel:
         core.set_property({"CACHE_DIR": self._cache})
-        return core.compile_model(str(self._path), DEVICE, compile_properties(hint, self._threads, self._precision))
+        return core.compile_model(
+            str(self._path), DEVICE, compile_properties(hint, self._threads, self._precision, self._group_size)
+        )
 
     def _ports(self, inputs: Arrays) -> dict[int, np.ndarray]:
         """Inputs by port index: front ends name inputs differently, the spec's order is stable."""
@@ -82,7 +89,8 @@ class OpenVinoSession(Session):
     def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
         """OpenVINO's per-layer counters (PERF_COUNT) on a second compilation: executed layers only,
         with the kernel each ran (e.g. brgconv_avx512_amx_I8: an AMX INT8 convolution)."""
-        properties = compile_properties("LATENCY", self._threads, self._precision) | {"PERF_COUNT": True}
+        properties = compile_properties("LATENCY", self._threads, self._precision, self._group_size)
+        properties["PERF_COUNT"] = True
         request = ov.Core().compile_model(str(self._path), DEVICE, properties).create_infer_request()
         times = []
         for _ in range(calls):
@@ -105,6 +113,7 @@ class OpenVinoSession(Session):
             "inference_precision": self._compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
             "inference_precision_requested": self._precision,
             "inference_num_threads": int(self._compiled.get_property("INFERENCE_NUM_THREADS")),
+            "dynamic_quantization_group_size": int(self._compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE")),
             "latency_hint_streams": int(self._compiled.get_property("NUM_STREAMS")),
             "execution_devices": ", ".join(self._compiled.get_property("EXECUTION_DEVICES")),
         }

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.core import layout
@@ -93,3 +95,30 @@ class Pass(ABC):
 
     @abstractmethod
     def run(self, ctx: BuildContext, config: Any) -> BuildResult: ...
+
+
+def session_runner(runtime: str, path: Path, config: dict[str, Any] | None = None) -> Callable[[Arrays], Arrays]:
+    """A one-thread session of `runtime` (pipeline.runtimes) on `path`: its run function."""
+    from pipeline import runtimes
+
+    return runtimes.load(runtime, path, 1, config or {}).run
+
+
+def run_time_quantization(
+    ctx: BuildContext, quantized: Callable[[Arrays], Arrays], float_twin: Callable[[Arrays], Arrays], twin: str
+) -> dict[str, Any]:
+    """Did the runtime quantize activations at run time on this CPU? Read from what it computed,
+    never assumed: the variant's outputs against its twin whose matrix products take float
+    activations (`twin` says how), on one calibration batch (never a scoring row). Identical
+    outputs mean the CPU ran the float path: the variant is then weight-only INT8."""
+    from pipeline.core.data import sample_batch
+
+    batch = sample_batch(ctx.calibration().inputs, ctx.fixed_batch or 2)
+    got, reference = quantized(batch), float_twin(batch)
+    difference = max(float(np.max(np.abs(got[name] - reference[name]), initial=0.0)) for name in reference)
+    active = difference > 0
+    return {
+        "activations_quantized_at_run_time": active,
+        "activations_check": f"outputs {'differ' if active else 'do not differ'} from {twin}'s "
+        f"(max abs {difference:.3g}, one calibration batch)",
+    }

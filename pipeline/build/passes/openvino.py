@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.build.passes.base import (
+    BuildContext,
+    BuildResult,
+    NoConfig,
+    Pass,
+    run_time_quantization,
+    session_runner,
+)
 from pipeline.core.config import PARAMS_FILE
 from pipeline.core.data import Arrays, DataSet, padded_batches
 from pipeline.core.errors import ConfigError, PipelineError
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
     import openvino as ov
 
 MODEL_FILE = "model.xml"
+GROUP_SIZE = "dynamic_quantization_group_size"  # the runtime config key (pipeline.runtimes.ov)
 Precision = Literal["f32", "bf16", "f16", "auto"]
 
 
@@ -65,7 +73,14 @@ class Int8AccuracyConfig(Int8Config):
     max_drop: float = Field(default=0.01, gt=0)
     drop_type: Literal["absolute", "relative"] = "absolute"
     max_num_iterations: int = Field(default=500, ge=1)
-    max_seconds: float | None = Field(default=600, gt=0)  # the search's budget; null: no bound but the build timeout
+    max_seconds: float | None = Field(default=120, gt=0)  # the search's budget; null: no bound but the build timeout
+
+
+class DynamicQuantizationConfig(OpenVinoConfig):
+    mode: Literal["int8_asym", "int8_sym"] = "int8_asym"  # nncf.compress_weights: per output channel
+    # DYNAMIC_QUANTIZATION_GROUP_SIZE: activations quantized in groups of this many values at run
+    # time (smaller: closer to float, slower); 0 turns it off (weights INT8, float matrix products)
+    group_size: int = Field(default=64, ge=0)
 
 
 def convert(ctx: BuildContext, frontend: str) -> ov.Model:
@@ -125,6 +140,42 @@ class OpenVinoFp16(Pass):
 
     def run(self, ctx: BuildContext, config: OpenVinoConfig) -> BuildResult:
         return save(ctx, convert(ctx, config.frontend), compress_to_fp16=True, config=config)
+
+
+class NncfWeightsInt8DynamicActivations(Pass):
+    """INT8 weights (nncf.compress_weights: data-free, per output channel) and INT8 matrix products
+    whose activations the CPU plugin quantizes per group of `group_size` values at run time: a
+    per-token outlier costs one group its precision, not the whole tensor (static INT8's one scale
+    per tensor). The group size is stored in the IR (rt_info runtime_options, which the CPU plugin
+    reads at compile) and in the runtime config, so `predict` and any OpenVINO user run it the same way.
+
+    Whether the matrix products ran in INT8 is read from what the plugin computed: its execution
+    graph names the same FullyConnected kernel and u8 weights either way, so the pass compares the
+    outputs with group size 0 (off) on a calibration batch."""
+
+    Config = DynamicQuantizationConfig
+
+    def run(self, ctx: BuildContext, config: DynamicQuantizationConfig) -> BuildResult:
+        import nncf
+
+        compressed = nncf.compress_weights(convert(ctx, config.frontend), mode=nncf.CompressWeightsMode(config.mode))
+        compressed.set_rt_info(str(config.group_size), ["runtime_options", "DYNAMIC_QUANTIZATION_GROUP_SIZE"])
+        result = save(ctx, compressed, compress_to_fp16=False, config=config, mode=config.mode)
+        result.runtime_config[GROUP_SIZE] = config.group_size
+        int8 = {"u8", "i8"}
+        weights = sum(op.get_type_name() == "Constant" and op.get_element_type().get_type_name() in int8
+                      for op in compressed.get_ops())  # fmt: skip
+        result.details |= {"group_size": config.group_size, "int8_weight_tensors": weights}
+        if not config.group_size:
+            result.details |= {"activations_quantized_at_run_time": False, "activations_check": "group_size 0: off"}
+            return result
+        path, precision = ctx.out_dir / MODEL_FILE, config.inference_precision
+        run = {
+            size: session_runner("openvino", path, {"inference_precision": precision, GROUP_SIZE: size})
+            for size in (config.group_size, 0)
+        }
+        result.details |= run_time_quantization(ctx, run[config.group_size], run[0], "group size 0")
+        return result
 
 
 def calibration_dataset(ctx: BuildContext) -> Any:
@@ -213,10 +264,14 @@ class Validation:
     through at a mean drop of 0.005 with its worst row at 0.989.)
 
     `max_seconds` bounds the search: once spent, every call answers the FP32 model's own figures,
-    which ends NNCF's loop with the model it holds; the pass then measures that model for real.
+    which ends NNCF's loop with the model it holds; the pass then measures that model for real. It
+    stops the same way as soon as it cannot reach `max_drop` (absolute) in time: once two models with
+    reverted operations were validated on every row, the gain per second since the first of them,
+    projected over the seconds left, must reach the FP32 value minus max_drop (`stop_reason` says
+    which bound stopped it). A search that cannot get there spends no more of its budget trying.
     """
 
-    def __init__(self, ctx: BuildContext, max_seconds: float | None = None) -> None:
+    def __init__(self, ctx: BuildContext, max_seconds: float | None = None, max_drop: float | None = None) -> None:
         rows: DataSet = ctx.validation()
         self.class_scores = ctx.config.metric if ctx.config.metric != "none" and rows.labels is not None else None
         self.metric = self.class_scores or "worst-row cosine"
@@ -231,7 +286,9 @@ class Validation:
         self.max_seconds = max_seconds
         self.started = time.monotonic()
         self.first: tuple[float, list[float]] | None = None  # the FP32 model's figures: NNCF validates it first
-        self.out_of_time = False
+        self.max_drop = max_drop  # absolute: the value to reach is the FP32 model's minus this
+        self.whole: list[tuple[float, float]] = []  # (seconds, value) of each model validated on every row
+        self.stop_reason: str | None = None
 
     def _targets(self, rows: DataSet, start: int, real: int) -> Any:
         if self.class_scores:
@@ -246,15 +303,45 @@ class Validation:
             return float(np.mean(predictions(outputs[0][:real], self.class_scores) == target))
         return min(float(cosine_per_sample(ref, out[:real]).mean()) for ref, out in zip(target, outputs, strict=True))
 
+    @property
+    def out_of_time(self) -> bool:
+        return self.stop_reason is not None
+
     def __call__(self, compiled: Any, items: Any) -> tuple[float, list[float]]:
-        if self.first is not None and self.max_seconds and time.monotonic() - self.started > self.max_seconds:
-            self.out_of_time = True
+        if self.first is not None and (self.stop_reason or self._should_stop()):
             return self.first
         values = [self.score(self.run(compiled, inputs), target) for inputs, target in items]
         result = float(np.mean(values) if self.class_scores else np.min(values)), values
         if self.first is None:
             self.first = result
+        elif len(values) == len(self.items):
+            self.whole.append((time.monotonic() - self.started, result[0]))
         return result
+
+    def _should_stop(self) -> bool:
+        """Out of seconds, or the search's pace cannot reach the target in the seconds left."""
+        elapsed = time.monotonic() - self.started
+        if not self.max_seconds:
+            return False
+        if elapsed > self.max_seconds:
+            self.stop_reason = f"max_seconds: {self.max_seconds:g} s spent"
+            return True
+        # the first whole-set value is the quantized model's; reverting starts after it
+        if self.max_drop is None or self.first is None or len(self.whole) < 3:
+            return False
+        target = self.first[0] - self.max_drop
+        (t0, v0), (t1, v1) = self.whole[1], self.whole[-1]
+        if v1 >= target:
+            return False
+        pace = (v1 - v0) / (t1 - t0) if t1 > t0 else 0.0
+        left = self.max_seconds - elapsed
+        if pace <= 0 or (target - v1) / pace > left:
+            self.stop_reason = (
+                f"projected: {self.metric} {v1:.4g} after {len(self.whole) - 1} reverts, gaining "
+                f"{pace:.3g}/s; reaching {target:.4g} needs more than the {left:.0f} s left of max_seconds"
+            )
+            return True
+        return False
 
     @staticmethod
     def run(compiled: Any, inputs: Arrays) -> list[np.ndarray]:
@@ -293,7 +380,7 @@ class NncfInt8AccuracyControl(Pass):
         from nncf.parameters import DropType
         from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
-        validation = Validation(ctx, config.max_seconds)
+        validation = Validation(ctx, config.max_seconds, config.max_drop if config.drop_type == "absolute" else None)
         model = convert(ctx, config.frontend)
         kwargs = quantize_kwargs(ctx, config, model, advanced="advanced_quantization_parameters")
         with _capturing_restorer_report() as captured:
@@ -334,12 +421,12 @@ class NncfInt8AccuracyControl(Pass):
             "reached_max_drop": bool(drop <= config.max_drop),
             "search_s": search_s,
             "max_seconds": config.max_seconds,
-            "stopped_by": "max_seconds" if validation.out_of_time else "nncf",
+            "stopped_by": validation.stop_reason or "nncf",
         }
         if validation.out_of_time and drop > config.max_drop:
             raise PipelineError(
-                f"accuracy control ran out of its budget (max_seconds {config.max_seconds:g}) at a "
-                f"{validation.metric} drop of {drop:.4g} > max_drop {config.max_drop:g} on the validation rows; "
+                f"accuracy control stopped ({validation.stop_reason}) at a {validation.metric} drop of "
+                f"{drop:.4g} > max_drop {config.max_drop:g} on the validation rows after {search_s:.0f} s; "
                 f"raise variants.openvino_int8_acc.max_seconds or max_drop"
             )
         return save(ctx, quantized, compress_to_fp16=False, config=config, **details)
