@@ -64,8 +64,11 @@ def identical_groups(candidates: list[Candidate], root: Path, model: str) -> dic
     return {members[0]: members for members in groups.values()}
 
 
-def measure_contenders(model: str, variants: list[str], params: Params, root: Path, batch: int = 1) -> dict[str, Any]:
-    """Run the interleaved timing in a fresh process, holding the machine, with the bench's threads."""
+def measure_contenders(
+    model: str, variants: list[str], params: Params, root: Path, batch: int = 1, folders: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run the interleaved timing in a fresh process, holding the machine, with the bench's threads
+    (`batch` and `folders`, where each variant was built if not in its folder: for benchmark scripts)."""
     with machine_lock(exclusive=True):
         return call(
             f"{interleaved.__name__}:contest",
@@ -76,6 +79,7 @@ def measure_contenders(model: str, variants: list[str], params: Params, root: Pa
                 "config": params.select.contest.model_dump(),
                 "root": str(root),
                 "batch": batch,
+                "folders": folders,
             },
             timeout=params.bench.timeout_s,
             env=thread_env(params.bench.resolved_threads()),

@@ -254,6 +254,10 @@ def _int8_details(ctx: BuildContext, config: Int8Config) -> dict[str, Any]:
     }
 
 
+class SearchStopped(Exception):
+    """Accuracy control out of its budget, or projected to miss max_drop within it."""
+
+
 class Validation:
     """NNCF's validation function over the validation rows (never the scoring rows), one value per item.
 
@@ -263,12 +267,13 @@ class Validation:
     `max_drop: 0.005` asks for a worst-row cosine of 0.995. (A mean let a pretrained MiniLM's INT8
     through at a mean drop of 0.005 with its worst row at 0.989.)
 
-    `max_seconds` bounds the search: once spent, every call answers the FP32 model's own figures,
-    which ends NNCF's loop with the model it holds; the pass then measures that model for real. It
-    stops the same way as soon as it cannot reach `max_drop` (absolute) in time: once two models with
-    reverted operations were validated on every row, the gain per second since the first of them,
-    projected over the seconds left, must reach the FP32 value minus max_drop (`stop_reason` says
-    which bound stopped it). A search that cannot get there spends no more of its budget trying.
+    `max_seconds` bounds the search, and it stops sooner once it cannot reach `max_drop` (absolute)
+    in time: after two models with reverted operations were validated on every row, the gain per
+    second since the first of them, projected over the seconds left, must reach the FP32 value minus
+    max_drop. Either way the next call raises SearchStopped (`stop_reason` says which bound): NNCF
+    returns a model only once it meets max_drop, so the one it holds by then does not, and its
+    ranking would go on compiling models whatever the validation answered. Never before the first
+    quantized model was validated: when that one meets max_drop there is no search to stop.
     """
 
     def __init__(self, ctx: BuildContext, max_seconds: float | None = None, max_drop: float | None = None) -> None:
@@ -285,7 +290,6 @@ class Validation:
         self.origin = rows.origin
         self.max_seconds = max_seconds
         self.started = time.monotonic()
-        self.first: tuple[float, list[float]] | None = None  # the FP32 model's figures: NNCF validates it first
         self.max_drop = max_drop  # absolute: the value to reach is the FP32 model's minus this
         self.whole: list[tuple[float, float]] = []  # (seconds, value) of each model validated on every row
         self.stop_reason: str | None = None
@@ -303,20 +307,19 @@ class Validation:
             return float(np.mean(predictions(outputs[0][:real], self.class_scores) == target))
         return min(float(cosine_per_sample(ref, out[:real]).mean()) for ref, out in zip(target, outputs, strict=True))
 
-    @property
-    def out_of_time(self) -> bool:
-        return self.stop_reason is not None
-
     def __call__(self, compiled: Any, items: Any) -> tuple[float, list[float]]:
-        if self.first is not None and (self.stop_reason or self._should_stop()):
-            return self.first
+        if len(self.whole) >= 2 and self._should_stop():
+            raise SearchStopped(self.stop_reason)
         values = [self.score(self.run(compiled, inputs), target) for inputs, target in items]
         result = float(np.mean(values) if self.class_scores else np.min(values)), values
-        if self.first is None:
-            self.first = result
-        elif len(values) == len(self.items):
+        if len(values) == len(self.items):
             self.whole.append((time.monotonic() - self.started, result[0]))
         return result
+
+    @property
+    def fp32_value(self) -> float | None:
+        """The source's value: NNCF validates it on every row first (after a one-item probe)."""
+        return self.whole[0][1] if self.whole else None
 
     def _should_stop(self) -> bool:
         """Out of seconds, or the search's pace cannot reach the target in the seconds left."""
@@ -326,18 +329,18 @@ class Validation:
         if elapsed > self.max_seconds:
             self.stop_reason = f"max_seconds: {self.max_seconds:g} s spent"
             return True
-        # the first whole-set value is the quantized model's; reverting starts after it
-        if self.max_drop is None or self.first is None or len(self.whole) < 3:
+        # whole[0]: FP32, whole[1]: the quantized model, then one per model with reverted operations
+        if self.max_drop is None or len(self.whole) < 4:
             return False
-        target = self.first[0] - self.max_drop
-        (t0, v0), (t1, v1) = self.whole[1], self.whole[-1]
+        target = self.whole[0][1] - self.max_drop
+        (t0, v0), (t1, v1) = self.whole[2], self.whole[-1]
         if v1 >= target:
             return False
         pace = (v1 - v0) / (t1 - t0) if t1 > t0 else 0.0
         left = self.max_seconds - elapsed
         if pace <= 0 or (target - v1) / pace > left:
             self.stop_reason = (
-                f"projected: {self.metric} {v1:.4g} after {len(self.whole) - 1} reverts, gaining "
+                f"projected: {self.metric} {v1:.4g} after {len(self.whole) - 2} reverts, gaining "
                 f"{pace:.3g}/s; reaching {target:.4g} needs more than the {left:.0f} s left of max_seconds"
             )
             return True
@@ -383,19 +386,28 @@ class NncfInt8AccuracyControl(Pass):
         validation = Validation(ctx, config.max_seconds, config.max_drop if config.drop_type == "absolute" else None)
         model = convert(ctx, config.frontend)
         kwargs = quantize_kwargs(ctx, config, model, advanced="advanced_quantization_parameters")
-        with _capturing_restorer_report() as captured:
-            quantized = nncf.quantize_with_accuracy_control(
-                model,
-                calibration_dataset(ctx),
-                nncf.Dataset(validation.items),
-                validation_fn=validation,
-                max_drop=config.max_drop,
-                drop_type=DropType.ABSOLUTE if config.drop_type == "absolute" else DropType.RELATIVE,
-                advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
-                    max_num_iterations=config.max_num_iterations
-                ),
-                **kwargs,
-            )
+        try:
+            with _capturing_restorer_report() as captured:
+                quantized = nncf.quantize_with_accuracy_control(
+                    model,
+                    calibration_dataset(ctx),
+                    nncf.Dataset(validation.items),
+                    validation_fn=validation,
+                    max_drop=config.max_drop,
+                    drop_type=DropType.ABSOLUTE if config.drop_type == "absolute" else DropType.RELATIVE,
+                    advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
+                        max_num_iterations=config.max_num_iterations
+                    ),
+                    **kwargs,
+                )
+        except SearchStopped:
+            fp32_value, reached = validation.fp32_value, validation.whole[-1][1]
+            raise PipelineError(
+                f"accuracy control stopped ({validation.stop_reason}) after "
+                f"{time.monotonic() - validation.started:.0f} s, the {validation.metric} on the validation rows at "
+                f"{reached:.4g} against FP32's {fp32_value:.4g} (max_drop {config.max_drop:g}); raise "
+                f"variants.openvino_int8_acc.max_seconds or max_drop"
+            ) from None
         search_s = time.monotonic() - validation.started
         report = captured.get("report")
         validation.max_seconds = None  # the figures below are measured, whatever the budget
@@ -421,12 +433,6 @@ class NncfInt8AccuracyControl(Pass):
             "reached_max_drop": bool(drop <= config.max_drop),
             "search_s": search_s,
             "max_seconds": config.max_seconds,
-            "stopped_by": validation.stop_reason or "nncf",
+            "stopped_by": "nncf",  # it met max_drop: a stopped search fails the build (SearchStopped)
         }
-        if validation.out_of_time and drop > config.max_drop:
-            raise PipelineError(
-                f"accuracy control stopped ({validation.stop_reason}) at a {validation.metric} drop of "
-                f"{drop:.4g} > max_drop {config.max_drop:g} on the validation rows after {search_s:.0f} s; "
-                f"raise variants.openvino_int8_acc.max_seconds or max_drop"
-            )
         return save(ctx, quantized, compress_to_fp16=False, config=config, **details)

@@ -14,6 +14,7 @@ and a graph without such MatMuls is recorded as not applicable.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
@@ -59,6 +60,7 @@ class MatMulNBits8(Pass):
             accuracy_level=config.accuracy_level,
             op_types_to_quantize=("MatMul",),
         )
+        logging.getLogger(MatMulNBitsQuantizer.__module__).setLevel(logging.WARNING)  # a line per node otherwise
         quantizer.process()
         model: onnx.ModelProto = quantizer.model.model
         rewritten = sum(node.op_type == "MatMulNBits" for node in model.graph.node)
