@@ -280,17 +280,20 @@ class Measured(Part):
     def outputs(self) -> dict[str, OutputFidelity]:
         return self.fidelity or {}
 
+    def _lowest(self, figure: str) -> float | None:
+        """The lowest of one OutputFidelity figure over the outputs that have it: the worst decides."""
+        values = [value for f in self.outputs.values() if (value := getattr(f, figure)) is not None]
+        return min(values) if values else None
+
     @property
     def worst_cosine(self) -> float | None:
         """The lowest per-row cosine over every output: one broken output or row decides."""
-        values = [f.cosine_min for f in self.outputs.values() if f.cosine_min is not None]
-        return min(values) if values else None
+        return self._lowest("cosine_min")
 
     @property
     def worst_output_score(self) -> float | None:
         """The worst output's score (OutputFidelity.score): what ties are broken on and the Pareto front weighs."""
-        scores = [s for s in (f.score for f in self.outputs.values()) if s is not None]
-        return min(scores) if scores else None
+        return self._lowest("score")
 
     @property
     def top1_agreement(self) -> float | None:
@@ -301,14 +304,12 @@ class Measured(Part):
     @property
     def neighbour_recall(self) -> float | None:
         """The lowest recall@10 of the source's nearest neighbours over the embedding outputs."""
-        values = [f.neighbour_recall for f in self.outputs.values() if f.neighbour_recall is not None]
-        return min(values) if values else None
+        return self._lowest("neighbour_recall")
 
     @property
     def similarity_rank_corr(self) -> float | None:
         """The lowest rank correlation of pairwise similarities over the embedding outputs."""
-        values = [f.similarity_rank_corr for f in self.outputs.values() if f.similarity_rank_corr is not None]
-        return min(values) if values else None
+        return self._lowest("similarity_rank_corr")
 
 
 class VariantRecord(Measured):
