@@ -125,7 +125,7 @@ def project(tmp_path_factory, tiny_onnx):
     folder = write_hf_folder(root.parent / "hf_clf", "BertForSequenceClassification")
     run([sys.executable, "-m", "pipeline", "add", "hf_clf", str(folder), "--eval", str(texts), "--dim", "seq=8"], root)
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5}
+    params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5, "min_neighbour_recall": 0.5}
     params["catalog"]["byo_fixed"]["skip"] = RUN_TIME_INT8
     params["catalog"]["hf_clf"]["skip"] = HF_SKIP
     write_params(root, params)
@@ -332,10 +332,10 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
     files = next(iter(shown.values()))["data"]
     assert set(files["reports/metrics/spam_fnn/onnx_fp32.json"]["data"]) <= {
         "status", "p50_ms", "p50_ci_pct", "p99_ms", "peak_sps", "footprint_mb", "size_mb", "load_ms",
-        "acc_delta", "cosine_min",
+        "acc_delta", "cosine_min", "top1_agreement", "neighbour_recall", "similarity_rank_corr",
     }  # fmt: skip
     done = subprocess.run(["dvc", "metrics", "show"], cwd=root, capture_output=True, text=True)
-    assert "failed to load" not in done.stderr and max(map(len, done.stdout.splitlines())) <= 180  # 10 columns
+    assert "failed to load" not in done.stderr and max(map(len, done.stdout.splitlines())) <= 240  # 13 columns
     summary = run([sys.executable, "-m", "pipeline", "summary"], root)
     assert "spam_fnn" in summary and "onnx_int8_static" in summary and "byo_onnx" in summary
 
@@ -418,6 +418,8 @@ def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
         "max_accuracy_drop": None,
         "min_cosine": None,
         "max_rel_error": None,
+        "min_top1_agreement": None,
+        "min_neighbour_recall": None,
     }
     params["select"]["models"] = {}  # nor a model's own constraints
     (side / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

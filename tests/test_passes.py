@@ -132,3 +132,16 @@ def test_static_int8_lifts_an_old_opset_for_per_channel_weights(tmp_path):
     assert onnx.load(lifted).opset_import[0].version == 13
     session = ort.InferenceSession(str(quantized(lifted, "lifted.onnx")), providers=["CPUExecutionProvider"])
     assert session.run(None, {"x": rows["x"][:1]})[0].shape == (1, 4, 8, 8)
+
+
+def test_blockwise_int8_knobs_are_checked_and_a_graph_without_matmuls_does_not_apply(context):
+    """block_size must be a power of 2; a Gemm-only graph (the tiny MLP's torch export) has nothing
+    MatMulNBits rewrites, recorded as not applicable rather than built as a copy."""
+    from pipeline.build.knobs import validate_variant_params
+    from pipeline.core.errors import ConfigError, NotApplicable
+
+    with pytest.raises(ConfigError, match=r"variants\.onnx_int8_blockwise\.block_size: 100 is not a power of 2"):
+        validate_variant_params("onnx_int8_blockwise", {"block_size": 100})
+    with pytest.raises(NotApplicable, match=r"no MatMul with constant 2-D weights .*Gemm stay float"):
+        build(context, "onnx_int8_blockwise", block_size=16)
+

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from pipeline.build.passes.base import (
     BuildContext,
@@ -32,7 +32,7 @@ from pipeline.build.passes.base import (
 from pipeline.build.passes.onnx_export import MODEL_FILE
 from pipeline.build.passes.ort_quantize import is_external
 from pipeline.core import onnx_files
-from pipeline.core.errors import ConfigError, NotApplicable
+from pipeline.core.errors import NotApplicable
 
 FLOAT_COMPUTE = 1  # MatMulNBits accuracy_level 1: dequantize the weights, multiply in FP32
 
@@ -42,6 +42,13 @@ class BlockwiseConfig(NoConfig):
     accuracy_level: Literal[1, 2, 3, 4] = 4  # the activations' compute type: 1 fp32, 2 fp16, 3 bf16, 4 int8
     is_symmetric: bool = True  # symmetric weights (no zero points)
 
+    @field_validator("block_size")
+    @classmethod
+    def _power_of_two(cls, size: int) -> int:
+        if size & (size - 1):
+            raise ValueError(f"{size} is not a power of 2")
+        return size
+
 
 class MatMulNBits8(Pass):
     Config = BlockwiseConfig
@@ -50,8 +57,6 @@ class MatMulNBits8(Pass):
         import onnx
         from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-        if config.block_size & (config.block_size - 1):
-            raise ConfigError(f"variants.onnx_int8_blockwise.block_size: {config.block_size} is not a power of 2")
         quantizer = MatMulNBitsQuantizer(
             str(ctx.exported_onnx),
             bits=8,
@@ -92,7 +97,7 @@ class MatMulNBits8(Pass):
         """Whether ORT quantized the activations on this CPU: outputs against the same weights with
         float compute (accuracy_level 1), on one calibration batch."""
         if config.accuracy_level == FLOAT_COMPUTE:
-            return {"activations_quantized_at_run_time": False, "activations_how": "accuracy_level 1: float compute"}
+            return {"activations_quantized_at_run_time": False, "activations_check": "accuracy_level 1: float compute"}
         import onnx
 
         twin = onnx.ModelProto()
