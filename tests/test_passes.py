@@ -144,4 +144,3 @@ def test_blockwise_int8_knobs_are_checked_and_a_graph_without_matmuls_does_not_a
         validate_variant_params("onnx_int8_blockwise", {"block_size": 100})
     with pytest.raises(NotApplicable, match=r"no MatMul with constant 2-D weights .*Gemm stay float"):
         build(context, "onnx_int8_blockwise", block_size=16)
-
