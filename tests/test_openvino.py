@@ -112,6 +112,25 @@ def test_accuracy_control_stops_once_its_pace_cannot_reach_max_drop(context, mon
     assert validation.stop_reason.startswith("projected: ")
 
 
+def test_accuracy_control_stops_when_ranking_alone_would_outlast_its_budget(context, monkeypatch):
+    """63 groups to score at 8 s each with 100 s left: stop after two, not when the budget is gone;
+    ranking scores are not progress (a lower one is no reason to stop)."""
+    now = [0.0]
+    monkeypatch.setattr("pipeline.build.passes.openvino.time.monotonic", lambda: now[0])
+    validation = answering(Validation(context, max_seconds=120, max_drop=0.01))
+    for value in (1.0, 0.9):  # FP32, the quantized model
+        validation(compiled=value, items=validation.items)
+    now[0] = 20
+    validation.ranking_started(63)
+    for seconds, value in ((28, 0.95), (36, 0.91)):
+        now[0] = seconds
+        validation(compiled=value, items=validation.items)
+    assert validation.stop_reason is None and len(validation.whole) == 2  # ranking calls are not reverts
+    with pytest.raises(SearchStopped):
+        validation(compiled=0.93, items=validation.items)
+    assert validation.stop_reason.startswith("projected: ranking 63 groups of quantized operations needs about")
+
+
 def test_validation_without_a_task_metric_scores_every_output_by_cosine(context):
     ctx = type(context)("tiny", tiny_config(metric="none"), context.root, context.out_dir)
     validation = Validation(ctx)

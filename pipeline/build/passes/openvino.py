@@ -267,13 +267,15 @@ class Validation:
     `max_drop: 0.005` asks for a worst-row cosine of 0.995. (A mean let a pretrained MiniLM's INT8
     through at a mean drop of 0.005 with its worst row at 0.989.)
 
-    `max_seconds` bounds the search, and it stops sooner once it cannot reach `max_drop` (absolute)
-    in time: after two models with reverted operations were validated on every row, the gain per
-    second since the first of them, projected over the seconds left, must reach the FP32 value minus
-    max_drop. Either way the next call raises SearchStopped (`stop_reason` says which bound): NNCF
-    returns a model only once it meets max_drop, so the one it holds by then does not, and its
-    ranking would go on compiling models whatever the validation answered. Never before the first
-    quantized model was validated: when that one meets max_drop there is no search to stop.
+    `max_seconds` bounds the search, and it stops sooner once it cannot finish in time: while NNCF
+    ranks the groups of quantized operations (one validation per group, before any is reverted), when
+    the groups left at the pace so far need more than the seconds left; once it reverts, after two
+    reverted models were validated on every row, when the gain per second since the first of them,
+    projected over the seconds left, cannot reach the FP32 value minus max_drop (absolute). Either
+    way the next call raises SearchStopped (`stop_reason` says which bound): NNCF returns a model only
+    once it meets max_drop, so the one it holds by then does not, and its ranking would go on
+    compiling models whatever the validation answered. Never before the first quantized model was
+    validated: when that one meets max_drop there is no search to stop.
     """
 
     def __init__(self, ctx: BuildContext, max_seconds: float | None = None, max_drop: float | None = None) -> None:
@@ -293,6 +295,7 @@ class Validation:
         self.max_drop = max_drop  # absolute: the value to reach is the FP32 model's minus this
         self.whole: list[tuple[float, float]] = []  # (seconds, value) of each model validated on every row
         self.stop_reason: str | None = None
+        self.ranking: list[float] | None = None  # while NNCF ranks groups: [groups, scored, started]
 
     def _targets(self, rows: DataSet, start: int, real: int) -> Any:
         if self.class_scores:
@@ -312,9 +315,14 @@ class Validation:
             raise SearchStopped(self.stop_reason)
         values = [self.score(self.run(compiled, inputs), target) for inputs, target in items]
         result = float(np.mean(values) if self.class_scores else np.min(values)), values
-        if len(values) == len(self.items):
+        if self.ranking is not None:
+            self.ranking[1] += 1  # one group's score (a model with that group reverted, on the ranking subset)
+        elif len(values) == len(self.items):
             self.whole.append((time.monotonic() - self.started, result[0]))
         return result
+
+    def ranking_started(self, groups: int) -> None:
+        self.ranking = [groups, 0, time.monotonic()]
 
     @property
     def fp32_value(self) -> float | None:
@@ -329,6 +337,17 @@ class Validation:
         if elapsed > self.max_seconds:
             self.stop_reason = f"max_seconds: {self.max_seconds:g} s spent"
             return True
+        left = self.max_seconds - elapsed
+        if self.ranking is not None:  # NNCF scores every group before it reverts any
+            groups, scored, since = self.ranking
+            needs = (time.monotonic() - since) / scored * (groups - scored) if scored >= 2 else 0.0
+            if needs > left:
+                self.stop_reason = (
+                    f"projected: ranking {groups:.0f} groups of quantized operations needs about {needs:.0f} s "
+                    f"more ({scored:.0f} scored), past the {left:.0f} s left of max_seconds"
+                )
+                return True
+            return False
         # whole[0]: FP32, whole[1]: the quantized model, then one per model with reverted operations
         if self.max_drop is None or len(self.whole) < 4:
             return False
@@ -337,7 +356,6 @@ class Validation:
         if v1 >= target:
             return False
         pace = (v1 - v0) / (t1 - t0) if t1 > t0 else 0.0
-        left = self.max_seconds - elapsed
         if pace <= 0 or (target - v1) / pace > left:
             self.stop_reason = (
                 f"projected: {self.metric} {v1:.4g} after {len(self.whole) - 2} reverts, gaining "
@@ -350,6 +368,29 @@ class Validation:
     def run(compiled: Any, inputs: Arrays) -> list[np.ndarray]:
         result = compiled(dict(enumerate(inputs.values())))
         return [np.asarray(result[port]) for port in compiled.outputs]
+
+
+@contextmanager
+def _watching_ranking(validation: Validation) -> Any:
+    """NNCF ranks every group of quantized operations (a model with that group reverted, validated on
+    the ranking subset) before it reverts any: tell the validation when, so those calls are counted
+    as ranking, not as progress, and the ranking's own time is projected against the budget."""
+    from nncf.quantization.algorithms.accuracy_control.ranker import Ranker
+
+    original = Ranker.rank_groups_of_quantizers
+
+    def watched(self: Any, groups_to_rank: list[Any], *args: Any, **kwargs: Any) -> Any:
+        validation.ranking_started(len(groups_to_rank))
+        try:
+            return original(self, groups_to_rank, *args, **kwargs)
+        finally:
+            validation.ranking = None
+
+    Ranker.rank_groups_of_quantizers = watched
+    try:
+        yield
+    finally:
+        Ranker.rank_groups_of_quantizers = original
 
 
 @contextmanager
@@ -387,7 +428,7 @@ class NncfInt8AccuracyControl(Pass):
         model = convert(ctx, config.frontend)
         kwargs = quantize_kwargs(ctx, config, model, advanced="advanced_quantization_parameters")
         try:
-            with _capturing_restorer_report() as captured:
+            with _capturing_restorer_report() as captured, _watching_ranking(validation):
                 quantized = nncf.quantize_with_accuracy_control(
                     model,
                     calibration_dataset(ctx),
