@@ -116,6 +116,7 @@ def verdict(rows: dict[str, dict[str, Any]], max_ratio: float, static_slack: flo
     if static_slack is not None:
         met = met and to_static is not None and to_static <= static_slack
     return {
+        "missed": [] if met else missed(rows, max_ratio, static_slack),
         "deployed_int8": deployed,
         "deployed_ratio": ratio,
         "deployed_cosine_min": kept[deployed]["cosine_min"] if deployed else None,
@@ -125,6 +126,29 @@ def verdict(rows: dict[str, dict[str, Any]], max_ratio: float, static_slack: flo
         "max_to_static_int8": static_slack,
         "goal_met": met,
     }
+
+
+def missed(rows: dict[str, dict[str, Any]], max_ratio: float, static_slack: float | None) -> list[str]:
+    """Why no INT8 met the goal: each requirement and the best INT8 figure against it."""
+    int8 = {v: r for v, r in rows.items() if v in INT8 and r.get("ratio") is not None}
+    if not int8:
+        return ["no INT8 variant built"]
+    best = {
+        "worst-row cosine": (max(r["cosine_min"] for r in int8.values()), MIN_COSINE, ">="),
+        "neighbour recall@10": (max(r["neighbour_recall"] or 0 for r in int8.values()), MIN_RECALL, ">="),
+    }
+    keeps = [r for r in int8.values() if r["cosine_min"] >= MIN_COSINE]
+    if keeps:
+        best["ratio to onnx_fp32 of an INT8 keeping the cosine"] = (min(r["ratio"] for r in keeps), max_ratio, "<=")
+        static = rows.get(STATIC, {}).get("p50_ms")
+        if static_slack is not None and static:
+            fastest = min(r["p50_ms"] for r in keeps) / static
+            best[f"its latency over {STATIC}'s"] = (fastest, static_slack, "<=")
+    return [
+        f"{what}: best {value:.4g}, goal {sign} {goal:g}"
+        for what, (value, goal, sign) in best.items()
+        if (value < goal if sign == ">=" else value > goal)
+    ]
 
 
 def show(name: str, result: dict[str, Any], cpu: dict[str, Any]) -> None:
@@ -144,6 +168,8 @@ def show(name: str, result: dict[str, Any], cpu: dict[str, Any]) -> None:
     print(f"goal: the deployed INT8 keeps cosine >= {MIN_COSINE} and recall@10 >= {MIN_RECALL} at <= "
           f"{v['max_ratio']}x {BASELINE}" + (f", within {STATIC_SLACK}x of {STATIC}" if v["max_to_static_int8"] else "")
           + f": {'met' if v['goal_met'] else 'NOT met'} ({v['deployed_int8']}, {ratio})")  # fmt: skip
+    for reason in v["missed"]:
+        print(f"  missed: {reason}")
 
 
 def main() -> None:
