@@ -22,13 +22,10 @@ from typing import Any
 
 import yaml
 
-from benchmarks.scratch import added_project, entry, scratch_project
-from pipeline import runtimes
+from benchmarks.scratch import added_project, scratch_project
 from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params
-from pipeline.core.data import DataSet, run_batched
-from pipeline.core.evaluate import fidelity_block
 from pipeline.core.files import write_json
 from pipeline.core.isolate import call
 from pipeline.core.records import Measured
@@ -38,16 +35,13 @@ from pipeline.machine.fingerprint import fingerprint
 BASELINE = "onnx_fp32"
 
 
-def quality(root: str, model: str, variant: str) -> dict[str, float | None]:
-    """The built variant's worst-row cosine and neighbour recall on the validation and scoring rows."""
-    path, build = entry(Path(root), model, variant)
-    session = runtimes.load(build["runtime"], path, 1, build["runtime_config"])
-    found: dict[str, float | None] = {}
+def quality(found: dict[str, Any]) -> dict[str, float | None]:
+    """Worst-row cosine and neighbour recall on the validation and scoring rows (scratch.fidelity_on)."""
+    figures: dict[str, float | None] = {}
     for role, name in (("validation", layout.VALIDATION), ("scoring", layout.REFERENCE)):
-        rows = DataSet.load(layout.source_dir(model, Path(root)) / name)
-        scored = Measured(fidelity=fidelity_block(rows.outputs, run_batched(session.run, rows.inputs, 32), None))
-        found[role], found[f"{role}_recall"] = scored.worst_cosine, scored.neighbour_recall
-    return found
+        scored = Measured(fidelity=found["fidelity"][name])
+        figures[role], figures[f"{role}_recall"] = scored.worst_cosine, scored.neighbour_recall
+    return figures
 
 
 def parse_grid(values: list[str]) -> dict[str, list[Any]]:
@@ -91,8 +85,9 @@ def main() -> None:
             if info["status"] != "ok":
                 print(f"{name:24} {info['status']}: {info['reason'][:80]}")
                 continue
-            where = {"root": str(root), "model": model, "variant": args.variant}
-            row |= call("benchmarks.openvino_int8_recipes:quality", where, timeout=1800)
+            where = {"root": str(root), "model": model, "variant": args.variant,
+                     "row_files": [layout.VALIDATION, layout.REFERENCE]}  # fmt: skip
+            row |= quality(call("benchmarks.scratch:fidelity_on", where, timeout=1800))
             folders[name] = str(shutil.copytree(layout.variant_dir(model, args.variant, root), root / name))
             print(f"{name:24} validation {row['validation']:.5f} (recall {row['validation_recall'] or 0:.3f})  "
                   f"scoring {row['scoring']:.5f} (recall {row['scoring_recall'] or 0:.3f})")  # fmt: skip

@@ -84,3 +84,20 @@ def entry(root: Path, model: str, variant: str) -> tuple[Path, dict[str, Any]]:
     folder = layout.variant_dir(model, variant, root)
     build = read_json(folder / layout.BUILD_INFO)
     return folder / build["entry"], build
+
+
+def fidelity_on(root: str, model: str, variant: str, row_files: list[str]) -> dict[str, Any]:
+    """A built variant's fidelity block against the FP32 source on each of the source's saved row sets
+    (layout.REFERENCE: the scoring rows; layout.VALIDATION), and its runtime's details; one session.
+    Benchmarks run it in a process of its own (pipeline.core.isolate.call)."""
+    from pipeline import runtimes
+    from pipeline.core.data import DataSet, run_batched
+    from pipeline.core.evaluate import fidelity_block
+
+    path, build = entry(Path(root), model, variant)
+    session = runtimes.load(build["runtime"], path, 1, build["runtime_config"])
+    found = {}
+    for name in row_files:
+        rows = DataSet.load(layout.source_dir(model, Path(root)) / name)
+        found[name] = fidelity_block(rows.outputs, run_batched(session.run, rows.inputs, 32), None)
+    return {"fidelity": found, "runtime": session.details()}

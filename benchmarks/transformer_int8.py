@@ -26,13 +26,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from benchmarks.scratch import added_project, entry
-from pipeline import runtimes
+from benchmarks.scratch import added_project
 from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import load_params
-from pipeline.core.data import DataSet, run_batched
-from pipeline.core.evaluate import fidelity_block
 from pipeline.core.files import write_json
 from pipeline.core.isolate import call
 from pipeline.core.records import Measured
@@ -61,15 +58,6 @@ def text_rows(samples: int = 1200, seed: int = 0) -> list[str]:
     return text[:samples]
 
 
-def fidelity_of(root: str, model: str, variant: str) -> dict[str, Any]:
-    """Fidelity of every output on the scoring rows (in a process of its own)."""
-    path, build = entry(Path(root), model, variant)
-    session = runtimes.load(build["runtime"], path, 1, build["runtime_config"])
-    reference = DataSet.load(layout.source_dir(model, Path(root)) / layout.REFERENCE)
-    outputs = run_batched(session.run, reference.inputs, 32)
-    return {"fidelity": fidelity_block(reference.outputs, outputs, None), "runtime": session.details()}
-
-
 def measure(model: str, folder: Path, seq: int, batch: int, variants: list[str]) -> dict[str, Any]:
     root = added_project(model, folder, text_rows(), seq)
     try:
@@ -80,8 +68,9 @@ def measure(model: str, folder: Path, seq: int, batch: int, variants: list[str])
             rows[variant] = {"status": info["status"], "reason": info["reason"], "build": info.get("build", {})}
         ok = [v for v, r in rows.items() if r["status"] == "ok"]
         for variant in ok:
-            found = call("benchmarks.transformer_int8:fidelity_of", {"root": str(root), "model": model,
-                                                                    "variant": variant}, timeout=1800)  # fmt: skip
+            where = {"root": str(root), "model": model, "variant": variant, "row_files": [layout.REFERENCE]}
+            found = call("benchmarks.scratch:fidelity_on", where, timeout=1800)
+            found["fidelity"] = found["fidelity"][layout.REFERENCE]
             scored = Measured(fidelity=found["fidelity"])
             rows[variant] |= {
                 "cosine_min": scored.worst_cosine,
