@@ -96,8 +96,11 @@ def fidelity_on(root: str, model: str, variant: str, row_files: list[str]) -> di
 
     path, build = entry(Path(root), model, variant)
     session = runtimes.load(build["runtime"], path, 1, build["runtime_config"])
+    source = layout.source_dir(model, Path(root))
+    fixed = read_json(source / layout.SOURCE_INFO).get("fixed_batch")  # a file that fixes its batch runs at it
     found = {}
     for name in row_files:
-        rows = DataSet.load(layout.source_dir(model, Path(root)) / name)
-        found[name] = fidelity_block(rows.outputs, run_batched(session.run, rows.inputs, 32), None)
+        rows = DataSet.load(source / name)
+        outputs = run_batched(session.run, rows.inputs, fixed or 32, fixed=bool(fixed))
+        found[name] = fidelity_block(rows.outputs, outputs, None)
     return {"fidelity": found, "runtime": session.details()}
