@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +18,22 @@ import yaml
 from pipeline.core.config import ModelConfig
 
 REPO = Path(__file__).resolve().parents[1]
+
+if WORKER := os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each test worker gets its own temp folder, so its own machine lock (pipeline.machine.lock): one
+    # worker's project never waits for the other's builds. Their figures disturb each other: tests assert
+    # on what a run wrote, never on how fast it ran (benchmarks/ measure, alone).
+    os.environ["TMPDIR"] = str(Path(tempfile.gettempdir()) / f"modelopt-tests-{WORKER}")
+    Path(os.environ["TMPDIR"]).mkdir(exist_ok=True)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+# The files that build a real DVC project, longest first: under --dist loadfile (pyproject.toml) a worker
+# takes a whole file, in this order, so the longest starts at once and the short files fill the other worker.
+PROJECT_FILES = ["test_e2e.py", "test_generation.py", "test_machines.py"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: PROJECT_FILES.index(item.path.name) if item.path.name in PROJECT_FILES else 99)
 
 TINY_NET = textwrap.dedent(
     """
