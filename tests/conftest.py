@@ -35,6 +35,7 @@ PROJECT_FILES = ["test_e2e.py", "test_generation.py", "test_machines.py"]
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: PROJECT_FILES.index(item.path.name) if item.path.name in PROJECT_FILES else 99)
 
+
 TINY_NET = textwrap.dedent(
     """
     import torch
