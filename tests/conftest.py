@@ -29,7 +29,7 @@ if WORKER := os.environ.get("PYTEST_XDIST_WORKER"):
 
 # The files that build a real DVC project, longest first: under --dist loadfile (pyproject.toml) a worker
 # takes a whole file, in this order, so the longest starts at once and the short files fill the other worker.
-PROJECT_FILES = ["test_e2e.py", "test_generation.py", "test_machines.py"]
+PROJECT_FILES = ["test_e2e.py", "test_generation.py", "test_e2e_frameworks.py", "test_machines.py"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

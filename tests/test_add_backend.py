@@ -18,7 +18,7 @@ import yaml
 
 from tests.conftest import REPO, copy_project, write_params
 from tests.helpers import FAST_BENCH
-from tests.test_e2e import read, run, stages_run
+from tests.pipeline_runs import read, run, stages_run
 
 pytestmark = pytest.mark.slow
 

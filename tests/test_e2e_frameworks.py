@@ -1,0 +1,68 @@
+"""End to end on the other source frameworks: a Keras model and a JAX (Flax) model of the zoo, trained
+small, through `dvc repro` to ONNX, OpenVINO and their own runtimes (TensorFlow graph and XLA, jax.jit
+and jax.export), each deployed and run by `predict`. Its own project, so a second test worker builds it
+beside tests/test_e2e.py's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.conftest import copy_project, write_params
+from tests.helpers import FAST_BENCH, FAST_CONTEST
+from tests.pipeline_runs import commit_and_repro, init_project, metrics, pinned_deploy_predicts, read
+
+pytestmark = pytest.mark.slow
+
+MODELS = ["digits_keras", "digits_jax"]
+# What tests/test_e2e.py covers on other models: no stages here
+SKIP = ["onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "onnx_int8_blockwise", "openvino_fp16",
+        "openvino_int8", "openvino_int8_dynamic", "openvino_int8_acc"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = copy_project(tmp_path_factory.mktemp("frameworks") / "project")
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["models"] = MODELS
+    params["train"] = {name: params["train"][name] | {"epochs": 3} for name in MODELS}
+    for name in MODELS:
+        params["catalog"][name]["skip"] = SKIP
+    params["bench"] = FAST_BENCH
+    params["select"]["contest"] = FAST_CONTEST
+    params["targets"] = ["cpu"]
+    params["gpu_variants"] = {}
+    params["export"]["max_eval_samples"] = 500
+    params["variants"] = {k: v for k, v in params["variants"].items() if not k.startswith("lm_")}
+    write_params(root, params)
+    init_project(root)
+    return root, commit_and_repro(root)
+
+
+@pytest.mark.parametrize(
+    ("model", "native"), [("digits_keras", ["tf_graph", "tf_xla"]), ("digits_jax", ["jax_jit", "jax_xla"])]
+)
+def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
+    root, _ = project
+    export = json.loads((root / "reports" / "export" / f"{model}.json").read_text())
+    assert export["status"] == "ok" and export["parity"] == "ok"
+    for variant in ["onnx_fp32", "openvino_fp32", *native]:
+        m = metrics(root, model, variant)
+        assert m["status"] == "ok", (variant, m["reason"])
+        assert abs(m["accuracy"]["delta"]) <= 0.01 and m["fidelity"]["logits"]["top1_agreement"] > 0.98
+        assert m["latency_ms"]["p50"] > 0 and m["load_ms"] > 0
+    for variant in ("torch_eager", "onnx_int8_static"):  # another source kind; the model's `skip`: no stages
+        assert not (root / "reports" / "details" / model / f"{variant}.json").exists()
+    choice = read(root / "reports" / "selection" / f"{model}.json")
+    left_out = choice["not_applicable"]
+    assert "catalog." in left_out["onnx_int8_static"] and "needs a torch source" in left_out["torch_eager"]
+
+
+@pytest.mark.parametrize(
+    ("model", "variant"),
+    [("digits_keras", "tf_graph"), ("digits_keras", "tf_xla"), ("digits_jax", "jax_jit"), ("digits_jax", "jax_xla")],
+)
+def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
+    pinned_deploy_predicts(project[0], tmp_path / "side", model, variant)
