@@ -109,7 +109,8 @@ def _add(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from pipeline.serve.predict import run_cli
 
-    run_cli(args.deploy, args.input, args.output, args.threads, args.prompt, args.max_new_tokens, args.allow_nonfinite)
+    run_cli(args.deploy, args.input, args.output, args.threads, args.prompt, args.max_new_tokens, args.allow_nonfinite,
+            args.text)  # fmt: skip
     return 0
 
 
@@ -189,6 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
     predict.add_argument(
         "input", type=Path, nargs="?", help=".npy (single-input models) or .npz (arrays named like the inputs)"
+    )
+    predict.add_argument(
+        "--text", action="append", help="Hugging Face text models (`add` of a folder): a text to run; repeat for more"
     )
     predict.add_argument("--prompt", help="text-generation models: the text to continue (greedy)")
     predict.add_argument("--max-new-tokens", type=int, default=32, help="text-generation models (default 32)")

@@ -44,3 +44,17 @@ def test_nothing_feasible_names_the_closest_and_deploys_nothing(tmp_path: Path):
 def test_predict_on_a_folder_without_manifest_is_one_clear_error(tmp_path: Path):
     with pytest.raises(ModelFileError, match=r"manifest.json: not found \(is .* a deploy/<model> folder\?\)"):
         load(tmp_path)
+
+
+def test_text_needs_a_deployed_tokenizer_and_labels_name_each_row(tmp_path: Path):
+    import numpy as np
+
+    from pipeline.serve.text import labelled, tokenize
+
+    with pytest.raises(ModelFileError, match=r"--text needs a Hugging Face text model added with `add`"):
+        tokenize(tmp_path, ["a film"], ["input_ids"])
+    logits = {"logits": np.array([[0.0, 2.0], [3.0, 0.0]], dtype=np.float32)}
+    named = labelled(logits, {"labels": {"0": "neg", "1": "pos"}})
+    assert [label for label, _ in named] == ["pos", "neg"]
+    assert named[0][1] == pytest.approx(np.exp(2) / (1 + np.exp(2)))
+    assert [label for label, _ in labelled(logits, {"labels": None})] == ["1", "0"]  # no names: the class index

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
@@ -17,9 +15,20 @@ import pytest
 import yaml
 
 from pipeline.core import onnx_files
-from pipeline.core.layout import short_name
-from tests.conftest import HF_WORDS, REPO, copy_project, write_fixed_batch_onnx, write_hf_folder, write_params
+from tests.conftest import HF_WORDS, copy_project, write_fixed_batch_onnx, write_hf_folder, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
+from tests.pipeline_runs import (
+    ALWAYS_RUN,
+    commit_and_repro,
+    init_project,
+    metrics,
+    pinned_deploy_predicts,
+    read,
+    reference,
+    run,
+    stages_run,
+    tracked,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +36,7 @@ VARIANTS = [
     "onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static",
     "openvino_fp32", "openvino_fp16", "openvino_int8", "openvino_int8_acc", "torch_eager", "torch_compile",
 ]  # fmt: skip
-# The Keras and JAX models cover their own paths; what spam_fnn already covers is skipped for them.
+# What spam_fnn covers, skipped for the models that are there for another path.
 COVERED = ["onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp16", "openvino_int8",
            "openvino_int8_acc"]  # fmt: skip
 # Activations quantized at run time: for transformers, run on the tiny encoder and the HF classifier only
@@ -39,28 +48,10 @@ GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_i
 GPU_KEPT = ["onnx_cuda_fp32", "tensorrt_int8"]
 
 
-def run(cmd: list[str], cwd: Path) -> str:
-    env = os.environ | {
-        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-        "DVC_NO_ANALYTICS": "1",
-    }
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout
-
-
-ALWAYS_RUN = {"fingerprint/dvc.yaml:env"}
-
-
-def stages_run(output: str) -> set[str]:
-    """Stages DVC ran, a variant's build and bench as `build@<model>-<variant>` (layout.short_name)."""
-    return {short_name(n) for n in re.findall(r"Running stage '([^']+)'", output)}
-
-
 # The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
 BERT_SKIP = [*COVERED, "openvino_fp16", "torch_compile", "torch_xla"]  # RUN_TIME_INT8 run
 BERT_SKIP.remove("onnx_fp16")  # FP16 of a transformer graph must load: kept
-MODELS = ["spam_fnn", "byo_onnx", "digits_keras", "digits_jax", "byo_fixed", "bert_e2e", "broken", "hf_clf"]
+MODELS = ["spam_fnn", "byo_onnx", "byo_fixed", "bert_e2e", "broken", "hf_clf"]  # Keras, JAX: test_e2e_frameworks
 HF_SKIP = [v for v in [*COVERED, "openvino_fp32", "torch_compile", "torch_xla"] if v != "openvino_int8"]
 
 
@@ -74,11 +65,7 @@ def project(tmp_path_factory, tiny_onnx):
     params["models"] = [m for m in MODELS if m not in ("byo_fixed", "hf_clf")]  # added by `python -m pipeline add`
     params["train"] = {
         "spam_fnn": params["train"]["spam_fnn"] | {"samples": 4000, "epochs": 2},
-        "digits_keras": params["train"]["digits_keras"] | {"epochs": 3},
-        "digits_jax": params["train"]["digits_jax"] | {"epochs": 3},
     }
-    for name in ("digits_keras", "digits_jax"):
-        params["catalog"][name]["skip"] = [*COVERED, *RUN_TIME_INT8]
     params["catalog"]["spam_fnn"]["skip"] = RUN_TIME_INT8
     params["catalog"]["byo_onnx"] = {  # no eval data: fidelity on generated inputs
         "source": "onnx",
@@ -111,10 +98,7 @@ def project(tmp_path_factory, tiny_onnx):
     truncated.write_bytes(truncated.read_bytes()[:200])
     (root / "models" / "bert_e2e").mkdir()  # every model has a folder (DVC watches it); the code is minilm_l6's
     (root / "models" / "bert_e2e" / "README.md").write_text("A smaller minilm_l6, built by its factory.\n")
-    run(["git", "init", "-q"], root)
-    run(["dvc", "init", "-q"], root)
-    shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")  # the custom plot templates
-    shutil.copy(REPO / ".dvc" / "config", root / ".dvc" / "config")  # the cache type: onnx reads no linked weights
+    init_project(root)
     # byo_fixed comes the one-command way: `add` reads its entry off the file (model.onnx + model.onnx.data)
     run([sys.executable, "-m", "pipeline", "add", "byo_fixed", str(write_fixed_batch_onnx(root.parent / "elsewhere"))],
         root)  # fmt: skip
@@ -129,28 +113,7 @@ def project(tmp_path_factory, tiny_onnx):
     params["catalog"]["byo_fixed"]["skip"] = RUN_TIME_INT8
     params["catalog"]["hf_clf"]["skip"] = HF_SKIP
     write_params(root, params)
-    run(["git", "add", "-A"], root)
-    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
-    output = run(["dvc", "repro"], root)  # the root pipeline, as a user types it
-    return root, output
-
-
-def read(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def results(root: Path) -> Path:
-    return root / "reports"
-
-
-def metrics(root: Path, model: str, variant: str) -> dict:
-    """The full record of a variant (its details file: what the summary, report and selection read)."""
-    return json.loads((results(root) / "details" / model / f"{variant}.json").read_text())
-
-
-def tracked(root: Path, model: str, variant: str) -> dict:
-    """What DVC tracks as the variant's metric."""
-    return json.loads((results(root) / "metrics" / model / f"{variant}.json").read_text())
+    return root, commit_and_repro(root)
 
 
 def assert_budget(m: dict, numbers: dict, batches: set[str]) -> None:
@@ -203,7 +166,7 @@ def test_every_variant_writes_schema_metrics(project):
 
 def test_gpu_variants_run_on_their_target_or_say_why_not(project):
     root, _ = project
-    probe = read(results(root) / "env.json")["targets"]["cuda:0"]
+    probe = read(root / "reports" / "env.json")["targets"]["cuda:0"]
     for variant in GPU_KEPT:
         m = metrics(root, "spam_fnn", variant)
         assert m["device"] == "cuda:0"
@@ -211,7 +174,7 @@ def test_gpu_variants_run_on_their_target_or_say_why_not(project):
             assert m["status"] == "skipped" and m["reason"] == f"target cuda:0 is not usable here: {probe['reason']}"
         else:  # a usable GPU: measured, or skipped only for a package the [gpu] extra did not bring
             assert m["status"] == "ok" or (m["status"] == "skipped" and "not installed" in m["reason"]), m["reason"]
-    gpu_files = {p.stem for p in (results(root) / "metrics" / "spam_fnn").glob("*.json")} & set(GPU_VARIANTS)
+    gpu_files = {p.stem for p in (root / "reports" / "metrics" / "spam_fnn").glob("*.json")} & set(GPU_VARIANTS)
     assert gpu_files == set(GPU_KEPT)  # GPU variants not listed in gpu_variants get no stage and no file
     assert metrics(root, "spam_fnn", "onnx_fp32")["device"] == "cpu"
     summary = run([sys.executable, "-m", "pipeline", "summary", "spam_fnn"], root)
@@ -233,25 +196,6 @@ def test_openvino_variants_record_precision_streams_and_cached_load(project):
     assert build["max_drop"] == 0.01 and build["stopped_by"] == "nncf" and build["reached_max_drop"] is True
     assert build["validation_drop"] <= 0.01 and "calib.npz" in build["validation_origin"]  # not scoring rows
     assert "(validation, split seed" in build["validation_origin"]  # nor the rows it calibrated on
-
-
-@pytest.mark.parametrize(
-    ("model", "native"), [("digits_keras", ["tf_graph", "tf_xla"]), ("digits_jax", ["jax_jit", "jax_xla"])]
-)
-def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
-    root, _ = project
-    export = json.loads((root / "reports" / "export" / f"{model}.json").read_text())
-    assert export["status"] == "ok" and export["parity"] == "ok"
-    for variant in ["onnx_fp32", "openvino_fp32", *native]:
-        m = metrics(root, model, variant)
-        assert m["status"] == "ok", (variant, m["reason"])
-        assert abs(m["accuracy"]["delta"]) <= 0.01 and m["fidelity"]["logits"]["top1_agreement"] > 0.98
-        assert m["latency_ms"]["p50"] > 0 and m["load_ms"] > 0
-    for variant in ("torch_eager", "onnx_int8_static"):  # another source kind; the model's `skip`: no stages
-        assert not (results(root) / "details" / model / f"{variant}.json").exists()
-    choice = read(results(root) / "selection" / f"{model}.json")
-    left_out = choice["not_applicable"]
-    assert "catalog." in left_out["onnx_int8_static"] and "needs a torch source" in left_out["torch_eager"]
 
 
 def test_torch_xla_runs_where_torchax_is_installed_and_says_why_not_elsewhere(project):
@@ -276,8 +220,25 @@ def test_a_hugging_face_classifier_added_with_one_command_reaches_a_choice(proje
         assert m["status"] == "ok", (variant, m["reason"])
         assert m["accuracy"]["metric"] == "accuracy" and m["accuracy"]["value"] is not None
         assert m["fidelity"]["logits"]["top1_agreement"] is not None
-    choice = read(results(root) / "selection" / "hf_clf.json")
+    choice = read(root / "reports" / "selection" / "hf_clf.json")
     assert choice["status"] == "ok" and choice["chosen"] in {"torch_eager", "onnx_fp32", "openvino_int8"}
+    # predict --text: the deployment tokenizes with the folder's tokenizer and names the label (config.json)
+    deploy = root / "deploy" / "hf_clf"
+    assert read(deploy / "manifest.json")["text"]["labels"] == {"0": "neg", "1": "pos"}
+    assert not list((deploy / "tokenizer").glob("*.safetensors*"))  # the weights are the artifact's, not copied
+    texts = ["the film was good", "a bad film"]
+    shown = run([sys.executable, "-m", "pipeline", "predict", str(deploy), *(f"--text={t}" for t in texts)], root)
+    lines = shown.splitlines()[1:]
+    assert [line.split(": ", 1)[1] for line in lines] == texts
+    assert all(line.split()[0] in {"neg", "pos"} for line in lines)  # e.g. "pos (0.506): the film was good"
+    run([sys.executable, "-m", "pipeline", "predict", str(deploy), f"--text={texts[0]}", "--output", "t.npy"], root)
+    from transformers import AutoTokenizer
+
+    tokens = AutoTokenizer.from_pretrained(root / "models" / "hf_clf" / "hf")(texts[:1], return_tensors="np")
+    names = read(deploy / "manifest.json")["inputs"]  # token_type_ids too: BERT has segments
+    np.savez(root / "t.npz", **{name: tokens[name].astype(np.int64) for name in names})
+    run([sys.executable, "-m", "pipeline", "predict", str(deploy), "t.npz", "--output", "ids.npy"], root)
+    np.testing.assert_allclose(np.load(root / "t.npy"), np.load(root / "ids.npy"), rtol=1e-6)  # the same ids ran
 
 
 @pytest.mark.parametrize("variant", RUN_TIME_INT8)
@@ -313,14 +274,14 @@ def test_bring_your_own_onnx_without_data(project):
     stages = run(["dvc", "stage", "list", "--all", "--name-only"], root).split()
     assert {"variants/onnx_fp32/dvc.yaml:bench@byo_onnx", "variants/torch_eager/dvc.yaml:bench@spam_fnn"} <= set(stages)
     assert not [name for name in stages if name.startswith("variants/torch_eager/") and name.endswith("@byo_onnx")]
-    assert not (results(root) / "metrics" / "byo_onnx" / "torch_eager.json").exists()
+    assert not (root / "reports" / "metrics" / "byo_onnx" / "torch_eager.json").exists()
     reason = "needs a torch source; byo_onnx is a onnx model"
     summary = run([sys.executable, "-m", "pipeline", "summary", "byo_onnx"], root)
     listed = [line for line in summary.splitlines() if reason in line]
     assert len(listed) == 1 and "torch_eager" in listed[0] and "skipped-not-applicable" in listed[0], summary
     assert summary.count("torch_eager") == 1
-    assert read(results(root) / "selection" / "byo_onnx.json")["not_applicable"]["torch_eager"] == reason
-    report = (results(root) / "report" / "byo_onnx.md").read_text()
+    assert read(root / "reports" / "selection" / "byo_onnx.json")["not_applicable"]["torch_eager"] == reason
+    report = (root / "reports" / "report" / "byo_onnx.md").read_text()
     assert report.count("`torch_eager`") == 1 and reason in report
     export = json.loads((root / "reports" / "export" / "byo_onnx.json").read_text())
     assert export["status"] == "ok" and export["parity"] == "ok"
@@ -343,19 +304,19 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
 def test_select_deploys_an_explained_verified_choice(project):
     root, output = project
     assert {f"select@{m}" for m in MODELS} | {"report"} <= stages_run(output)
-    record = read(results(root) / "selection" / "spam_fnn.json")
+    record = read(root / "reports" / "selection" / "spam_fnn.json")
     chosen = record["chosen"]
     assert record["status"] == "ok" and metrics(root, "spam_fnn", chosen)["status"] == "ok"
     deploy = root / "deploy" / "spam_fnn"
     manifest = read(deploy / "manifest.json")
     assert manifest["variant"] == chosen and manifest["runtime"] == record["runtime"]
-    here = read(results(root) / "env.json")["machine"]["name"]
+    here = read(root / "reports" / "env.json")["machine"]["name"]
     assert manifest["machine"] == here and manifest["environment"]["machine"]["name"] == here
     assert manifest["runtime_version"] != "unknown" and manifest["inputs"]
     for name, digest in manifest["files"].items():
         assert hashlib.sha256((deploy / name).read_bytes()).hexdigest() == digest
     selection = manifest["selection"]
-    others = {p.stem for p in (results(root) / "details" / "spam_fnn").glob("*.json")} - {chosen}
+    others = {p.stem for p in (root / "reports" / "details" / "spam_fnn").glob("*.json")} - {chosen}
     assert set(selection["rejected"]) == others and all(selection["rejected"].values())
     # the front is taken on the contest's figures, the tied at one latency: only a tied rival within the
     # tie-break's tolerances could still dominate the chosen one
@@ -364,17 +325,11 @@ def test_select_deploys_an_explained_verified_choice(project):
     if selection["contest"]:  # contenders re-measured side by side: the recorded figure is the one that ranked them
         assert record["latency_ms"] == selection["contest"]["latency_ms"][chosen] or chosen in selection["identical"]
         assert record["measured"] == "side by side with its contenders" and "side by side" in selection["why"]
-    report = (results(root) / "report" / "spam_fnn.md").read_text()
-    assert f"**Deploy `{chosen}`**" in report and (results(root) / "report" / "img" / "spam_fnn").is_dir()
+    report = (root / "reports" / "report" / "spam_fnn.md").read_text()
+    assert f"**Deploy `{chosen}`**" in report and (root / "reports" / "report" / "img" / "spam_fnn").is_dir()
     plots = json.loads(run(["dvc", "plots", "show", "--json"], root))
     assert not plots.get("errors")
     assert "reports/plots/latency_accuracy/spam_fnn.json" in plots["data"]
-
-
-def reference(root: Path, model: str):
-    from pipeline.core.data import DataSet
-
-    return DataSet.load(root / "artifacts" / model / "source" / "reference.npz").head(64)
 
 
 def test_predict_cli_and_api_run_the_chosen_artifact(project, tmp_path):
@@ -402,38 +357,10 @@ def test_predict_cli_and_api_run_the_chosen_artifact(project, tmp_path):
 @pytest.mark.parametrize(
     ("model", "variant"),
     [("spam_fnn", "torch_eager"), ("spam_fnn", "torch_compile"), ("spam_fnn", "openvino_int8"),
-     ("spam_fnn", "onnx_int8_static"), ("digits_keras", "tf_graph"), ("digits_keras", "tf_xla"),
-     ("digits_jax", "jax_jit"), ("digits_jax", "jax_xla")],
+     ("spam_fnn", "onnx_int8_static")],  # the Keras and JAX runtimes: tests/test_e2e_frameworks.py
 )  # fmt: skip
 def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
-    """Pin the choice to one variant (select.constraints.variants) in a side project, then predict."""
-    root, _ = project
-    side = tmp_path / "side"
-    (side / "reports").mkdir(parents=True)
-    for name in ("artifacts", "models", "reports/details", "reports/metrics", "reports/env.json"):
-        (side / name).symlink_to(root / name)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["select"]["constraints"] |= {
-        "variants": [variant],
-        "max_accuracy_drop": None,
-        "min_cosine": None,
-        "max_rel_error": None,
-        "min_top1_agreement": None,
-        "min_neighbour_recall": None,
-    }
-    params["select"]["models"] = {}  # nor a model's own constraints
-    (side / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run([sys.executable, str(root / "stages" / "select_artifact.py"), model], side)
-    manifest = read(side / "deploy" / model / "manifest.json")
-    assert manifest["variant"] == variant
-    data = reference(root, model)
-    np.savez(tmp_path / "x.npz", **data.inputs)
-    deploy = side / "deploy" / model
-    run([sys.executable, "-m", "pipeline", "predict", str(deploy), "x.npz", "--output", "y.npz"], tmp_path)
-    with np.load(tmp_path / "y.npz") as got:
-        for name, expected in data.outputs.items():
-            labels = (lambda y: y[:, 0] > 0.5) if expected.shape[1] == 1 else (lambda y: y.argmax(1))
-            assert (labels(got[name]) == labels(expected)).mean() >= 0.95, name
+    pinned_deploy_predicts(project[0], tmp_path / "side", model, variant)
 
 
 def test_noop_then_one_variant_param_reruns_only_that_variant(project):
@@ -508,7 +435,7 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
         folder = root / "artifacts" / "byo_fixed" / variant
         side = {p.name for p in onnx_files.external_files(folder / "model.onnx")}
         assert {p.name for p in folder.iterdir()} == {"model.onnx", "build.json", *side}, variant
-    details = read(results(root) / "details" / "byo_fixed" / "onnx_fp16.json")
+    details = read(root / "reports" / "details" / "byo_fixed" / "onnx_fp16.json")
     assert details["build"]["load_check"].startswith("ok: loaded by onnxruntime")
     manifest = read(root / "deploy" / "byo_fixed" / "manifest.json")
     assert manifest["fixed_batch"] == 1
@@ -553,6 +480,6 @@ def test_a_broken_model_does_not_stop_the_others(project):
     )
     m = metrics(root, "broken", "onnx_fp32")
     assert m["status"] == "failed" and "the source model failed" in m["reason"]
-    assert read(results(root) / "selection" / "broken.json")["chosen"] == "none"
+    assert read(root / "reports" / "selection" / "broken.json")["chosen"] == "none"
     summary = run([sys.executable, "-m", "pipeline", "summary"], root)
     assert "broken" in summary and "the source model failed" in summary

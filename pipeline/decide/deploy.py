@@ -26,6 +26,7 @@ from pipeline.core.registry import RUNTIMES
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import Candidate, decided_by
 from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
+from pipeline.serve.text import HF_FOLDER_FACTORY, TOKENIZER
 
 CODE = "code"
 
@@ -112,6 +113,7 @@ def _package(model: str, artifact: Path, record: VariantRecord, params: Params, 
         "outputs": source["output_names"],
         "source": {"kind": config.source, "metric": config.metric, "task": config.task},
         **(generation_facts(source, root) if config.generates else {}),
+        **text_facts(config.factory, config.factory_args, root, out),
         "metrics": record.model_dump(mode="json", exclude_unset=True),
         "build": build["build"],
         "files": {str(p.relative_to(out)): sha256(p) for p in iter_files(out)},
@@ -123,6 +125,24 @@ def generation_facts(source: dict[str, Any], root: Path) -> dict[str, Any]:
     hf = read_json(layout.source_dir(source["model"], root) / layout.HF_DIR / "config.json")
     eos = hf.get("eos_token_id")
     return {"context": source["family"]["context"], "eos_token_id": eos[0] if isinstance(eos, list) else eos}
+
+
+NOT_TOKENIZER = (".safetensors", ".bin", ".h5", ".msgpack", ".pt", ".onnx", ".dvc")  # weights, DVC's pointers
+
+
+def text_facts(factory: str | None, args: dict[str, Any], root: Path, out: Path) -> dict[str, Any]:
+    """A Hugging Face text model (`add` of a folder): its tokenizer and config copied beside the
+    artifact (not its weights), and its label names, so `predict --text` tokenizes as the eval rows
+    were. Other models: nothing."""
+    if factory != HF_FOLDER_FACTORY or args.get("task") == "image-classification":
+        return {}
+    folder = root / args["folder"]
+    (out / TOKENIZER).mkdir()
+    for path in folder.iterdir():
+        if path.is_file() and path.suffix not in NOT_TOKENIZER and not path.name.startswith("."):
+            shutil.copy2(path, out / TOKENIZER / path.name)
+    labels = read_json(folder / "config.json").get("id2label") if args["task"] != "feature-extraction" else None
+    return {"text": {"task": args["task"], "tokenizer": TOKENIZER, "labels": labels}}
 
 
 def copy_module_code(module: str, root: Path, dest: Path) -> None:

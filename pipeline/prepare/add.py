@@ -29,6 +29,7 @@ from typing import Any
 
 from pipeline.core.config import MODELS_DIR, PARAMS_FILE, load_params, model_dir
 from pipeline.core.errors import ModelFileError, PipelineError, first_line
+from pipeline.serve.text import HF_FOLDER_FACTORY
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 TOKEN_NAMES = {  # an integer input whose name holds one of these: what its values are
@@ -243,7 +244,7 @@ def inspect_hf(name: str, path: Path, task: str | None, dims: dict[str, int]) ->
     classifier = task in ("text-classification", "image-classification")
     entry = {
         "source": "torch",
-        "factory": "pipeline.prepare.hf_folder:build",
+        "factory": HF_FOLDER_FACTORY,
         "factory_args": {"folder": f"{MODELS_DIR}/{name}/{HF_DIR}", "task": task},
         "inputs": inputs,
         **({"dims": used_dims} if used_dims else {}),

@@ -4,6 +4,7 @@
     predictor = load("deploy/spam_fnn")
     outputs = predictor({"features": x})        # or predictor(x) for a single-input model
     text = load("deploy/tiny_lm").generate("def read(path):", max_new_tokens=32)   # text-generation models
+    outputs = predictor.on_text(["a fine film"])  # Hugging Face text models brought with `add`
 
 The manifest says which runtime loads the artifact and how (its recorded runtime config); inputs
 are checked against the input spec (names, shapes, dtypes, then values: token ids within the
@@ -25,6 +26,7 @@ from pipeline.core.errors import ModelFileError
 from pipeline.core.files import read_json, sha256
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
+from pipeline.serve.text import labelled
 
 NONFINITE_HINT = " (predict --allow-nonfinite, or load(..., allow_nonfinite=True), lets NaN and Inf through)"
 
@@ -85,6 +87,12 @@ class Predictor:
         fixed = self.manifest.get("fixed_batch")
         outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
         return {name: outputs[name] for name in self.output_names}
+
+    def on_text(self, texts: list[str]) -> Arrays:
+        """Outputs for raw text, tokenized by the model's own tokenizer (deployed beside it)."""
+        from pipeline.serve.text import tokenize
+
+        return self(tokenize(self.folder, texts, list(self.inputs)), source="--text")
 
     def generate(self, prompt: str, max_new_tokens: int = 32) -> str:
         """Greedy continuation of `prompt` (text-generation models), cut at the end-of-text token."""
@@ -162,19 +170,32 @@ def run_cli(
     prompt: str | None = None,
     max_new_tokens: int = 32,
     allow_nonfinite: bool = False,
+    texts: list[str] | None = None,
 ) -> dict[str, Any]:
-    if (input_path is None) == (prompt is None):
-        raise ModelFileError("predict: give an input file, or --prompt TEXT for a text-generation model (one of them)")
+    if sum(given is not None for given in (input_path, prompt, texts)) != 1:
+        raise ModelFileError(
+            "predict: give one of an input file, --text TEXT (Hugging Face text models) or --prompt TEXT "
+            "(text-generation models)"
+        )
     predictor = load(folder, threads, allow_nonfinite=allow_nonfinite)
     manifest = predictor.manifest
+    heading = f"{manifest['model']}: {manifest['variant']} on {manifest['runtime']} {manifest['runtime_version']}"
     if prompt is not None:
         text = predictor.generate(prompt, max_new_tokens)
-        print(f"{manifest['model']}: {manifest['variant']} on {manifest['runtime']} {manifest['runtime_version']}")
+        print(heading)
         print(prompt + text)
         return {"text": text}
-    assert input_path is not None
-    outputs = predictor(read_inputs(input_path), source=str(input_path))
-    print(f"{manifest['model']}: {manifest['variant']} on {manifest['runtime']} {manifest['runtime_version']}")
+    if texts is not None:
+        outputs = predictor.on_text(texts)
+        print(heading)
+        if (manifest.get("text") or {}).get("task") == "text-classification" and not output:
+            for text, (label, probability) in zip(texts, labelled(outputs, manifest["text"]), strict=True):
+                print(f"{label} ({probability:.3f}): {text}")
+            return outputs
+    else:
+        assert input_path is not None
+        outputs = predictor(read_inputs(input_path), source=str(input_path))
+        print(heading)
     if output:
         write_outputs(outputs, output)
         print(f"wrote {', '.join(outputs)} to {output}")

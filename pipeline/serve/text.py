@@ -1,0 +1,39 @@
+"""Text in, for the Hugging Face text models `add` brings (encoders and classifiers): the deployment
+carries the folder's tokenizer and label names, and `predict --text` tokenizes with it as the eval rows
+were tokenized (the folder's own pad id and special tokens), then names each row's label."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.core.data import Arrays
+from pipeline.core.errors import ModelFileError
+
+HF_FOLDER_FACTORY = "pipeline.prepare.hf_folder:build"  # the factory `add` writes for a Hugging Face folder
+TOKENIZER = "tokenizer"  # the deployment's copy of the folder, weights left out
+
+
+def tokenize(folder: Path, texts: list[str], names: list[str]) -> Arrays:
+    """The model's token inputs for `texts`, padded to the longest and truncated to the tokenizer's limit."""
+    from transformers import AutoTokenizer
+
+    if not (folder / TOKENIZER).is_dir():
+        raise ModelFileError(f"{folder}: --text needs a Hugging Face text model added with `add` (no {TOKENIZER}/)")
+    if not texts or not all(t.strip() for t in texts):
+        raise ModelFileError("--text: empty: give the text to run")
+    tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER)
+    encoded = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
+    return {name: encoded[name].astype(np.int64) for name in names}
+
+
+def labelled(outputs: Arrays, text: dict[str, Any]) -> list[tuple[str, float]]:
+    """Each row's label name and probability (softmax of the logits): a sequence classifier's answer."""
+    logits = next(iter(outputs.values())).astype(np.float64)
+    probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    names = text.get("labels") or {}
+    best = probabilities.argmax(axis=-1)
+    return [(names.get(str(i), str(i)), float(p[i])) for i, p in zip(best, probabilities, strict=True)]
