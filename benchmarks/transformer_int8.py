@@ -106,6 +106,7 @@ def verdict(rows: dict[str, dict[str, Any]], max_ratio: float, static_slack: flo
         met = met and to_static is not None and to_static <= static_slack
     return {
         "missed": [] if met else missed(rows, max_ratio, static_slack),
+        "why": [] if met else why(rows),
         "deployed_int8": deployed,
         "deployed_ratio": ratio,
         "deployed_cosine_min": kept[deployed]["cosine_min"] if deployed else None,
@@ -138,6 +139,35 @@ def missed(rows: dict[str, dict[str, Any]], max_ratio: float, static_slack: floa
         for what, (value, goal, sign) in best.items()
         if (value < goal if sign == ">=" else value > goal)
     ]
+
+
+def why(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """What the same run's figures say about a miss: whether float keeps the neighbours INT8 loses, and what
+    static INT8 gives up for its speed, so a reader sees what each recipe trades."""
+    ok = {v: r for v, r in rows.items() if r.get("ratio") is not None}
+    int8 = {v: r for v, r in ok.items() if v in INT8}
+    lines = []
+    if "openvino_fp16" in ok and int8:
+        bf16, best = ok["openvino_fp16"], max(int8, key=lambda v: int8[v]["neighbour_recall"] or 0)
+        lines.append(
+            f"neighbours: openvino_fp16 (bf16 here) keeps recall@10 {bf16['neighbour_recall']:.3f}, the best INT8 "
+            f"({best}) {int8[best]['neighbour_recall']:.3f} with a rank correlation of all pairs of "
+            f"{int8[best]['similarity_rank_corr']:.4f}: INT8's errors reorder near-tied neighbours, not the whole order"
+        )
+    if STATIC in int8:
+        static = int8[STATIC]
+        lines.append(
+            f"speed: static INT8 ({STATIC}) runs at {static['ratio']:.3f}x onnx_fp32 but keeps a worst-row cosine of "
+            f"{static['cosine_min']:.4f} (one scale per activation tensor, fixed at calibration)"
+        )
+        dynamic = int8.get("openvino_int8_dynamic")
+        if dynamic:
+            lines.append(
+                f"the run-time recipe (openvino_int8_dynamic) keeps {dynamic['cosine_min']:.4f} at "
+                f"{dynamic['ratio']:.3f}x: quantizing activations per group at each call costs "
+                f"{dynamic['p50_ms'] / static['p50_ms']:.2f}x static INT8's latency in the same run"
+            )
+    return lines
 
 
 def show(name: str, result: dict[str, Any], cpu: dict[str, Any]) -> None:
