@@ -86,6 +86,19 @@ def test_check_opens_every_listed_models_files(tiny_project, tiny_onnx):
     assert "eval.npz (params.yaml: catalog.tiny.eval_data): array 'x' has shape (4, 11)" in problem
 
 
+def test_check_names_an_output_the_pipeline_cannot_compare_and_its_fix(tiny_project):
+    """A hand-written entry for a file with a sequence output (skl2onnx's ZipMap default): one line from
+    `check`, not the same TypeError in the export and every variant stage."""
+    from tests.test_add import bad_zipmap_file
+
+    path = bad_zipmap_file(tiny_project / "models" / "zip")
+    spec = {"x": {"shape": ["batch", 3]}}
+    config = tiny_config(source="onnx", factory=None, file=path.name, eval_data=None, inputs=spec)
+    [problem] = check_models(params_for(zip=config), tiny_project)
+    assert problem.startswith(f"{path}: output 'probabilities' is a sequence_type, not a tensor")
+    assert "options={'zipmap': False}" in problem and problem.endswith("(params.yaml: catalog.zip.file)")
+
+
 def test_peak_memory_growth_is_measured_within_ten_percent():
     def allocate():
         block = np.ones(200 * 1_000_000 // 8)  # 200 MB, touched

@@ -66,6 +66,7 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     import onnx
 
     from pipeline.core import onnx_files
+    from pipeline.prepare.check import non_tensor_output
     from pipeline.prepare.sources.onnxfile import ONNX_DTYPES, graph_inputs, input_dims
 
     try:
@@ -74,13 +75,8 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     except Exception as error:
         raise AddError(f"{path}: not a valid ONNX model: {first_line(error)}") from None
     dtypes = {code: name for name, code in ONNX_DTYPES.items()}
-    for output in model.graph.output:
-        if not output.type.HasField("tensor_type"):
-            kind = output.type.WhichOneof("value")
-            raise AddError(
-                f"{path}: output {output.name!r} is a {kind}, not a tensor (scikit-learn's ZipMap writes a sequence "
-                "of maps): the pipeline compares tensors; export it without (skl2onnx: options={'zipmap': False})"
-            )
+    if problem := non_tensor_output(model, path):
+        raise AddError(problem)
     vocabularies = embedding_rows(model)
     config_vocab = _config_beside(path)
     inputs, used_dims, notes = {}, {}, []

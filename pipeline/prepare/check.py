@@ -11,6 +11,7 @@ Each problem is one line naming the file and the params.yaml field.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pipeline.core.config import PARAMS_FILE, Params, model_dir
 from pipeline.core.data import load_user_data
@@ -36,7 +37,10 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
         if config.source == "onnx":
             from pipeline.prepare.sources.onnxfile import check_spec, read_model
 
-            check_spec(read_model(path, f"catalog.{name}"), config, path, f"catalog.{name}")
+            model = read_model(path, f"catalog.{name}")
+            check_spec(model, config, path, f"catalog.{name}")
+            if problem := non_tensor_output(model, path):
+                raise ConfigError(f"{problem} ({PARAMS_FILE}: catalog.{name}.file)")
     evaluation = None
     for field in ("eval_data", "calib_data"):
         relative = getattr(config, field)
@@ -44,6 +48,19 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
             data = load_user_data(folder / relative, config.inputs, f"catalog.{name}.{field}")
             evaluation = evaluation or data
     resolve_dims(name, config, evaluation)
+
+
+def non_tensor_output(model: Any, path: Path) -> str | None:
+    """The first output the pipeline cannot compare (a sequence or a map, not a tensor), with the fix; the
+    export would otherwise fail on it in every variant's stage."""
+    for output in model.graph.output:
+        if not output.type.HasField("tensor_type"):
+            kind = output.type.WhichOneof("value")
+            return (
+                f"{path}: output {output.name!r} is a {kind}, not a tensor (scikit-learn's ZipMap writes a sequence "
+                "of maps): the pipeline compares tensors; export it without (skl2onnx: options={'zipmap': False})"
+            )
+    return None
 
 
 def check_factory(reference: str, root: Path, field: str) -> None:
