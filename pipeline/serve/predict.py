@@ -26,7 +26,7 @@ from pipeline.core.errors import ModelFileError
 from pipeline.core.files import read_json, sha256
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
-from pipeline.serve.text import labelled
+from pipeline.serve.text import labelled, tokenize
 
 NONFINITE_HINT = " (predict --allow-nonfinite, or load(..., allow_nonfinite=True), lets NaN and Inf through)"
 
@@ -90,8 +90,6 @@ class Predictor:
 
     def on_text(self, texts: list[str]) -> Arrays:
         """Outputs for raw text, tokenized by the model's own tokenizer (deployed beside it)."""
-        from pipeline.serve.text import tokenize
-
         return self(tokenize(self.folder, texts, list(self.inputs)), source="--text")
 
     def generate(self, prompt: str, max_new_tokens: int = 32) -> str:
