@@ -184,6 +184,7 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
         "bench_process_s": sum(r.get("process_s") or 0.0 for r in details.values()),
         "contest_s": contest,
     }
+    choice = read_json(layout.selection_file(model, root))
     stages = subprocess.run(["dvc", "stage", "list", "--all", "--name-only"], cwd=root, capture_output=True,
                             text=True, env=ENV).stdout.split()  # fmt: skip
     return {
@@ -194,8 +195,28 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
         "stages": len(stages),
         "variants_measured": sum(r.get("status") == "ok" for r in details.values()),
         "variants_not_needed": sorted(v for v, r in details.items() if r.get("kind") == "skipped-not-needed"),
-        "chosen": read_json(layout.selection_file(model, root))["chosen"],
+        "chosen": choice["chosen"],
+        "why": choice["why"][:300],
+        # why each other variant lost, and each build's seconds: what a changed choice or a slow build traces to
+        "rejected": {variant: reason[:200] for variant, reason in choice["rejected"].items()},
+        "build_s": {b["variant"]: round((b.get("build") or {}).get("seconds", 0.0), 1) for b in builds if "variant" in b},
     }
+
+
+def carry_over(result: dict[str, Any], previous: Path) -> None:
+    """Keep the figures this run did not take from the previous file, each with the date it was taken
+    (measured_on), so a partial rerun (say --ci alone) never drops or re-dates the others."""
+    if not previous.is_file():
+        return
+    before = read_json(previous)
+    dates = before.get("measured_on") or {}
+    for key in GOALS:
+        if key not in result and key in before:
+            result[key] = before[key]
+            result["measured_on"][key] = dates.get(key, before.get("date"))
+            breakdown = key.removesuffix("_to_choice_s") + "_breakdown"
+            if breakdown in before:
+                result[breakdown] = before[breakdown]
 
 
 def main() -> None:
@@ -221,6 +242,8 @@ def main() -> None:
         result["from_scratch_s"] = args.from_scratch
     if args.ci:
         result["ci_s"] = args.ci
+    result["measured_on"] = {key: result["date"] for key in GOALS if key in result}
+    carry_over(result, args.out)
     for key, goal in GOALS.items():
         if key in result:
             result[key.removesuffix("_median").removesuffix("_s") + "_goal_s"] = goal

@@ -245,3 +245,28 @@ def test_add_the_packaged_pretrained_minilm_folder(project, tmp_path, monkeypatc
     with np.load(project / "models/minilm_folder/eval.npz") as data:
         assert data["input_ids"].shape == (2, 32) and data["input_ids"][0, 0] == 101  # its [CLS]
     assert "task feature-extraction (config.json's architectures: BertModel)" in capsys.readouterr().out
+
+
+def test_a_softmax_output_is_read_as_class_scores(tmp_path):
+    """A file ending in Softmax (a classifier exported with its probabilities, as ONNX zoo ResNets are)
+    gets task: classification, so its output is judged by top-1 agreement, not as an embedding's neighbours;
+    logits or an embedding (no Softmax) get no task."""
+    from pipeline.prepare.add import inspect_onnx
+
+    def write(name: str, ops: list[str]) -> Path:
+        weight = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
+        nodes, last = [helper.make_node("MatMul", ["x", "w"], ["h0"])], "h0"
+        for i, op in enumerate(ops, 1):
+            nodes.append(helper.make_node(op, [last], [f"h{i}"], **({"axis": 1} if op == "Softmax" else {})))
+            last = f"h{i}"
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+        y = helper.make_tensor_value_info(last, TensorProto.FLOAT, ["batch", 3])
+        graph = helper.make_graph(nodes, name, [x], [y], [weight])
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return path
+
+    probabilities = inspect_onnx(write("probabilities", ["Softmax", "Identity"]), {}, None)
+    assert probabilities.entry["task"] == "classification"
+    assert any("comes from a Softmax: class scores" in note for note in probabilities.notes)
+    assert "task" not in inspect_onnx(write("logits", ["Relu"]), {}, None).entry

@@ -113,8 +113,26 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
             "its own figures are the FP32 reference's"
         )
     entry = {"source": "onnx", "file": path.name, "inputs": inputs, **({"dims": used_dims} if used_dims else {})}
+    if softmax := softmax_output(model):
+        entry["task"] = "classification"
+        notes.append(f"output {softmax!r} comes from a Softmax: class scores (task: classification), judged by "
+                     "top-1 agreement, not as an embedding")  # fmt: skip
     files = {f.name: f for f in [path, *onnx_files.external_files(path)]}
     return Inferred(entry, files, list(files), notes)
+
+
+PASS_THROUGH = {"Identity", "Flatten", "Reshape", "Squeeze"}  # ops that keep a Softmax's rows as they are
+
+
+def softmax_output(model: Any) -> str | None:
+    """The first output's name when a Softmax computes it (through reshapes): the file's answer is class
+    probabilities, whatever the task it was trained for; None otherwise (logits, embeddings)."""
+    producer = {out: node for node in model.graph.node for out in node.output}
+    name = model.graph.output[0].name if model.graph.output else None
+    node = producer.get(name)
+    while node is not None and node.op_type in PASS_THROUGH:
+        node = producer.get(node.input[0])
+    return name if node is not None and node.op_type in ("Softmax", "LogSoftmax") else None
 
 
 def axes_notes(path: Path, dims: dict[str, int], used: dict[str, int]) -> list[str]:
