@@ -199,7 +199,7 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
         "why": choice["why"][:300],
         # why each other variant lost, and each build's seconds: what a changed choice or a slow build traces to
         "rejected": {variant: reason[:200] for variant, reason in choice["rejected"].items()},
-        "build_s": {b["variant"]: round((b.get("build") or {}).get("seconds", 0.0), 1) for b in builds if "variant" in b},
+        "build_s": {b["variant"]: round((b.get("build") or {}).get("seconds", 0.0), 1) for b in builds},
     }
 
 
