@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from pipeline.core import layout
 from pipeline.core.layout import short_name
 from tests.conftest import REPO
 
@@ -68,7 +69,7 @@ def tracked(root: Path, model: str, variant: str) -> dict:
 def reference(root: Path, model: str):
     from pipeline.core.data import DataSet
 
-    return DataSet.load(root / "artifacts" / model / "source" / "reference.npz").head(64)
+    return DataSet.load(layout.source_dir(model, root) / layout.REFERENCE).head(64)
 
 
 def pinned_deploy_predicts(root: Path, side: Path, model: str, variant: str) -> None:

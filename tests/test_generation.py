@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from pipeline.core.errors import ModelFileError
-from tests.conftest import REPO, copy_project, write_params
+from tests.conftest import copy_project, write_params
 from tests.helpers import FAST_CONTEST
+from tests.pipeline_runs import commit_and_repro, init_project
 
 LM_VARIANTS = ["lm_torch", "lm_onnx_fp32", "lm_onnx_int8", "lm_onnx_int4",
                "lm_openvino_fp32", "lm_openvino_fp16", "lm_openvino_int8", "lm_openvino_int4"]  # fmt: skip
@@ -184,12 +185,8 @@ def project(tmp_path_factory):
     for group in ("variants", "machine_variants"):  # only the text-generation variants: the others skip
         params[group] = {k: v for k, v in params[group].items() if k in LM_VARIANTS}
     write_params(root, params)  # and the variants' stage files
-    run(["git", "init", "-q"], root)
-    run(["dvc", "init", "-q"], root)
-    (root / ".dvc" / "config").write_text((REPO / ".dvc" / "config").read_text())
-    run(["git", "add", "-A"], root)
-    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
-    run(["dvc", "repro"], root)
+    init_project(root)
+    commit_and_repro(root)
     return root
 
 
