@@ -148,9 +148,10 @@ def why(rows: dict[str, dict[str, Any]]) -> list[str]:
     int8 = {v: r for v, r in ok.items() if v in INT8}
     lines = []
     if "openvino_fp16" in ok and int8:
-        bf16, best = ok["openvino_fp16"], max(int8, key=lambda v: int8[v]["neighbour_recall"] or 0)
+        half, best = ok["openvino_fp16"], max(int8, key=lambda v: int8[v]["neighbour_recall"] or 0)
         lines.append(
-            f"neighbours: openvino_fp16 (bf16 here) keeps recall@10 {bf16['neighbour_recall']:.3f}, the best INT8 "
+            f"neighbours: openvino_fp16 ({half.get('precision') or 'fp16'} here) keeps recall@10 "
+            f"{half['neighbour_recall']:.3f}, the best INT8 "
             f"({best}) {int8[best]['neighbour_recall']:.3f} with a rank correlation of all pairs of "
             f"{int8[best]['similarity_rank_corr']:.4f}: INT8's errors reorder near-tied neighbours, not the whole order"
         )
