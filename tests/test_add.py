@@ -247,6 +247,20 @@ def test_add_the_packaged_pretrained_minilm_folder(project, tmp_path, monkeypatc
     assert "task feature-extraction (config.json's architectures: BertModel)" in capsys.readouterr().out
 
 
+def test_add_a_scikit_learn_file_with_its_zipmap(project, tmp_path, monkeypatch, capsys):
+    """skl2onnx's defaults: ONNX-ML operators (onnx_ml: only ONNX Runtime variants get stages), a ZipMap of
+    probabilities read as class scores, labelled rows for accuracy."""
+    from tests.conftest import write_sklearn_onnx
+
+    path, rows = write_sklearn_onnx(tmp_path / "forest")
+    assert run_add(project, monkeypatch, "forest", str(path), "--eval", str(rows)) == 0
+    entry = params_of(project)["catalog"]["forest"]
+    assert entry["onnx_ml"] is True and entry["task"] == "classification" and entry["metric"] == "accuracy"
+    assert entry["inputs"] == {"X": {"shape": ["batch", 4], "dtype": "float32"}}
+    assert "output 'output_probability' is a ZipMap" in capsys.readouterr().out
+    assert not missing_stages(load_params(project / "params.yaml"), project)
+
+
 def test_a_softmax_output_is_read_as_class_scores(tmp_path):
     """A file ending in Softmax (a classifier exported with its probabilities, as ONNX zoo ResNets are)
     gets task: classification, so its output is judged by top-1 agreement, not as an embedding's neighbours;

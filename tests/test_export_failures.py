@@ -96,7 +96,27 @@ def test_check_names_an_output_the_pipeline_cannot_compare_and_its_fix(tiny_proj
     config = tiny_config(source="onnx", factory=None, file=path.name, eval_data=None, inputs=spec)
     [problem] = check_models(params_for(zip=config), tiny_project)
     assert problem.startswith(f"{path}: output 'probabilities' is a sequence_type, not a tensor")
-    assert "options={'zipmap': False}" in problem and problem.endswith("(params.yaml: catalog.zip.file)")
+    assert "export the model with tensor outputs" in problem and problem.endswith("(params.yaml: catalog.zip.file)")
+
+
+def test_an_onnx_ml_graph_runs_where_its_entry_says_so(tiny_project, tmp_path):
+    """skl2onnx's defaults pass `check` once the entry says onnx_ml (as `add` writes it); its ZipMap is read as a
+    tensor of probabilities, first; without onnx_ml, one line says what to set."""
+    from tests.conftest import write_sklearn_onnx
+
+    path, _ = write_sklearn_onnx(tiny_project / "models" / "forest")
+    spec = {"X": {"shape": ["batch", 4]}}
+    config = tiny_config(source="onnx", factory=None, file=path.name, eval_data=None, inputs=spec)
+    [problem] = check_models(params_for(forest=config), tiny_project)
+    assert problem.startswith("params.yaml: catalog.forest.onnx_ml: ") and "(TreeEnsembleClassifier, ZipMap)" in problem
+    config = config.model_copy(update={"onnx_ml": True})
+    assert check_models(params_for(forest=config), tiny_project) == []
+    from pipeline.prepare.sources.onnxfile import OnnxSource
+
+    source = OnnxSource("forest", config, tiny_project)
+    assert source.output_names == ["output_probability", "output_label"]
+    out = source.predict({"X": np.ones((3, 4), np.float32)})
+    assert out["output_probability"].shape == (3, 3) and out["output_label"].dtype == np.int64
 
 
 def test_peak_memory_growth_is_measured_within_ten_percent():

@@ -247,3 +247,13 @@ def test_the_registry_imports_only_the_bottom_of_core():
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pipeline")
     }
     assert imported <= {"pipeline.core.errors", "pipeline.core.layout", "pipeline.core.outcome"}, imported
+
+
+def test_an_onnx_ml_model_gets_stages_only_for_the_variants_that_run_its_operators():
+    from types import SimpleNamespace
+
+    forest = SimpleNamespace(source="onnx", skip=[], generates=False, onnx_ml=True)
+    applies = [name for name, v in VARIANTS.items() if not registry.not_applicable(v, "forest", forest, v.device)]
+    assert applies == ["onnx_fp32", "onnx_opt", "onnx_cuda_fp32"]
+    reason = registry.not_applicable(VARIANTS["openvino_int8"], "forest", forest, "cpu").reason
+    assert reason == "forest uses ONNX-ML operators (ai.onnx.ml), which openvino cannot read"

@@ -122,6 +122,11 @@ class ModelConfig(Strict):
         default_factory=dict, description="batch-1 latency at each value of a symbolic dimension"
     )
     make_batch_dynamic: bool = False  # ONNX files with a fixed batch: try to relax it, keep it only if proven
+    onnx_ml: bool = Field(
+        default=False,
+        description="the ONNX file uses ONNX-ML operators (ai.onnx.ml: scikit-learn via skl2onnx); only the "
+        "variants that run them as they are apply",
+    )
     model_type: Literal["auto", "transformer", "cnn", "other"] = Field(
         default="auto", description="picks the quantization recipes; auto: attention patterns in the ONNX graph"
     )
@@ -179,6 +184,8 @@ class ModelConfig(Strict):
             raise FieldError("torch_exporter", f"applies to torch models; this is a {self.source} model")
         if self.make_batch_dynamic and (self.source != "onnx" or self.fixed_batch is None):
             raise FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
+        if self.onnx_ml and self.source != "onnx":
+            raise FieldError("onnx_ml", "applies to ONNX files (source: onnx)")
         return self
 
     def _check_dims(self) -> None:

@@ -146,6 +146,9 @@ class Variant:
     requires: tuple[str, ...] = ()  # the packages (PACKAGES) its pass imports besides its runtime's
     # the variants it stands in for: built only when none of them, measured here, meets the model's constraints
     rescues: tuple[str, ...] = ()
+    # runs a graph with ONNX-ML operators (ai.onnx.ml: tree ensembles, scalers) as it is; the others convert or
+    # quantize only standard operators (an ONNX-ML graph would come out unchanged) or cannot read them (OpenVINO)
+    onnx_ml: bool = False
 
     @property
     def needs_export(self) -> bool:
@@ -172,9 +175,10 @@ HF = ("transformers", "torch")  # what the decoder passes convert from
 # fmt: off
 VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_fp32", "the ONNX export as is", "onnxruntime", "fp32",
-            "pipeline.build.passes.onnx_export:AsExported", requires=ONNX),
+            "pipeline.build.passes.onnx_export:AsExported", requires=ONNX, onnx_ml=True),
     Variant("onnx_opt", "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
-            "onnxruntime", "fp32", "pipeline.build.passes.ort_optimize:OrtOptimize", requires=(*ONNX, "onnxslim")),
+            "onnxruntime", "fp32", "pipeline.build.passes.ort_optimize:OrtOptimize", requires=(*ONNX, "onnxslim"),
+            onnx_ml=True),
     Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
             "onnxruntime", "fp16", "pipeline.build.passes.fp16:Float16", should_beat="onnx_fp32", requires=FP16),
     Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
@@ -244,7 +248,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     # GPU targets (NVIDIA, CUDA): skipped with the target probe's reason where there is none.
     Variant("onnx_cuda_fp32", "the ONNX export on ONNX Runtime's CUDA execution provider", "onnxruntime",
             "fp32", "pipeline.build.passes.onnx_export:AsExported", device="cuda", per_target=True,
-            runtime_options=(("provider", "cuda"),), requires=ONNX),
+            runtime_options=(("provider", "cuda"),), requires=ONNX, onnx_ml=True),
     Variant("onnx_cuda_fp16", "onnx_fp16's FP16 graph on ONNX Runtime's CUDA execution provider", "onnxruntime",
             "fp16", "pipeline.build.passes.fp16:Float16", device="cuda", per_target=True,
             runtime_options=(("provider", "cuda"),), should_beat="onnx_cuda_fp32", requires=FP16),
@@ -320,6 +324,8 @@ class ModelLike(Protocol):
     def skip(self) -> list[str]: ...
     @property
     def generates(self) -> bool: ...
+    @property
+    def onnx_ml(self) -> bool: ...
 
 
 def task_of(config: ModelLike) -> str:
@@ -397,6 +403,13 @@ def not_applicable(variant: Variant, model: str, config: ModelLike, target: str 
             Kind.NOT_APPLICABLE,
             f"needs a {' or '.join(sorted(variant.sources))} source; {model} is a {config.source} model",
         )
+    if config.onnx_ml and not variant.onnx_ml:
+        which = (
+            f"which {variant.runtime} cannot read"
+            if variant.runtime != "onnxruntime"
+            else "which this variant's pass leaves as they are (it converts standard operators only)"
+        )
+        return Skip(Kind.NOT_APPLICABLE, f"{model} uses ONNX-ML operators (ai.onnx.ml), {which}")
     if target is None:
         return Skip(
             Kind.NOT_APPLICABLE,

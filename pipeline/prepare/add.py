@@ -67,7 +67,13 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
 
     from pipeline.core import onnx_files
     from pipeline.prepare.check import non_tensor_output
-    from pipeline.prepare.sources.onnxfile import ONNX_DTYPES, graph_inputs, input_dims
+    from pipeline.prepare.sources.onnxfile import (
+        ONNX_DTYPES,
+        graph_inputs,
+        input_dims,
+        onnx_ml_operators,
+        zipmap_as_tensor,
+    )
 
     try:
         onnx.checker.check_model(str(path))  # by path: external weights are checked too
@@ -77,6 +83,7 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     dtypes = {code: name for name, code in ONNX_DTYPES.items()}
     if problem := non_tensor_output(model, path):
         raise AddError(problem)
+    zipmaps = zipmap_as_tensor(model)
     vocabularies = embedding_rows(model)
     config_vocab = _config_beside(path)
     inputs, used_dims, notes = {}, {}, []
@@ -113,7 +120,15 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
             "its own figures are the FP32 reference's"
         )
     entry = {"source": "onnx", "file": path.name, "inputs": inputs, **({"dims": used_dims} if used_dims else {})}
-    if softmax := softmax_output(model):
+    if operators := onnx_ml_operators(model):
+        entry["onnx_ml"] = True
+        notes.append(f"ONNX-ML operators ({', '.join(operators)}): ONNX Runtime runs them; the variants that "
+                     "cannot (OpenVINO, FP16, INT8) get no stage")  # fmt: skip
+    if zipmaps:
+        entry["task"] = "classification"
+        notes.append(f"output {zipmaps[0]!r} is a ZipMap of class probabilities: read as a tensor [batch, classes], "
+                     "first (task: classification)")  # fmt: skip
+    elif softmax := softmax_output(model):
         entry["task"] = "classification"
         notes.append(f"output {softmax!r} comes from a Softmax: class scores (task: classification), judged by "
                      "top-1 agreement, not as an embedding")  # fmt: skip

@@ -35,10 +35,11 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
         if not path.exists():
             raise PipelineError(f"{path}: not found ({PARAMS_FILE}: catalog.{name}.file)")
         if config.source == "onnx":
-            from pipeline.prepare.sources.onnxfile import check_spec, read_model
+            from pipeline.prepare.sources.onnxfile import check_operators, check_spec, read_model
 
             model = read_model(path, f"catalog.{name}")
             check_spec(model, config, path, f"catalog.{name}")
+            check_operators(model, config, path, f"catalog.{name}")
             if problem := non_tensor_output(model, path):
                 raise ConfigError(f"{problem} ({PARAMS_FILE}: catalog.{name}.file)")
     evaluation = None
@@ -52,13 +53,15 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
 
 def non_tensor_output(model: Any, path: Path) -> str | None:
     """The first output the pipeline cannot compare (a sequence or a map, not a tensor), with the fix; the
-    export would otherwise fail on it in every variant's stage."""
+    export would otherwise fail on it in every variant's stage. A ZipMap's is read as the tensor it maps
+    (pipeline.prepare.sources.onnxfile)."""
+    zipmapped = {node.output[0] for node in model.graph.node if node.op_type == "ZipMap"}
     for output in model.graph.output:
-        if not output.type.HasField("tensor_type"):
+        if not output.type.HasField("tensor_type") and output.name not in zipmapped:
             kind = output.type.WhichOneof("value")
             return (
-                f"{path}: output {output.name!r} is a {kind}, not a tensor (scikit-learn's ZipMap writes a sequence "
-                "of maps): the pipeline compares tensors; export it without (skl2onnx: options={'zipmap': False})"
+                f"{path}: output {output.name!r} is a {kind}, not a tensor: the pipeline compares tensors; export "
+                "the model with tensor outputs"
             )
     return None
 

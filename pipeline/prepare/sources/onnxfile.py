@@ -4,6 +4,13 @@ The reference outputs come from ONNX Runtime at FP32. Files from other exporters
 batch (to 1) and bake it into Reshape shapes: such a model is taken as it is, run at its batch,
 and the spec declares it (`shape: [1, 3, 224, 224]`). `make_batch_dynamic: true` tries to relax
 the batch axis and keeps the result only when it is proven: batch 2 must equal two batch-1 calls.
+
+A scikit-learn model converted by skl2onnx with its defaults returns its probabilities through a
+ZipMap (a sequence of {class: probability} maps): the graph is read with that ZipMap replaced by its
+input, the same probabilities as a float tensor [batch, classes] under the same output name, put
+first (class scores are the first output: accuracy and top-1 agreement read it), as skl2onnx's own
+`options={'zipmap': False}` would have written it. Its ONNX-ML operators (ai.onnx.ml) are run by ONNX
+Runtime only: the entry says `onnx_ml: true` and the registry gives the other variants no stage.
 """
 
 from __future__ import annotations
@@ -31,6 +38,47 @@ ONNX_DTYPES = {
     "bool": onnx.TensorProto.BOOL,
 }
 RELAXED_BATCH = "batch"
+ONNX_ML = "ai.onnx.ml"
+
+
+def onnx_ml_operators(model: onnx.ModelProto) -> list[str]:
+    """The ONNX-ML operator types the graph uses (TreeEnsembleClassifier, Scaler, ZipMap), sorted."""
+    return sorted({node.op_type for node in model.graph.node if node.domain == ONNX_ML})
+
+
+def zipmap_as_tensor(model: onnx.ModelProto) -> list[str]:
+    """Replace each ZipMap by its input under the same output name (a float tensor [batch, classes]) and
+    move those outputs first, in place; their names (none: the graph is unchanged)."""
+    batch = onnx.TensorShapeProto.Dimension()
+    if model.graph.input:
+        batch.CopyFrom(model.graph.input[0].type.tensor_type.shape.dim[0])
+    names = []
+    for node in model.graph.node:
+        if node.op_type != "ZipMap" or node.domain != ONNX_ML:
+            continue
+        labels = next(a for a in node.attribute if a.name.startswith("classlabels"))
+        classes = len(labels.ints) or len(labels.strings)
+        node.op_type, node.domain = "Identity", ""
+        del node.attribute[:]
+        names.append(node.output[0])
+        for output in model.graph.output:
+            if output.name == node.output[0]:
+                output.type.Clear()
+                output.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+                output.type.tensor_type.shape.dim.add().CopyFrom(batch)
+                output.type.tensor_type.shape.dim.add().dim_value = classes
+    if names:
+        first = [output for output in model.graph.output if output.name in names]
+        ordered = [_copy(output) for output in [*first, *(o for o in model.graph.output if o.name not in names)]]
+        del model.graph.output[:]
+        model.graph.output.extend(ordered)
+    return names
+
+
+def _copy(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+    copy = onnx.ValueInfoProto()
+    copy.CopyFrom(value)
+    return copy
 
 
 def graph_inputs(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
@@ -71,6 +119,16 @@ def check_spec(model: onnx.ModelProto, config: ModelConfig, path: Path, field: s
                 )
 
 
+def check_operators(model: onnx.ModelProto, config: ModelConfig, path: Path, field: str) -> None:
+    """A graph with ONNX-ML operators must say so (`onnx_ml: true`): the registry reads the entry, before
+    any stage exists, to give the variants that cannot run them none."""
+    if (found := onnx_ml_operators(model)) and not config.onnx_ml:
+        raise ConfigError(
+            f"{PARAMS_FILE}: {field}.onnx_ml: {path} uses ONNX-ML operators ({', '.join(found)}): set "
+            "onnx_ml: true (python -m pipeline add writes it)"
+        )
+
+
 def read_model(path: Path, field: str) -> onnx.ModelProto:
     """The graph without its weights, checked; any failure names the file and the field."""
     try:
@@ -90,13 +148,15 @@ class OnnxSource(SourceModel):
         path = self.require_file()
         model = read_model(path, self.field)
         check_spec(model, config, path, self.field)
+        check_operators(model, config, path, self.field)
+        self._zipmaps = zipmap_as_tensor(model)
         found = [o.name for o in model.graph.output]
         self._names = output_names(config, len(found), self.field, found)
         if self._names != found:
             raise ConfigError(
                 f"{PARAMS_FILE}: {self.field}.outputs: {self._names} do not match the outputs of {path}: {found}"
             )
-        self._session = _session(path)
+        self._session = _session(self._graph().SerializeToString() if self._zipmaps else path)
 
     @property
     def output_names(self) -> list[str]:
@@ -105,11 +165,19 @@ class OnnxSource(SourceModel):
     def predict(self, inputs: Arrays) -> Arrays:
         return dict(zip(self._names, self._session.run(self._names, inputs), strict=True))
 
+    def _graph(self) -> onnx.ModelProto:
+        """The user's graph with its weights, ZipMaps read as tensors."""
+        model = onnx.load(str(self.path))
+        zipmap_as_tensor(model)
+        return model
+
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
         """The user's file, weights included: external data is kept external, in one side file."""
-        model = onnx.load(str(self.path))
+        model = self._graph()
         external = onnx_files.uses_external_data(self.path)
         report: dict[str, Any] = {"exporter": "none (ONNX source copied)", "export_s": 0.0}
+        if self._zipmaps:
+            report["zipmap"] = f"{', '.join(self._zipmaps)}: the ZipMap's probabilities as a tensor, first"
         if self.config.make_batch_dynamic:
             relaxed, outcome = self._relax_batch(model, path, external)
             report["make_batch_dynamic"] = outcome
@@ -153,10 +221,10 @@ def _other_row(value: np.ndarray) -> np.ndarray:
     return value[:, ::-1].copy() if value.ndim > 1 else value
 
 
-def _session(path: Path) -> Any:
+def _session(model: Path | bytes) -> Any:
     import onnxruntime as ort
 
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model if isinstance(model, bytes) else str(model), providers=["CPUExecutionProvider"])
 
 
 def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> OnnxSource:
