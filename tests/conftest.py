@@ -29,7 +29,8 @@ if WORKER := os.environ.get("PYTEST_XDIST_WORKER"):
 
 # The files that build a real DVC project, longest first: under --dist loadfile (pyproject.toml) a worker
 # takes a whole file, in this order, so the longest starts at once and the short files fill the other worker.
-PROJECT_FILES = ["test_e2e.py", "test_generation.py", "test_e2e_frameworks.py", "test_machines.py"]
+PROJECT_FILES = ["test_e2e.py", "test_generation.py", "test_e2e_add.py", "test_e2e_frameworks.py",
+                 "test_e2e_pretrained.py", "test_machines.py"]  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -305,3 +306,19 @@ def write_hf_folder(folder: Path, architecture: str = "BertModel") -> Path:
     getattr(transformers, architecture)(config).save_pretrained(folder)
     transformers.BertTokenizer(vocab={word: i for i, word in enumerate(HF_WORDS)}).save_pretrained(folder)
     return folder
+
+
+def write_sklearn_onnx(folder: Path) -> tuple[Path, Path]:
+    """A scikit-learn RandomForest on iris exported by skl2onnx with its defaults (a TreeEnsembleClassifier,
+    an int64 label and the probabilities as a ZipMap), and an .npz of its held-out rows with labels."""
+    from skl2onnx import to_onnx
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+
+    features, labels = load_iris(return_X_y=True)
+    features = features.astype(np.float32)
+    forest = RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(features[1::2], labels[1::2])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "forest.onnx").write_bytes(to_onnx(forest, features[:1]).SerializeToString())
+    np.savez(folder / "iris.npz", X=features[::2], labels=labels[::2])
+    return folder / "forest.onnx", folder / "iris.npz"

@@ -138,6 +138,14 @@ def _quality(record: VariantRecord) -> str:
     return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
 
 
+def scored_rows(found: Records, chosen: str | None) -> str | None:
+    """Which rows the quality figures were taken on (the chosen variant's, else the first measured):
+    a reader trusts an accuracy only knowing it was not calibrated or tuned on them."""
+    measured = [(variant, r.accuracy) for variant, r in found.items() if r.ok and r.accuracy and r.accuracy.eval_origin]
+    variant, accuracy = next((m for m in measured if m[0] == chosen), measured[0] if measured else (None, None))
+    return accuracy and f"{accuracy.eval_origin}; {accuracy.eval_samples} of them scored for `{variant}`"
+
+
 def plot_data(found: Records, selection: Selection, percentile: str) -> dict[str, list[dict[str, Any]]]:
     """The records behind each plot, for DVC (reports/plots/<kind>/<model>.json) and matplotlib."""
     ok = {v: r for v, r in found.items() if r.ok}
@@ -314,6 +322,8 @@ def model_report(
     else:
         lines += [f"**Nothing deployed**: {selection.why}."]
     lines += ["", f"Objective: {config.objective} ({config.percentile}). Constraints: {limits}.", ""]
+    if held_out := scored_rows(found, selection.chosen):
+        lines += [f"Accuracy and fidelity against the FP32 source on held-out rows: {held_out}.", ""]
     if warnings:
         lines += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
     if generates:  # TTFT at each prompt length; tokens/s at each batch size
