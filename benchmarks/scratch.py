@@ -53,7 +53,7 @@ def added_project(name: str, folder: Path, text: list[str], seq: int) -> Path:
     """A temporary DVC project (no git) holding Hugging Face encoder `folder` added by `add` as a
     user does (pipeline.prepare.add: feature extraction, `text` as its eval data at `seq` tokens),
     exported; no variant built."""
-    from pipeline.prepare.add import add_model
+    from pipeline.prepare.add import Flags, add_model
 
     root = Path(tempfile.mkdtemp(prefix=f"scratch-{name}-"))
     params = yaml.safe_load((REPO / PARAMS_FILE).read_text())
@@ -63,7 +63,7 @@ def added_project(name: str, folder: Path, text: list[str], seq: int) -> Path:
     shutil.copy(REPO / "models" / "__init__.py", root / "models")
     subprocess.run(["dvc", "init", "--no-scm", "-q"], cwd=root, check=True)
     (root / "text.txt").write_text("\n".join(text) + "\n")
-    add_model(name, folder, root, root / "text.txt", {"seq": seq}, task="feature-extraction")
+    add_model(name, folder, root, Flags(eval=root / "text.txt", dims={"seq": seq}, task="feature-extraction"))
     params = yaml.safe_load((root / PARAMS_FILE).read_text())
     (root / PARAMS_FILE).write_text(yaml.safe_dump(params | {"models": [name]}, sort_keys=False))
     report = call("benchmarks.scratch:export_in", {"model": name, "root": str(root)}, timeout=1800)

@@ -96,11 +96,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from pipeline.prepare.add import add_model, describe, parse_dims
+    from pipeline.prepare.add import Flags, add_model, describe, parse_dims
     from pipeline.stagefile import check_or_write
 
-    dims = parse_dims(args.dim)
-    inferred = add_model(args.name, args.path, Path("."), args.eval, dims, args.vocab, args.metric, args.task)
+    flags = Flags(args.eval, parse_dims(args.dim), args.vocab, args.metric, args.task, args.weights, args.sample,
+                  tuple(args.input))  # fmt: skip
+    inferred = add_model(args.name, args.path, Path("."), flags)
     check_or_write(Path("."), write=True)  # its stages: `dvc repro` runs it next
     print(describe(args.name, inferred))
     return 0
@@ -174,7 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     add = commands.add_parser("add", help="add a model from its file: reads the inputs, writes the catalog entry")
     add.add_argument("name", help="the model's name (letters, digits, '_')")
     add.add_argument(
-        "path", type=Path, help="an .onnx file (external data beside it), a .keras file or a Hugging Face folder"
+        "path",
+        type=Path,
+        help="an .onnx file (external data beside it), a .keras file, a SavedModel folder, a "
+        "Hugging Face folder, or a PyTorch or JAX factory as FILE.py:FUNCTION",
     )
     add.add_argument("--eval", type=Path, help=".npz of held-out inputs (with `labels`: a classifier); text models: "
                      ".txt (a text a line) or .jsonl ({text, label})")  # fmt: skip
@@ -185,6 +189,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument(
         "--metric", choices=["accuracy", "binary_accuracy"], help="with labelled --eval (default accuracy)"
     )
+    add.add_argument("--weights", type=Path, help="FILE.py:FUNCTION: its state_dict (.pt) or Flax params (.msgpack)")
+    add.add_argument("--sample", type=Path, help="FILE.py:FUNCTION: an .npz of inputs (batch first) giving their "
+                     "names, dtypes and shapes")  # fmt: skip
+    add.add_argument("--input", action="append", default=[], help="FILE.py:FUNCTION: NAME=D1,D2[:DTYPE], the axes "
+                     "after the batch (repeatable; a symbol takes --dim)")  # fmt: skip
     add.set_defaults(run=_add)
     predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")
     predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+import torch
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
@@ -16,7 +17,7 @@ from pipeline.cli import main
 from pipeline.core.config import load_params
 from pipeline.prepare.add import with_entry
 from pipeline.stagefile import missing_stages
-from tests.conftest import copy_project, write_fixed_batch_onnx, write_hf_folder
+from tests.conftest import copy_project, models_from, write_fixed_batch_onnx, write_hf_folder, write_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +145,9 @@ def bad_zipmap_file(folder: Path) -> Path:
         ("eval_mismatch", "--eval"),
         ("no_head", "its weights have no text-classification head"),
         ("hf_without_weights", "no weights file"),
+        ("code_without_shapes", "pass --sample rows.npz"),
+        ("weights_do_not_fit", "does not fit models.m_weights_do_not_fit.net:build"),
+        ("not_a_factory", "returned int"),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_nothing(project, tmp_path, monkeypatch, capsys, case, message):
@@ -170,10 +174,17 @@ def test_bad_input_is_one_line_and_leaves_nothing(project, tmp_path, monkeypatch
         (tmp_path / "empty").mkdir()
         (tmp_path / "empty" / "config.json").write_text('{"architectures": ["BertModel"]}')
         paths[case] = tmp_path / "empty"
+    if case in ("code_without_shapes", "weights_do_not_fit", "not_a_factory"):
+        code = write_tiny_model(tmp_path, "code")
+        torch.save(torch.nn.Linear(3, 3).state_dict(), tmp_path / "other.pt")
+        (code / "bad.py").write_text("def build():\n    return 3\n")
+        paths[case] = f"{code}/{'bad' if case == 'not_a_factory' else 'net'}.py:build"
+        extra = [] if case == "code_without_shapes" else ["--input", "x=12", "--weights", str(tmp_path / "other.pt")]
     before = (project / "params.yaml").read_text()
     folders = sorted(p.name for p in (project / "models").iterdir())
     capsys.readouterr()  # what building the inputs printed
-    assert run_add(project, monkeypatch, name, str(paths.get(case, good)), *extra) == 2
+    with models_from(project):
+        assert run_add(project, monkeypatch, name, str(paths.get(case, good)), *extra) == 2
     error = capsys.readouterr().err.strip()
     assert message in error and len(error.splitlines()) == 1, error
     assert (project / "params.yaml").read_text() == before
@@ -229,6 +240,52 @@ def test_add_a_keras_file(project, tmp_path, monkeypatch):
     assert entry == {"source": "keras", "file": "seq.keras", "dims": {"frames_1": 10},
                      "inputs": {"frames": {"shape": ["batch", "frames_1", 6], "dtype": "float32"}}}  # fmt: skip
     assert (project / "models/tiny_seq/seq.keras.dvc").is_file()
+
+
+def test_add_a_pytorch_factory_with_its_weights_and_a_sample(project, tmp_path, monkeypatch, capsys):
+    """Code says nothing of its input shapes: --sample's arrays do (labels left out); the .py file is copied
+    into models/NAME/ as a package, the weights are versioned by DVC, and the model is built and run once."""
+    code = write_tiny_model(tmp_path, "mlp")
+    with models_from(project):  # the factory is imported from the project's models/, not this repository's
+        assert run_add(project, monkeypatch, "mlp_code", f"{code}/net.py:build", "--weights", str(code / "weights.pt"),
+                       "--sample", str(code / "eval.npz"), "--eval", str(code / "eval.npz")) == 0  # fmt: skip
+    entry = params_of(project)["catalog"]["mlp_code"]
+    assert entry == {"source": "torch", "factory": "models.mlp_code.net:build", "file": "weights.pt",
+                     "inputs": {"x": {"shape": ["batch", 12], "dtype": "float32"}}, "eval_data": "eval.npz",
+                     "metric": "accuracy", "task": "classification"}  # fmt: skip
+    folder = project / "models" / "mlp_code"
+    assert all((folder / file).is_file() for file in ("__init__.py", "net.py", "weights.pt.dvc"))
+    assert "inputs from --sample eval.npz: x" in capsys.readouterr().out
+
+
+def test_add_a_jax_factory_from_input_flags(project, tmp_path, monkeypatch):
+    (tmp_path / "linear.py").write_text(
+        "import jax.numpy as jnp\nimport numpy as np\n\n\ndef build():\n"
+        "    w = jnp.asarray(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))\n"
+        "    return (lambda params, x: x @ params['w']), {'w': w}\n"
+    )
+    with models_from(project):
+        assert run_add(project, monkeypatch, "jax_code", f"{tmp_path}/linear.py:build", "--input", "x=4") == 0
+    entry = params_of(project)["catalog"]["jax_code"]
+    assert entry["source"] == "jax" and entry["init_seed"] == 0 and "file" not in entry
+    assert entry["inputs"] == {"x": {"shape": ["batch", 4], "dtype": "float32"}}
+
+
+def test_add_a_savedmodel_folder(project, tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    class Scale(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None, 3], tf.float32, name="frames")])
+        def serve(self, frames):
+            return {"scaled": 2.0 * frames}
+
+    module = Scale()
+    tf.saved_model.save(module, str(tmp_path / "scale"), signatures={"serving_default": module.serve})
+    assert run_add(project, monkeypatch, "saved", str(tmp_path / "scale"), "--dim", "frames_1=7") == 0
+    entry = params_of(project)["catalog"]["saved"]
+    assert entry == {"source": "savedmodel", "file": "scale", "dims": {"frames_1": 7},
+                     "inputs": {"frames": {"shape": ["batch", "frames_1", 3], "dtype": "float32"}}}  # fmt: skip
+    assert (project / "models" / "saved" / "scale.dvc").is_file()
 
 
 def test_add_the_packaged_pretrained_minilm_folder(project, tmp_path, monkeypatch, capsys):

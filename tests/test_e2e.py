@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from pipeline.core import onnx_files
-from tests.conftest import HF_WORDS, copy_project, write_fixed_batch_onnx, write_hf_folder, write_params
+from tests.conftest import HF_WORDS, copy_project, write_hf_folder, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
 from tests.pipeline_runs import (
     ALWAYS_RUN,
@@ -29,6 +29,7 @@ from tests.pipeline_runs import (
     stages_run,
     tracked,
 )
+from tests.test_add import odd_name_file
 
 pytestmark = pytest.mark.slow
 
@@ -99,9 +100,9 @@ def project(tmp_path_factory, tiny_onnx):
     (root / "models" / "bert_e2e").mkdir()  # every model has a folder (DVC watches it); the code is minilm_l6's
     (root / "models" / "bert_e2e" / "README.md").write_text("A smaller minilm_l6, built by its factory.\n")
     init_project(root)
-    # byo_fixed comes the one-command way: `add` reads its entry off the file (model.onnx + model.onnx.data)
-    run([sys.executable, "-m", "pipeline", "add", "byo_fixed", str(write_fixed_batch_onnx(root.parent / "elsewhere"))],
-        root)  # fmt: skip
+    # byo_fixed comes the one-command way: `add` reads its entry off the file (model.onnx + model.onnx.data, its
+    # input named `gpu_0/data_0` as in the ONNX zoo's ResNets)
+    run([sys.executable, "-m", "pipeline", "add", "byo_fixed", str(odd_name_file(root.parent / "elsewhere"))], root)
     # hf_clf: a Hugging Face classifier folder and labelled text, tokenized by its own tokenizer
     texts = root.parent / "reviews.jsonl"
     texts.write_text("".join(json.dumps({"text": f"{w} film {v}", "label": i % 2}) + "\n"
@@ -414,7 +415,7 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
     export = read(root / "reports" / "export" / "byo_fixed.json")
     assert export["status"] == "ok" and export["external_data"] and export["fixed_batch"] == 1
     entry = yaml.safe_load((root / "params.yaml").read_text())["catalog"]["byo_fixed"]  # written by `add`
-    assert entry["inputs"] == {"image": {"shape": [1, 3, 16, 16], "dtype": "float32"}}
+    assert entry["inputs"] == {"gpu_0/data_0": {"shape": [1, 3, 16, 16], "dtype": "float32"}}
     status = run(["dvc", "status", "models/byo_fixed/model.onnx.dvc", "models/byo_fixed/model.onnx.data.dvc"], root)
     assert "up to date" in status  # the model files are DVC's, their .dvc files git's
     for variant in ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp32",

@@ -1,9 +1,10 @@
 """A model in one command, then plain `dvc repro`: one model per kind of file `python -m pipeline add`
-reads, none of their entries written by hand. A Keras file, a Hugging Face feature extractor with its
-text, a tiny ViT folder, an ONNX sentence encoder with two outputs (the tiny BERT exported by
-torch.onnx), and a scikit-learn RandomForest exported by skl2onnx with its defaults (ONNX-ML operators
-and a ZipMap). Each reaches a deploy choice, its model file tracked by a .dvc file. The fixed-batch
-ONNX CNN with an odd input name and the Hugging Face classifier are tests/test_e2e.py's.
+reads, none of their entries written by hand. A Keras file, a SavedModel folder, a PyTorch factory in
+a .py file with its weights and labelled rows, a Hugging Face feature extractor with its text, a tiny
+ViT folder, an ONNX sentence encoder with two outputs (the tiny BERT exported by torch.onnx), and a
+scikit-learn RandomForest exported by skl2onnx with its defaults (ONNX-ML operators and a ZipMap).
+Each reaches a deploy choice, its model file tracked by a .dvc file. The fixed-batch ONNX CNN with an
+odd input name and the Hugging Face classifier are tests/test_e2e.py's.
 
 The test keeps each model to two variants (the others are covered by the other end-to-end files) and
 `models` to what it added: edits to the harness, not to any entry `add` wrote."""
@@ -19,14 +20,21 @@ import pytest
 import yaml
 
 from pipeline.core import registry
-from tests.conftest import HF_WORDS, copy_project, write_hf_folder, write_params, write_sklearn_onnx
+from tests.conftest import (
+    HF_WORDS,
+    copy_project,
+    write_hf_folder,
+    write_params,
+    write_sklearn_onnx,
+    write_tiny_model,
+)
 from tests.helpers import FAST_BENCH, FAST_CONTEST
 from tests.pipeline_runs import commit_and_repro, init_project, metrics, read, run
 
 pytestmark = pytest.mark.slow
 
 KEPT = ["onnx_fp32", "onnx_int8_dynamic"]  # each model's stages here
-MODELS = ["keras_file", "hf_encoder", "hf_vit", "onnx_encoder", "forest"]
+MODELS = ["keras_file", "saved", "torch_code", "hf_encoder", "hf_vit", "onnx_encoder", "forest"]
 
 
 def keras_file(folder):
@@ -38,6 +46,22 @@ def keras_file(folder):
     folder.mkdir(parents=True)
     model.save(folder / "dense.keras")
     return folder / "dense.keras"
+
+
+def savedmodel(folder):
+    import tensorflow as tf
+
+    class Linear(tf.Module):
+        def __init__(self) -> None:
+            self.w = tf.Variable(tf.random.stateless_normal([6, 3], seed=[0, 1]))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="features")])
+        def serve(self, features):
+            return {"scores": tf.matmul(features, self.w)}
+
+    module = Linear()
+    tf.saved_model.save(module, str(folder), signatures={"serving_default": module.serve})
+    return folder
 
 
 def onnx_encoder(folder):
@@ -84,6 +108,10 @@ def project(tmp_path_factory):
     forest, iris = write_sklearn_onnx(elsewhere / "forest")
     add = [sys.executable, "-m", "pipeline", "add"]
     run([*add, "keras_file", str(keras_file(elsewhere / "keras"))], root)
+    run([*add, "saved", str(savedmodel(elsewhere / "saved"))], root)
+    code = write_tiny_model(elsewhere, "mlp")  # net.py:build, its state_dict and labelled rows
+    run([*add, "torch_code", f"{code}/net.py:build", "--weights", str(code / "weights.pt"), "--sample",
+         str(code / "eval.npz"), "--eval", str(code / "eval.npz")], root)  # fmt: skip
     run([*add, "hf_encoder", str(write_hf_folder(elsewhere / "encoder")), "--eval", str(texts), "--dim", "seq=8"],
         root)  # fmt: skip
     run([*add, "hf_vit", str(write_hf_folder(elsewhere / "vit", "ViTForImageClassification"))], root)
@@ -130,10 +158,17 @@ def test_a_feature_extractor_folder_measures_on_its_own_held_out_text(project):
     assert np.load(root / "e.npy").shape == (1, 32), shown
 
 
-def test_vit_and_keras_files_run_their_generated_rows(project):
+def test_vit_keras_and_savedmodel_files_run_their_generated_rows(project):
     root, _, _ = project
     assert metrics(root, "hf_vit", "onnx_fp32")["fidelity"]["logits"]["top1_agreement"] == 1.0
-    assert read(root / "reports" / "export" / "keras_file.json")["parity"] == "ok"
+    for name in ("keras_file", "saved"):
+        assert read(root / "reports" / "export" / f"{name}.json")["parity"] == "ok"
+
+
+def test_a_pytorch_factory_is_measured_on_its_labelled_rows(project):
+    root, _, _ = project
+    m = metrics(root, "torch_code", "onnx_int8_dynamic")
+    assert m["status"] == "ok" and m["accuracy"]["metric"] == "accuracy" and m["accuracy"]["value"] is not None
 
 
 def test_a_scikit_learn_forest_with_zipmap_runs_on_onnx_runtime_only(project):

@@ -6,7 +6,8 @@ named like `input_ids`, `attention_mask`, `token_type_ids`) with their vocabular
 tells it (the rows of the embedding table the ids index) or a config.json beside the file does,
 and whether it is already quantized. From a Hugging Face folder: the task (config.json's
 `architectures`) and the inputs its config implies (pipeline.prepare.hf_folder builds it). From a
-`.keras` file: its input layers. The command writes models/NAME/ (the file, its external
+`.keras` file: its input layers; from a SavedModel folder, or a PyTorch or JAX factory in a .py file
+with its weights and the input flags: pipeline.prepare.add_code. The command writes models/NAME/ (the file, its external
 weights, `--eval` data), the entry and NAME in `models` (params.yaml's comments kept), checks them
 as `python -m pipeline check` would and versions the model files with `dvc add` (git gets the small
 .dvc file, DVC's cache the weights); the command then writes the stage files and prints what it inferred.
@@ -23,42 +24,28 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import MODELS_DIR, PARAMS_FILE, load_params, model_dir
 from pipeline.core.errors import ModelFileError, PipelineError, first_line
+from pipeline.prepare.inferred import (
+    DEFAULT_DIM,
+    NAME,
+    AddError,
+    Flags,
+    Inferred,
+    axes_notes,
+    spec_shape,
+    token_kind,
+)
 from pipeline.serve.text import HF_FOLDER_FACTORY
 
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-TOKEN_NAMES = {  # an integer input whose name holds one of these: what its values are
-    "token_type": "token_type_ids",
-    "segment": "token_type_ids",
-    "mask": "attention_mask",
-    "ids": "token_ids",
-    "tokens": "token_ids",
-}
-DEFAULT_DIM = 128  # a symbolic axis after the batch: the value generated inputs and batch-1 latency use
 QUANTIZED_OPS = {"DequantizeLinear", "MatMulNBits", "MatMulInteger", "ConvInteger", "QLinearConv", "QLinearMatMul",
                  "DynamicQuantizeLinear", "GatherBlockQuantized"}  # fmt: skip
 EVAL_FILE = "eval.npz"
 HF_DIR = "hf"  # a Hugging Face folder's place inside models/NAME/
-
-
-class AddError(PipelineError):
-    """What `add` cannot take, in one line naming the path."""
-
-
-@dataclass
-class Inferred:
-    """What was read off the model: its catalog entry, the files that make it, and what to tell."""
-
-    entry: dict[str, Any]
-    files: dict[str, Path]  # name inside models/NAME/ -> what is copied there (a file or a folder)
-    tracked: list[str]  # of those, what `dvc add` versions (model weights; git keeps the rest)
-    notes: list[str] = field(default_factory=list)
-    scratch: list[Path] = field(default_factory=list)  # made while inferring (tokenized text): removed after
+CODE_SOURCES = ("torch", "jax")  # a factory's entry: proven by building the model, as the export stage will
 
 
 def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferred:
@@ -150,25 +137,6 @@ def softmax_output(model: Any) -> str | None:
     return name if node is not None and node.op_type in ("Softmax", "LogSoftmax") else None
 
 
-def axes_notes(path: Path, dims: dict[str, int], used: dict[str, int]) -> list[str]:
-    """What each symbolic axis is set to, and from where; a `--dim` naming no axis is an error."""
-    if unknown := sorted(set(dims) - set(used)):
-        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the file has {sorted(used)})")
-    return [
-        f"axis {symbol}: {value} for generated inputs and batch-1 latency "
-        f"({'--dim' if symbol in dims else f'a default: pass --dim {symbol}=N for another'})"
-        for symbol, value in used.items()
-    ]
-
-
-def token_kind(name: str, dtype: str) -> str:
-    """What an input's values are, from its name, for integer inputs; `values` otherwise."""
-    if not dtype.startswith("int"):
-        return "values"
-    lowered = name.lower()
-    return next((kind for word, kind in TOKEN_NAMES.items() if word in lowered), "values")
-
-
 def embedding_rows(model: Any) -> dict[str, int]:
     """Graph input -> rows of the initializer table a Gather indexes with it (directly or through a
     Cast/Unsqueeze/Reshape): the vocabulary an id must stay under."""
@@ -203,28 +171,6 @@ def _config_beside(path: Path) -> dict[str, Any]:
         return json.loads((path.parent / "config.json").read_text())
     except (OSError, ValueError):
         return {}
-
-
-def spec_shape(input_name: str, axes: list[Any], flags: dict[str, int], used: dict[str, int]) -> list[int | str]:
-    """An input spec's shape from a file's axes (a positive int where fixed; else the file's symbol
-    name, or None or 0 where it has none): the first open axis is `batch`, any other a symbol (the
-    file's own when it is a name, else input_axis) recorded in `used` with its value (`--dim`, else
-    DEFAULT_DIM)."""
-    shape: list[int | str] = []
-    for index, dim in enumerate(axes):
-        if isinstance(dim, int) and dim > 0:
-            shape.append(dim)
-        elif index == 0:
-            shape.append("batch")
-        else:
-            symbol = dim if isinstance(dim, str) and NAME.fullmatch(dim) else _axis_name(input_name, index)
-            shape.append(symbol)
-            used[symbol] = flags.get(symbol, DEFAULT_DIM)
-    return shape
-
-
-def _axis_name(input_name: str, index: int) -> str:
-    return re.sub(r"\W", "_", f"{input_name}_{index}").strip("_") or f"axis_{index}"
 
 
 def inspect_hf(name: str, path: Path, task: str | None, dims: dict[str, int]) -> Inferred:
@@ -310,20 +256,26 @@ def inspect_keras(path: Path, dims: dict[str, int]) -> Inferred:
     return Inferred(entry, {path.name: path}, [path.name], notes)
 
 
-def inspect(name: str, path: Path, task: str | None, dims: dict[str, int], vocab: int | None) -> Inferred:
-    """The entry for whatever PATH is; the kinds `add` cannot read yet are named."""
+def inspect(name: str, path: Path, flags: Flags) -> Inferred:
+    """The entry for whatever PATH is; the kinds `add` cannot read are named."""
+    from pipeline.prepare import add_code
+
+    if add_code.is_code(path):
+        return add_code.inspect_code(name, path, flags)
     if not path.exists():
         raise AddError(f"{path}: not found")
     if path.is_file() and path.suffix == ".onnx":
-        return inspect_onnx(path, dims, vocab)
+        return inspect_onnx(path, flags.dims, flags.vocab)
     if path.is_file() and path.suffix == ".keras":
-        return inspect_keras(path, dims)
+        return inspect_keras(path, flags.dims)
     if path.is_dir() and (path / "config.json").is_file():
-        return inspect_hf(name, path, task, dims)
+        return inspect_hf(name, path, flags.task, flags.dims)
+    if path.is_dir() and (path / "saved_model.pb").is_file():
+        return add_code.inspect_savedmodel(path, flags.dims)
     raise AddError(
         f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it), a "
-        ".keras file or a Hugging Face folder (config.json and weights); write the catalog entry by hand for other "
-        "kinds (docs/bring-your-own-model.md)"
+        ".keras file, a SavedModel folder, a Hugging Face folder (config.json and weights), or a PyTorch or JAX "
+        "factory as FILE.py:FUNCTION (docs/bring-your-own-model.md)"
     )
 
 
@@ -394,17 +346,9 @@ def tokenized(text_file: Path, folder: Path, names: list[str], seq: int) -> Path
     return out
 
 
-def add_model(
-    name: str,
-    path: Path,
-    root: Path = Path("."),
-    eval_file: Path | None = None,
-    dims: dict[str, int] | None = None,
-    vocab: int | None = None,
-    metric: str | None = None,
-    task: str | None = None,
-) -> Inferred:
+def add_model(name: str, path: Path, root: Path = Path("."), flags: Flags | None = None) -> Inferred:
     """Add model `name` from `path` to the project at `root`; see the module's docstring."""
+    flags = flags or Flags()
     params_path = root / PARAMS_FILE
     params = load_params(params_path)
     if not NAME.fullmatch(name):
@@ -413,12 +357,12 @@ def add_model(
     if name in params.catalog or folder.exists():
         where = f"{PARAMS_FILE}: catalog.{name}" if name in params.catalog else str(folder)
         raise AddError(f"{name}: the name is taken ({where}): choose another")
-    inferred = inspect(name, path.resolve(), task, dims or {}, vocab)
+    inferred = inspect(name, path.resolve(), flags)
     staging = folder.with_name(f".{name}.add-tmp")
     new_params = params_path.with_name(f".{PARAMS_FILE}.add-tmp")
     try:
-        if eval_file is not None:
-            with_eval(inferred, eval_file.resolve(), metric)
+        if flags.eval is not None:
+            with_eval(inferred, flags.eval.resolve(), flags.metric)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         for target, source in inferred.files.items():
@@ -436,7 +380,8 @@ def add_model(
     finally:
         for scratch in inferred.scratch:
             shutil.rmtree(scratch, ignore_errors=True)
-    inferred.notes.append(f"versioned with dvc add: {', '.join(tracked)} (git gets the .dvc files)")
+    if tracked:
+        inferred.notes.append(f"versioned with dvc add: {', '.join(tracked)} (git gets the .dvc files)")
     return inferred
 
 
@@ -449,6 +394,13 @@ def check(name: str, params_file: Path, root: Path) -> None:
     except PipelineError as error:
         raise AddError(str(error).replace(params_file.name, PARAMS_FILE)) from None
     check_model(name, params, root)
+    if params.model(name).source in CODE_SOURCES:  # a factory: build it, load its weights, run an example
+        import importlib
+
+        from pipeline.prepare.sources import load_source
+
+        importlib.invalidate_caches()  # models/NAME/ is new to this process's import system
+        load_source(name, params.model(name), root)
 
 
 def _large(folder: Path, file: str) -> list[str]:
@@ -460,6 +412,8 @@ def _large(folder: Path, file: str) -> list[str]:
 def track(folder: Path, files: list[str], root: Path) -> list[str]:
     """`dvc add` the model's files: git keeps a small .dvc file and a .gitignore entry for each."""
     paths = [f"{MODELS_DIR}/{folder.name}/{file}" for file in files]
+    if not paths:  # code alone (no weights file): git keeps it
+        return []
     done = subprocess.run(["dvc", "add", "-q", *paths], cwd=root, capture_output=True, text=True)
     if done.returncode:
         error = (done.stderr or done.stdout).strip().splitlines()
