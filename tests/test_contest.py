@@ -163,3 +163,14 @@ def test_a_slow_contest_still_separates_its_contenders():
     assert result["calls_per_block"] == {"a": 1, "b": 1}
     assert result["rounds"] >= 6 and result["leader"] == "a"
     assert result["ratio_to_leader"]["b"]["verdict"] == "slower"
+
+
+def test_a_gap_beyond_any_drift_ends_the_race_early_and_a_close_one_does_not():
+    """Twice as slow is decided after `decisive_rounds`, long before min_rounds and min_seconds; at
+    1.25x (within what one ratio has drifted across machine states) the race runs its minimum."""
+    patient = FAST.model_copy(update={"min_rounds": 30, "max_rounds": 30, "decisive_rounds": 6})
+    far = interleaved.race({"fast": busy(0.0004), "slow": busy(0.0008)}, "p50", patient)
+    assert far["rounds"] == 6 and far["stopped_by"].startswith("every contender slower by more than x1.6")
+    assert far["ratio_to_leader"]["slow"]["low"] > 1.6
+    near = interleaved.race({"fast": busy(0.0004), "slow": busy(0.0005)}, "p50", patient)
+    assert near["rounds"] == 30 and near["ratio_to_leader"]["slow"]["verdict"] == "slower"
