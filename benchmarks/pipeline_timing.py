@@ -14,7 +14,7 @@ Each model run says where its time went: the build passes (build.json), the benc
 phases (details phase_s), the export, the select stage's side-by-side contest, and the rest (Python
 and DVC start-up per stage, env probe, plan, report).
 
-    python -m benchmarks.pipeline_timing [--noop-runs 5] [--models] [--from-scratch S] [--ci S]
+    python -m benchmarks.pipeline_timing [--noop-runs 5] [--models [--only resnet50] [--keep]] [--from-scratch S] [--ci S]
 
 Nothing else may run meanwhile (a second process on 2 cores changes every figure).
 """
@@ -140,7 +140,7 @@ def my_mlp(root: Path) -> dict[str, Any]:
             "eval_data": "eval.npz", "metric": "accuracy"}  # fmt: skip
 
 
-def to_choice(name: str, make: Any) -> dict[str, Any]:
+def to_choice(name: str, make: Any, keep: bool = False) -> dict[str, Any]:
     """Add model `name` to a scratch project as a user does, then time params -> choice: an ONNX file
     with `python -m pipeline add` (make returns its path), a code model by its hand-written entry and
     `stages --write` (make returns the entry). `models` then lists it alone."""
@@ -165,7 +165,10 @@ def to_choice(name: str, make: Any) -> dict[str, Any]:
         total = time.perf_counter() - start
         return {"total_s": total, "add_and_stages_write_s": write_s, **breakdown(name, root, repro_s)}
     finally:
-        shutil.rmtree(root.parent, ignore_errors=True)
+        if keep:
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root.parent, ignore_errors=True)
 
 
 def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
@@ -200,6 +203,7 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
         # why each other variant lost, and each build's seconds: what a changed choice or a slow build traces to
         "rejected": {variant: reason[:200] for variant, reason in choice["rejected"].items()},
         "build_s": {b["variant"]: round((b.get("build") or {}).get("seconds", 0.0), 1) for b in builds},
+        "bench_s": {variant: round(r.get("process_s") or 0.0, 1) for variant, r in sorted(details.items())},
     }
 
 
@@ -223,6 +227,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--noop-runs", type=int, default=5)
     parser.add_argument("--models", action="store_true", help="time the ResNet-50 file and my_mlp to a choice")
+    parser.add_argument("--only", choices=["resnet50", "my_mlp"], help="with --models: time this one alone")
+    parser.add_argument("--keep", action="store_true", help="leave each scratch project for a look")
     parser.add_argument("--from-scratch", type=float, help="seconds `dvc repro` took on a fresh clone")
     parser.add_argument("--ci", type=float, help="seconds .ci/run took on a fresh clone")
     parser.add_argument("--out", type=Path, default=REPO / "reports/benchmarks/pipeline_timing.json")
@@ -230,12 +236,15 @@ def main() -> None:
 
     cpu = fingerprint()["cpu"]
     result: dict[str, Any] = {"cpu": cpu["model"], "cores": cpu["cores"], "date": time.strftime("%Y-%m-%d")}
-    timed(["dvc", "repro"])  # settle: the first run may still have work to do
-    runs = [timed(["dvc", "repro"]) for _ in range(args.noop_runs)]
-    result |= {"noop_s_median": statistics.median(runs), "noop_s_max": max(runs), "noop_runs": len(runs)}
+    if args.noop_runs:  # 0: the committed run is another machine's, and settling it would rerun the zoo
+        timed(["dvc", "repro"])  # settle: the first run may still have work to do
+        runs = [timed(["dvc", "repro"]) for _ in range(args.noop_runs)]
+        result |= {"noop_s_median": statistics.median(runs), "noop_s_max": max(runs), "noop_runs": len(runs)}
     if args.models:
         for key, name, make in (("resnet50", "resnet50_onnx", resnet50_onnx), ("my_mlp", "my_mlp", my_mlp)):
-            run = to_choice(name, make)
+            if args.only and key != args.only:
+                continue
+            run = to_choice(name, make, args.keep)
             result[f"{key}_to_choice_s"] = run.pop("total_s")
             result[f"{key}_breakdown"] = run
     if args.from_scratch:
