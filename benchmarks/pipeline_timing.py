@@ -14,7 +14,8 @@ Each model run says where its time went: the build passes (build.json), the benc
 phases (details phase_s), the export, the select stage's side-by-side contest, and the rest (Python
 and DVC start-up per stage, env probe, plan, report).
 
-    python -m benchmarks.pipeline_timing [--noop-runs 5] [--models [--only resnet50] [--keep]] [--from-scratch S] [--ci S]
+    python -m benchmarks.pipeline_timing [--noop-runs 5] [--models [--only NAME] [--keep]] [--from-scratch S]
+                                         [--ci S]
 
 Nothing else may run meanwhile (a second process on 2 cores changes every figure).
 """

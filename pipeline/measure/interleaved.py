@@ -13,11 +13,12 @@ machine's state must not look precise). The loop stops when every contender is s
 leader or equivalent to it (within ±tie_pct), after min_rounds and min_seconds, or at the round or
 time limit (a tie); or, after `decisive_rounds`, as soon as every contender's interval starts above
 `decisive_ratio`: a gap no drift of the machine has spanned needs no minute of watching (ResNet-50's
-INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). Blocks are short (tens of ms) so that most rounds fall inside one machine
-state, with a minimum of calls so that a fast model's block is not all switching cost, and at most
-`max_block_seconds` (one call at least) so that a slow model (VGG19, 140 ms a call) still gets rounds:
-its time cap also waits for `cap_min_rounds` rounds, up to `cap_max_seconds` (with 10-call blocks and
-a flat 30 s cap VGG19 got 3 rounds and every pair was called a tie).
+INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). Blocks are short (tens of ms) so that
+most rounds fall inside one machine state, with a minimum of calls so that a fast model's block is
+not all switching cost, and at most `max_block_seconds` (one call at least) so that a slow model
+(VGG19, 140 ms a call) still gets rounds: its time cap also waits for `cap_min_rounds` rounds, up to
+`cap_max_seconds` (with 10-call blocks and a flat 30 s cap VGG19 got 3 rounds and every pair was
+called a tie).
 """
 
 from __future__ import annotations
