@@ -58,3 +58,23 @@ def test_text_needs_a_deployed_tokenizer_and_labels_name_each_row(tmp_path: Path
     assert [label for label, _ in named] == ["pos", "neg"]
     assert named[0][1] == pytest.approx(np.exp(2) / (1 + np.exp(2)))
     assert [label for label, _ in labelled(logits, {"labels": None})] == ["1", "0"]  # no names: the class index
+
+
+def test_a_token_classifier_names_each_token_and_leaves_out_special_and_padding(tmp_path: Path):
+    """`predict --text` on a token classifier: every word piece the tokenizer made, with its label name,
+    no [CLS]/[SEP]/[PAD]; rows padded to the longest text keep their own tokens only."""
+    import numpy as np
+    import transformers
+
+    from pipeline.serve.text import TOKENIZER, token_labelled, tokenize
+    from tests.conftest import HF_WORDS
+
+    transformers.BertTokenizer(vocab={word: i for i, word in enumerate(HF_WORDS)}).save_pretrained(tmp_path / TOKENIZER)
+    texts = ["the film was good", "awful"]
+    ids = tokenize(tmp_path, texts, ["input_ids"])["input_ids"]
+    logits = np.zeros((*ids.shape, 3), dtype=np.float32)
+    logits[..., 0] = 1.0
+    logits[0, 4, 2] = 5.0  # "good" (after [CLS] the film was)
+    logits[1, 1, 1] = 5.0  # "awful"
+    tagged = token_labelled(tmp_path, texts, {"logits": logits}, {"labels": {"0": "O", "1": "NEG", "2": "POS"}})
+    assert tagged == ["the/O film/O was/O good/POS", "awful/NEG"]

@@ -26,7 +26,7 @@ from pipeline.core.errors import ModelFileError
 from pipeline.core.files import read_json, sha256
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
-from pipeline.serve.text import labelled, tokenize
+from pipeline.serve.text import labelled, token_labelled, tokenize
 
 NONFINITE_HINT = " (predict --allow-nonfinite, or load(..., allow_nonfinite=True), lets NaN and Inf through)"
 
@@ -186,9 +186,14 @@ def run_cli(
     if texts is not None:
         outputs = predictor.on_text(texts)
         print(heading)
-        if (manifest.get("text") or {}).get("task") == "text-classification" and not output:
+        task = (manifest.get("text") or {}).get("task")
+        if task == "text-classification" and not output:
             for text, (label, probability) in zip(texts, labelled(outputs, manifest["text"]), strict=True):
                 print(f"{label} ({probability:.3f}): {text}")
+            return outputs
+        if task == "token-classification" and not output:
+            for tagged in token_labelled(folder, texts, outputs, manifest["text"]):
+                print(tagged)
             return outputs
     else:
         assert input_path is not None

@@ -1,6 +1,7 @@
 """Text in, for the Hugging Face text models `add` brings (encoders and classifiers): the deployment
 carries the folder's tokenizer and label names, and `predict --text` tokenizes with it as the eval rows
-were tokenized (the folder's own pad id and special tokens), then names each row's label."""
+were tokenized (the folder's own pad id and special tokens), then names each row's label (a text
+classifier) or each token's (a token classifier)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,22 @@ def labelled(outputs: Arrays, text: dict[str, Any]) -> list[tuple[str, float]]:
     names = text.get("labels") or {}
     best = probabilities.argmax(axis=-1)
     return [(names.get(str(i), str(i)), float(p[i])) for i, p in zip(best, probabilities, strict=True)]
+
+
+def token_labelled(folder: Path, texts: list[str], outputs: Arrays, text: dict[str, Any]) -> list[str]:
+    """Each text's tokens with their label names (`token/LABEL`, the argmax of each token's logits),
+    special and padding tokens left out: a token classifier's answer, on the tokens it was given."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER)
+    encoded = tokenizer(texts, padding=True, truncation=True, return_special_tokens_mask=True)
+    best = next(iter(outputs.values())).argmax(axis=-1)
+    names = text.get("labels") or {}
+    return [
+        " ".join(
+            f"{token}/{names.get(str(int(label)), str(int(label)))}"
+            for token, label, special in zip(tokenizer.convert_ids_to_tokens(ids), row, mask, strict=False)
+            if not special
+        )
+        for ids, row, mask in zip(encoded["input_ids"], best, encoded["special_tokens_mask"], strict=True)
+    ]
