@@ -41,6 +41,7 @@ import yaml
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
 from pipeline.machine.fingerprint import fingerprint
+from pipeline.machine.naming import hardware_name
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
@@ -210,10 +211,13 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
 
 def carry_over(result: dict[str, Any], previous: Path) -> None:
     """Keep the figures this run did not take from the previous file, each with the date it was taken
-    (measured_on), so a partial rerun (say --ci alone) never drops or re-dates the others."""
+    (measured_on), so a partial rerun (say --ci alone) never drops or re-dates the others: only from the
+    same machine (a file of another, or one that names none, is left behind: figures of two CPUs never mix)."""
     if not previous.is_file():
         return
     before = read_json(previous)
+    if before.get("machine") != result["machine"]:
+        return
     dates = before.get("measured_on") or {}
     for key in GOALS:
         if key not in result and key in before:
@@ -235,8 +239,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "reports/benchmarks/pipeline_timing.json")
     args = parser.parse_args()
 
-    cpu = fingerprint()["cpu"]
-    result: dict[str, Any] = {"cpu": cpu["model"], "cores": cpu["cores"], "date": time.strftime("%Y-%m-%d")}
+    found = fingerprint()
+    result: dict[str, Any] = {"machine": hardware_name(found), "cpu": found["cpu"]["model"],
+                              "cores": found["cpu"]["cores"], "date": time.strftime("%Y-%m-%d")}  # fmt: skip
     if args.noop_runs:  # 0: the committed run is another machine's, and settling it would rerun the zoo
         timed(["dvc", "repro"])  # settle: the first run may still have work to do
         runs = [timed(["dvc", "repro"]) for _ in range(args.noop_runs)]
@@ -252,7 +257,7 @@ def main() -> None:
         result["from_scratch_s"] = args.from_scratch
     if args.ci:
         result["ci_s"] = args.ci
-    result["measured_on"] = {key: result["date"] for key in GOALS if key in result}
+    result["measured_on"] = {key: f"{result['date']} on {result['machine']}" for key in GOALS if key in result}
     carry_over(result, args.out)
     for key, goal in GOALS.items():
         if key in result:
