@@ -47,6 +47,9 @@ REPO = Path(__file__).resolve().parents[1]
 ENV = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
 GOALS = {"resnet50_to_choice_s": 120, "my_mlp_to_choice_s": 45, "noop_s_median": 3, "from_scratch_s": 480,
          "ci_s": 720}  # fmt: skip
+# what was measured with each figure, carried with it
+COMPANIONS = {"noop_s_median": ["noop_s_max", "noop_runs"], "resnet50_to_choice_s": ["resnet50_breakdown"],
+              "my_mlp_to_choice_s": ["my_mlp_breakdown"]}  # fmt: skip
 KEEP = ["pipeline", "stages", "models/__init__.py", "models/common", "params.yaml", "pyproject.toml", "dvc.yaml",
         "fingerprint/dvc.yaml", "variants", ".dvc/plots", ".dvc/config", ".dvcignore"]  # fmt: skip
 MLP = textwrap.dedent(
@@ -226,9 +229,7 @@ def carry_over(result: dict[str, Any], previous: Path) -> None:
         if key not in result and key in before:
             result[key] = before[key]
             result["measured_on"][key] = dates.get(key, before.get("date"))
-            breakdown = key.removesuffix("_to_choice_s") + "_breakdown"
-            if breakdown in before:
-                result[breakdown] = before[breakdown]
+            result |= {companion: before[companion] for companion in COMPANIONS.get(key, []) if companion in before}
 
 
 def main() -> None:
