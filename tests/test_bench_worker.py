@@ -121,20 +121,22 @@ def test_sweep_does_not_stop_on_a_gain_it_could_not_confirm():
 
 def test_sweep_stops_before_a_call_longer_than_max_call_s():
     bench = BENCH.model_copy(
-        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.01, "min_gain_pct": 0})}
+        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.04, "min_gain_pct": 0})}
     )
-    metrics = run(lambda: StandIn(call_s=0.001, per_sample_s=0.0002), bench)
-    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8", "b32"]  # b32: 7.4 ms; b128: 26.6 > 10 ms
-    # b128 is not even tried: at b32's samples/s it would take about 30 ms, over twice max_call_s
+    metrics = run(lambda: StandIn(call_s=0.004, per_sample_s=0.0008), bench)  # 10 ms of room at b32: a loaded CI
+    assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8", "b32"]  # b32: 29.6 ms; b128: 106 > 40 ms
+    # b128 is not even tried: at b32's samples/s it would take about 118 ms, over twice max_call_s
     assert "batch 128 would take about" in metrics["throughput_sps"]["stopped_by"]
 
 
 def test_sweep_measures_a_call_it_cannot_rule_out_then_stops():
     bench = BENCH.model_copy(
-        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.006, "min_gain_pct": 0})}
+        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.03, "min_gain_pct": 0})}
     )
-    # b8 2.6 ms; b32 7.4 ms, predicted about 10 (< 2 x 6): tried, then over max_call_s
-    metrics = run(lambda: Busy(call_s=0.001, per_sample_s=0.0002), bench)
+    # b8 12 ms; b32 36 ms, predicted about 48 (< 2 x 30): tried, then over max_call_s. Milliseconds of
+    # room under the cap at b8: a busy call preempted by the other test worker runs a time slice long
+    # (at b8 2.6 ms against a 6 ms cap, CI's two workers once stopped the sweep at b8)
+    metrics = run(lambda: Busy(call_s=0.004, per_sample_s=0.001), bench)
     assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]
     assert "one call at batch 32 took" in metrics["throughput_sps"]["stopped_by"]
 

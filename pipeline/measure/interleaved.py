@@ -131,13 +131,15 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
                 stats[variant].append(float(np.percentile(times, q)) / 1e6)
             rounds += 1
             elapsed = (clock() - start) / 1e9
-            if rounds >= settings.decisive_rounds and decisive(rank(stats, settings.tie_pct)[1], settings):
-                stopped_by = f"every contender slower by more than x{settings.decisive_ratio:g} ({rounds} rounds)"
-                break
             long_enough = rounds >= settings.min_rounds and elapsed >= settings.min_seconds
-            if long_enough and "open" not in rank(stats, settings.tie_pct)[2].values():
-                stopped_by = "every contender separated from the leader or equivalent to it"
-                break
+            if long_enough or rounds >= settings.decisive_rounds:
+                _, ratios, verdicts = rank(stats, settings.tie_pct)
+                if decisive(ratios, settings):
+                    stopped_by = f"every contender slower by more than x{settings.decisive_ratio:g} ({rounds} rounds)"
+                    break
+                if long_enough and "open" not in verdicts.values():
+                    stopped_by = "every contender separated from the leader or equivalent to it"
+                    break
             if out_of_time(rounds, elapsed, settings):
                 stopped_by = f"round limit ({rounds} rounds, {elapsed:.1f} s): the open ones are ties"
                 break
