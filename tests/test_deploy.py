@@ -76,5 +76,5 @@ def test_a_token_classifier_names_each_token_and_leaves_out_special_and_padding(
     logits[..., 0] = 1.0
     logits[0, 4, 2] = 5.0  # "good" (after [CLS] the film was)
     logits[1, 1, 1] = 5.0  # "awful"
-    tagged = token_labelled(tmp_path, texts, {"logits": logits}, {"labels": {"0": "O", "1": "NEG", "2": "POS"}})
+    tagged = token_labelled(tmp_path, ids, {"logits": logits}, {"labels": {"0": "O", "1": "NEG", "2": "POS"}})
     assert tagged == ["the/O film/O was/O good/POS", "awful/NEG"]

@@ -184,7 +184,8 @@ def run_cli(
         print(prompt + text)
         return {"text": text}
     if texts is not None:
-        outputs = predictor.on_text(texts)
+        inputs = tokenize(folder, texts, list(predictor.inputs))  # Predictor.on_text, keeping the ids
+        outputs = predictor(inputs, source="--text")
         print(heading)
         task = (manifest.get("text") or {}).get("task")
         if task == "text-classification" and not output:
@@ -192,7 +193,7 @@ def run_cli(
                 print(f"{label} ({probability:.3f}): {text}")
             return outputs
         if task == "token-classification" and not output:
-            for tagged in token_labelled(folder, texts, outputs, manifest["text"]):
+            for tagged in token_labelled(folder, inputs["input_ids"], outputs, manifest["text"]):
                 print(tagged)
             return outputs
     else:

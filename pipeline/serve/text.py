@@ -5,6 +5,7 @@ classifier) or each token's (a token classifier)."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,21 @@ HF_FOLDER_FACTORY = "pipeline.prepare.hf_folder:build"  # the factory `add` writ
 TOKENIZER = "tokenizer"  # the deployment's copy of the folder, weights left out
 
 
-def tokenize(folder: Path, texts: list[str], names: list[str]) -> Arrays:
-    """The model's token inputs for `texts`, padded to the longest and truncated to the tokenizer's limit."""
+@cache
+def _tokenizer(folder: Path) -> Any:
+    """The deployment's tokenizer, loaded once per process (tokenizing and naming tokens share it)."""
     from transformers import AutoTokenizer
 
     if not (folder / TOKENIZER).is_dir():
         raise ModelFileError(f"{folder}: --text needs a Hugging Face text model added with `add` (no {TOKENIZER}/)")
+    return AutoTokenizer.from_pretrained(folder / TOKENIZER)
+
+
+def tokenize(folder: Path, texts: list[str], names: list[str]) -> Arrays:
+    """The model's token inputs for `texts`, padded to the longest and truncated to the tokenizer's limit."""
+    tokenizer = _tokenizer(folder)
     if not texts or not all(t.strip() for t in texts):
         raise ModelFileError("--text: empty: give the text to run")
-    tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER)
     encoded = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
     return {name: encoded[name].astype(np.int64) for name in names}
 
@@ -35,25 +42,26 @@ def labelled(outputs: Arrays, text: dict[str, Any]) -> list[tuple[str, float]]:
     logits = next(iter(outputs.values())).astype(np.float64)
     probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
     probabilities /= probabilities.sum(axis=-1, keepdims=True)
-    names = text.get("labels") or {}
     best = probabilities.argmax(axis=-1)
-    return [(names.get(str(i), str(i)), float(p[i])) for i, p in zip(best, probabilities, strict=True)]
+    return [(label_name(text, i), float(p[i])) for i, p in zip(best, probabilities, strict=True)]
 
 
-def token_labelled(folder: Path, texts: list[str], outputs: Arrays, text: dict[str, Any]) -> list[str]:
-    """Each text's tokens with their label names (`token/LABEL`, the argmax of each token's logits),
-    special and padding tokens left out: a token classifier's answer, on the tokens it was given."""
-    from transformers import AutoTokenizer
+def label_name(text: dict[str, Any], index: Any) -> str:
+    """config.json's id2label name of class `index`, else the index itself."""
+    return (text.get("labels") or {}).get(str(int(index)), str(int(index)))
 
-    tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER)
-    encoded = tokenizer(texts, padding=True, truncation=True, return_special_tokens_mask=True)
+
+def token_labelled(folder: Path, input_ids: np.ndarray, outputs: Arrays, text: dict[str, Any]) -> list[str]:
+    """Each row's tokens with their label names (`token/LABEL`, the argmax of each token's logits),
+    special and padding tokens left out: a token classifier's answer, on the ids it was given."""
+    tokenizer = _tokenizer(folder)
+    special = set(tokenizer.all_special_ids)
     best = next(iter(outputs.values())).argmax(axis=-1)
-    names = text.get("labels") or {}
     return [
         " ".join(
-            f"{token}/{names.get(str(int(label)), str(int(label)))}"
-            for token, label, special in zip(tokenizer.convert_ids_to_tokens(ids), row, mask, strict=False)
-            if not special
+            f"{token}/{label_name(text, label)}"
+            for token, i, label in zip(tokenizer.convert_ids_to_tokens(ids.tolist()), ids, row, strict=True)
+            if int(i) not in special
         )
-        for ids, row, mask in zip(encoded["input_ids"], best, encoded["special_tokens_mask"], strict=True)
+        for ids, row in zip(input_ids, best, strict=True)
     ]
