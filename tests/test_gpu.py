@@ -15,7 +15,7 @@ from pipeline.core import layout
 from pipeline.core import registry as variants
 from pipeline.core.files import read_json, write_json
 from pipeline.machine.probe import probe
-from tests.conftest import REPO
+from tests.conftest import REPO, build, tiny_config, torch_build_context
 
 CUDA = probe("cuda:0")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not CUDA["available"], reason=CUDA["reason"])]
@@ -53,13 +53,38 @@ def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
         assert session.details()["provider"] == PROVIDERS[dict(spec.runtime_options)["provider"]]
 
 
+def test_torch_compile_cuda_builds_an_aotinductor_package_that_runs_on_the_gpu(tiny_project):
+    from pipeline.prepare.sources import load_source
+
+    reason = runtimes.unavailable_reason("torch", "cuda:0")
+    if reason:
+        pytest.skip(reason)
+    ctx = dataclasses.replace(torch_build_context(tiny_project), target="cuda:0")
+    result = build(ctx, "torch_compile_cuda")
+    assert "for cuda:0" in result.details["compiler"]
+    x = {"x": np.random.default_rng(0).standard_normal((6, 12)).astype(np.float32)}
+    compiled = runtimes.load("torch", ctx.out_dir / result.entry, 1, result.runtime_config, "cuda:0").run(x)
+    eager = load_source("tiny", tiny_config(), tiny_project).predict(x)["output"]
+    np.testing.assert_allclose(compiled["output"], eager, atol=1e-4, rtol=1e-4)
+
+
+def gpu_calls(context):
+    """A call that keeps cuda:0 busy: ONNX Runtime's CUDA provider where installed, else torch's CUDA."""
+    if not runtimes.unavailable_reason("onnxruntime", "cuda:0"):
+        session = runtimes.load("onnxruntime", context.exported_onnx, 1, {"provider": "cuda"}, "cuda:0")
+        return session.prepare({"x": np.zeros((64, 12), np.float32)})
+    if runtimes.unavailable_reason("torch", "cuda:0"):
+        pytest.skip("neither onnxruntime-gpu nor a CUDA build of torch is installed")
+    import torch
+
+    a = torch.randn(1024, 1024, device="cuda:0")
+    return lambda: (a @ a).sum().item()
+
+
 def test_gpu_meter_reads_energy_memory_and_utilisation(context):
     from pipeline.measure.gpu import GpuMeter
 
-    if runtimes.unavailable_reason("onnxruntime", "cuda:0"):
-        pytest.skip("onnxruntime-gpu is not installed")
-    session = runtimes.load("onnxruntime", context.exported_onnx, 1, {"provider": "cuda"}, "cuda:0")
-    call = session.prepare({"x": np.zeros((64, 12), np.float32)})
+    call = gpu_calls(context)
     meter = GpuMeter("cuda:0")
     meter.start()
     for _ in range(2000):
