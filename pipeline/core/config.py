@@ -406,8 +406,9 @@ class ContestConfig(Strict):
     interval overlaps the best one's, or whose stored p50 is within `drift_ratio` of it, at most
     `max_contenders`, are loaded side by side in one process and timed in alternating blocks of
     about `block_seconds` (at least `min_block_calls` calls, at most `max_block_seconds` of them),
-    round after round, for at least `min_rounds` and `min_seconds` (long enough to see the machine
-    change state), until every paired ratio's interval separates its variant from the leader by more
+    round after round, for at least `min_rounds` (`cap_min_rounds` when the race's pace cannot reach
+    `min_rounds` within `max_seconds`) and `min_seconds` (long enough to see the machine change
+    state), until every paired ratio's interval separates its variant from the leader by more
     than `tie_pct` or lies within ±`tie_pct` of 1, or `max_rounds`/`max_seconds` run out (the time
     cap waits for `cap_min_rounds` rounds, up to `cap_max_seconds`): the open ones are then ties.
     Sooner when the race is decided beyond any drift: after `decisive_rounds`, once every contender's

@@ -10,13 +10,14 @@ interval (pipeline.measure.stats.paired_ratio_interval: the median's order-stati
 rounds that straddle one of the machine's speed flips are outliers a mean's t interval did not
 ignore, joined with an interval over five stretches of the contest, as a ratio that moves with the
 machine's state must not look precise). The loop stops when every contender is separated from the
-leader or equivalent to it (within ±tie_pct), after min_rounds and min_seconds, or at the round or
-time limit (a tie); or, after `decisive_rounds`, as soon as every contender's interval starts above
-`decisive_ratio`: a gap no drift of the machine has spanned needs no minute of watching (ResNet-50's
-INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). Blocks are short (tens of ms) so that
-most rounds fall inside one machine state, with a minimum of calls so that a fast model's block is
-not all switching cost, and at most `max_block_seconds` (one call at least) so that a slow model
-(VGG19, 140 ms a call) still gets rounds: its time cap also waits for `cap_min_rounds` rounds, up to
+leader or equivalent to it (within ±tie_pct), after min_rounds (cap_min_rounds for a race too slow
+to reach min_rounds within max_seconds) and min_seconds, or at the round or time limit (a tie); or,
+after `decisive_rounds`, as soon as every contender's interval starts above `decisive_ratio`: a gap
+no drift of the machine has spanned needs no minute of watching (ResNet-50's INT8 against its BF16
+at 1.8x ran the 30 s cap for 49 rounds). Blocks are short (tens of ms) so that most rounds fall
+inside one machine state, with a minimum of calls so that a fast model's block is not all switching
+cost, and at most `max_block_seconds` (one call at least) so that a slow model (VGG19, 140 ms a
+call) still gets rounds: its time cap also waits for `cap_min_rounds` rounds, up to
 `cap_max_seconds` (with 10-call blocks and a flat 30 s cap VGG19 got 3 rounds and every pair was
 called a tie).
 """
@@ -110,6 +111,14 @@ def out_of_time(rounds: int, elapsed: float, settings: ContestConfig) -> bool:
     return elapsed >= settings.max_seconds and rounds >= settings.cap_min_rounds
 
 
+def rounds_needed(rounds: int, elapsed: float, settings: ContestConfig) -> int:
+    """The rounds a contest must run before its verdicts count: `min_rounds`, or `cap_min_rounds` for a
+    slow race whose pace cannot reach `min_rounds` within `max_seconds` (tiny_lm's generation, 0.35 s a
+    round: 85 rounds in 30 s, so it ran to the cap with every verdict long decided)."""
+    pace = elapsed / max(rounds, 1)
+    return settings.min_rounds if pace * settings.min_rounds <= settings.max_seconds else settings.cap_min_rounds
+
+
 def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: ContestConfig) -> dict[str, Any]:
     """The interleaved rounds over prepared calls (warmed up); see the module's docstring."""
     variants = list(calls)
@@ -131,7 +140,7 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
                 stats[variant].append(float(np.percentile(times, q)) / 1e6)
             rounds += 1
             elapsed = (clock() - start) / 1e9
-            long_enough = rounds >= settings.min_rounds and elapsed >= settings.min_seconds
+            long_enough = rounds >= rounds_needed(rounds, elapsed, settings) and elapsed >= settings.min_seconds
             if long_enough or rounds >= settings.decisive_rounds:
                 _, ratios, verdicts = rank(stats, settings.tie_pct)
                 if decisive(ratios, settings):
