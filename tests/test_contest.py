@@ -169,11 +169,11 @@ def test_a_race_too_slow_for_min_rounds_counts_its_verdicts_after_cap_min_rounds
     settings = FAST.model_copy(update={"min_rounds": 100, "max_seconds": 30, "cap_min_rounds": 30})
     assert interleaved.rounds_needed(10, 0.5, settings) == 100  # 0.05 s a round: 100 rounds in 5 s
     assert interleaved.rounds_needed(10, 3.5, settings) == 30  # 0.35 s a round: 100 rounds take 35 s
-    # ~0.13 s a round: 40 rounds would take 5 s, past the 3 s cap; 8 rounds decide x1.5 (below decisive_ratio)
-    slow = FAST.model_copy(update={"min_rounds": 40, "max_rounds": 40, "max_seconds": 3, "cap_min_rounds": 8})
+    # ~0.13 s a round: 100 rounds would take 13 s, past the 6 s cap; 8 rounds decide x1.5 (below decisive_ratio)
+    slow = FAST.model_copy(update={"min_rounds": 100, "max_rounds": 100, "max_seconds": 6, "cap_min_rounds": 8})
     result = interleaved.race({"a": busy(0.01), "b": busy(0.015)}, "p50", slow)
     assert result["stopped_by"] == "every contender separated from the leader or equivalent to it"
-    assert result["rounds"] < 16 and result["leader"] == "a"  # before the cap, not at it
+    assert result["rounds"] < 40 and result["leader"] == "a"  # long before the cap, not at it
 
 
 def test_a_gap_beyond_any_drift_ends_the_race_early_and_a_close_one_does_not():
