@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -174,6 +175,25 @@ def test_a_race_too_slow_for_min_rounds_counts_its_verdicts_after_cap_min_rounds
     result = interleaved.race({"a": busy(0.01), "b": busy(0.015)}, "p50", slow)
     assert result["stopped_by"] == "every contender separated from the leader or equivalent to it"
     assert result["rounds"] < 40 and result["leader"] == "a"  # long before the cap, not at it
+
+
+def test_a_generation_is_ranked_on_its_per_token_steps_not_on_the_whole_reply():
+    """A decoder's p50 is its time per output token: the contest ranks that, as the screen does, not
+    the call's wall clock (which adds a runtime's per-call cost)."""
+    from pipeline.runtimes.generator import Generation
+
+    def reply(wall_s: float, step_s: float):
+        def call() -> Generation:
+            busy(wall_s)()
+            return Generation(np.zeros((1, 16), np.int64), step_s, [step_s] * 15)
+
+        return call
+
+    quick_reply_slow_tokens, slow_reply_quick_tokens = reply(0.002, 0.0004), reply(0.006, 0.0002)
+    result = interleaved.race({"a": quick_reply_slow_tokens, "b": slow_reply_quick_tokens}, "p50", FAST)
+    assert result["leader"] == "b"
+    assert result["ratio_to_leader"]["a"]["ratio"] == pytest.approx(2.0)
+    assert result["latency_ms"]["b"] == pytest.approx(0.2)
 
 
 def test_a_gap_beyond_any_drift_ends_the_race_early_and_a_close_one_does_not():

@@ -52,10 +52,8 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
     winner = Candidate.from_record(decision.chosen, chosen, config.percentile) if decision.chosen and chosen else None
     latency = decision.latency_ms.get(decision.chosen or "", winner.latency_ms if winner else None)
     measured = "side by side with its contenders" if decision.contest else "stored benchmark figures"
-    if params.model(model).generates and winner:  # the contest timed whole replies: keep the per-token figure
-        latency = winner.latency_ms
-        if decision.contest:
-            measured += f" (each call a {CONTEST_TOKENS}-token reply to a {CONTEST_PROMPT}-token prompt)"
+    if params.model(model).generates and decision.contest:
+        measured += f" (per output token of a {CONTEST_TOKENS}-token reply to a {CONTEST_PROMPT}-token prompt)"
     record = records.Choice(
         status="ok" if decision.chosen else "none",
         chosen=decision.chosen or "none",
