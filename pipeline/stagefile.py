@@ -116,6 +116,12 @@ def configured_variants(params: Params) -> dict[str, str]:
     return {variant: basis for group, basis in GROUPS.items() for variant in getattr(params, group)}
 
 
+def bench_first(params: Params, model: str) -> str:
+    """The record `model`'s select stage lists first; its details folder (listed anyway) when nothing applies."""
+    first = params.bench_first(model)
+    return f"{DETAILS}/{model}/{first}.json" if first else f"{DETAILS}/{model}"
+
+
 def pipeline_stages(params: Params) -> dict[str, Any]:
     stages: dict[str, Any] = {
         "train": {  # only the zoo models `models` names: the opt-in ones train once listed
@@ -156,17 +162,20 @@ def pipeline_stages(params: Params) -> dict[str, Any]:
         "outs": [_uncached(layout.bench_plan().as_posix())],
     }
     stages["select"] = {
-        "foreach": list(params.models),
+        # DVC runs a stage's dependencies in the order listed: the record of the variant benched first
+        # (Params.bench_first) before the model's other records (a dict: the one entry differs by model)
+        "foreach": {model: {"first": bench_first(params, model)} for model in params.models},
         "do": {
-            "cmd": "python stages/select_artifact.py ${item}",
+            "cmd": "python stages/select_artifact.py ${key}",
             "deps": [
-                f"{DETAILS}/${{item}}",
-                "artifacts/${item}",
-                "models/${item}",
+                "${item.first}",
+                f"{DETAILS}/${{key}}",
+                "artifacts/${key}",
+                "models/${key}",
                 stage_file("select"),
             ],
             "params": ["select"],
-            "outs": ["deploy/${item}", _uncached("reports/selection/${item}.json")],
+            "outs": ["deploy/${key}", _uncached("reports/selection/${key}.json")],
         },
     }
     stages["report"] = {

@@ -151,3 +151,25 @@ def test_the_plan_stage_checks_every_variants_knobs_before_anything_is_built(tmp
     with pytest.raises(ConfigError, match=r"params.yaml: variants.onnx_opt.levle: unknown key"):
         write_plan(loaded, root)
     assert not layout.plan_dir(root).exists()
+
+
+def test_each_model_benches_first_the_variant_most_often_fastest(tmp_path):
+    """The select stage lists that variant's record before the model's folder of records, and DVC runs
+    dependencies in the order listed (`dvc repro` of the whole pipeline: a targeted one orders its
+    subgraph otherwise): its bench runs before the model's other benches, so the
+    out-of-contention screen has a fast figure to cut the slower variants' benches short."""
+    import subprocess
+    import sys
+
+    params = load_params(REPO / "params.yaml")
+    assert params.bench_first("minilm_l6") == "openvino_int8" and params.bench_first("tiny_lm") == "lm_onnx_int8"
+    select = yaml.safe_load(render(REPO)[ROOT_FILE])["stages"]["select"]
+    assert select["foreach"]["tiny_lm"] == {"first": "reports/details/tiny_lm/lm_onnx_int8.json"}
+    assert select["do"]["deps"][:2] == ["${item.first}", "reports/details/${key}"]
+    root = copy_project(tmp_path / "project")
+    dvc = [sys.executable, "-m", "dvc"]
+    for cmd in (["git", "init", "-q"], [*dvc, "init", "-q"]):
+        subprocess.run(cmd, cwd=root, check=True, capture_output=True)
+    dry = subprocess.run([*dvc, "repro", "--dry", "-f"], cwd=root, capture_output=True, text=True)  # as the README
+    benches = [line for line in dry.stdout.splitlines() if "dvc.yaml:bench@minilm_l6" in line]
+    assert len(benches) > 3 and "variants/openvino_int8/" in benches[0], dry.stdout[-2000:]

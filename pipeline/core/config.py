@@ -541,6 +541,12 @@ class Params(Strict):
         """The models (in `models` order) that get `variant`'s build and bench stages."""
         return [model for model in self.models if variant not in self.not_applicable(model)]
 
+    def bench_first(self, model: str) -> str | None:
+        """The variant `model` benches first (registry.BENCH_FIRST), else its first applicable one."""
+        skipped = self.not_applicable(model)
+        applies = [name for name in self.all_variants if name not in skipped]
+        return next((name for name in registry.BENCH_FIRST if name in applies), next(iter(applies), None))
+
     def deciding_records(self, fallback: str) -> list[str]:
         """The variants whose records decide whether `fallback` is needed (pipeline.build.stage.not_needed):
         those it rescues that are configured and have a stage for every model `fallback` has one for
