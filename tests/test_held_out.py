@@ -53,7 +53,7 @@ def test_eval_data_alone_is_split_into_disjoint_seeded_roles(tiny_project):
     every_row = np.concatenate([data.inputs["x"] for data in sets.values()])
     original = np.load(tiny_project / "models" / "tiny" / "eval.npz")["x"]
     assert sorted(map(bytes, every_row)) == sorted(map(bytes, original))  # a partition: nothing lost
-    assert sets["validation"].labels is not None and sets["validation"].outputs  # accuracy control needs both
+    assert sets["validation"].labels is not None and not sets["validation"].outputs  # outputs: when a fallback asks
     _, again = exported(tiny_project)
     assert np.array_equal(again["scoring"].inputs["x"], sets["scoring"].inputs["x"])  # deterministic
 
@@ -89,3 +89,17 @@ def test_calib_data_that_repeats_eval_rows_marks_calibrated_figures_in_sample(ti
     [warning] = [w for w in traps(metrics, {}, Selection(None, "", [], {}, [])) if "in-sample" in w]
     assert "`onnx_int8_static`" in warning and "32 of the scoring rows" in warning
     assert rows(metrics, ["onnx_int8_static"], "onnx_fp32")[0][-1] == "ok (in-sample)"
+
+
+def test_a_fallback_predicts_the_validation_rows_outputs_with_the_source_only_when_it_asks(tiny_project):
+    """The export saves validation inputs and labels; BuildContext.validation runs the source on them,
+    as the export runs it on the scoring rows (most builds never tune, so most runs never pay)."""
+    from pipeline.build.passes.base import BuildContext
+    from pipeline.prepare.sources import load_source
+
+    exported(tiny_project)
+    config = tiny_config()
+    rows = BuildContext("tiny", config, tiny_project, tiny_project / "out").validation()
+    assert rows.labels is not None and set(rows.outputs) == {"output"}
+    source = load_source("tiny", config, tiny_project)
+    assert np.allclose(rows.outputs["output"], source.predict(rows.inputs)["output"], atol=1e-6)

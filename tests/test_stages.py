@@ -146,17 +146,21 @@ def test_a_stage_logs_its_peak_memory_and_its_largest_child(tmp_path, monkeypatc
 
 
 def rescue_params(*also: str, **constraints) -> Params:
-    """openvino_int8_acc rescues openvino_int8 (the registry says so); both are configured, and `also`."""
+    """openvino_int8_acc rescues openvino_int8, onnx_int8_static_search onnx_int8_static (the registry
+    says so); all are configured, and `also`."""
     return Params.model_validate(
         {
             "models": ["tiny"],
             "catalog": {"tiny": tiny_config().model_dump()},
             "variants": {"openvino_int8": {}, "openvino_int8_acc": {}, **{name: {} for name in also}},
+            "machine_variants": {"onnx_int8_static": {}, "onnx_int8_static_search": {}},
             "select": {"constraints": {"max_accuracy_drop": 0.01, "min_cosine": 0.99, **constraints}},
         }
     )
 
 
+@pytest.mark.parametrize(("fallback", "of"), [("openvino_int8_acc", "openvino_int8"), ("onnx_int8_static_search",
+                                                "onnx_int8_static")])  # fmt: skip
 @pytest.mark.parametrize(
     ("rescued", "needed"),
     [
@@ -167,25 +171,25 @@ def rescue_params(*also: str, **constraints) -> Params:
     ],
 )
 def test_a_fallback_searches_only_when_the_variant_it_rescues_breaks_a_quality_constraint(
-    stage_project, monkeypatch, rescued, needed
+    stage_project, monkeypatch, fallback, of, rescued, needed
 ):
     ran = []
 
-    def the_search(target, kwargs, timeout, env=None, log=None):  # stands in for NNCF's accuracy control
+    def the_search(target, kwargs, timeout, env=None, log=None):  # stands in for the search (NNCF's, ORT's)
         ran.append(kwargs["variant"])
         (Path(kwargs["out_dir"]) / "model.xml").write_text("<net/>")
         return {"entry": "model.xml", "runtime_config": {}, "build": {"seconds": 600.0}}
 
     monkeypatch.setattr(build_module, "call", the_search)
-    records.write("tiny", "openvino_int8", rescued, stage_project)
-    info = build_variant("tiny", "openvino_int8_acc", rescue_params(), stage_project)
-    assert ran == (["openvino_int8_acc"] if needed else [])
+    records.write("tiny", of, rescued, stage_project)
+    info = build_variant("tiny", fallback, rescue_params(), stage_project)
+    assert ran == ([fallback] if needed else [])
     if needed:
         assert info["kind"] == Kind.OK
     else:
         assert info["kind"] == Kind.NOT_NEEDED and info["status"] == "skipped"
         assert info["reason"] == (
-            "not needed: openvino_int8 meets tiny's quality constraints (accuracy drop 0, worst-output fidelity 0.9990)"
+            f"not needed: {of} meets tiny's quality constraints (accuracy drop 0, worst-output fidelity 0.9990)"
         )
 
 

@@ -136,7 +136,7 @@ def test_every_int8_recipe_separates_from_a_destroyed_output(bert):
 def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cosine_holds(bert):
     from pipeline.build.passes.ort_sensitivity import worst_cosine
 
-    details, _ = built(bert, "onnx_int8_static", "sensitive", target_cosine=0.999999, max_excluded=2)
+    details, _ = built(bert, "onnx_int8_static_search", "sensitive", target_cosine=0.999999, max_excluded=2)
     search = details["sensitivity"]
     assert [t["excluded_tensors"] for t in search["tries"]] == [0, 1, 2]  # unreachable target: every step tried
     sqnr = [r["sqnr_db"] for r in search["ranking"]]
@@ -150,7 +150,7 @@ def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cos
     assert on_disk == pytest.approx(best["validation_cosine"], abs=1e-5)
     assert "not reached" in search["note"]
 
-    details, _ = built(bert, "onnx_int8_static", "lenient", target_cosine=0.5)
+    details, _ = built(bert, "onnx_int8_static_search", "lenient", target_cosine=0.5)
     assert details["sensitivity"]["tries"][0]["excluded_tensors"] == 0 and details["sensitivity"]["kept"] == 0
     assert len(details["sensitivity"]["tries"]) == 1
 

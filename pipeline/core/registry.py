@@ -187,6 +187,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
             "onnxruntime", "int8", "pipeline.build.passes.ort_quantize:StaticInt8", per_target=True,
             should_beat="onnx_fp32", requires=ONNX),
+    Variant("onnx_int8_static_search", "onnx_int8_static's recipe with the consumers of the lowest-SQNR "
+            "activations left float until the validation rows' worst cosine keeps target_cosine", "onnxruntime",
+            "int8", "pipeline.build.passes.ort_quantize:StaticInt8Search", per_target=True, should_beat="onnx_fp32",
+            requires=ONNX, rescues=("onnx_int8_static",)),
     Variant("onnx_int8_blockwise", "MatMulNBits: 8-bit block-wise MatMul weights, activations quantized per "
             "block at run time (accuracy_level 4)", "onnxruntime", "int8",
             "pipeline.build.passes.ort_blockwise:MatMulNBits8", should_beat="onnx_fp32", requires=ONNX),

@@ -5,7 +5,7 @@ Writes artifacts/<model>/source/ atomically:
                   (+ model.onnx.data when the weights live in a side file)
   reference.npz   scoring rows: inputs, the FP32 source's outputs on them, labels when known
   calib.npz       calibration rows for static quantization
-  validation.npz  rows accuracy control tunes on (with the source's outputs); never scoring rows
+  validation.npz  rows a fallback tunes on (inputs, labels; it predicts the source's outputs); never scoring rows
   source.json     spec, dims, batching, digests and the export check, read by build and bench
 and reports/export/<model>.json, the export check as a DVC metric.
 
@@ -26,6 +26,7 @@ import numpy as np
 from pipeline.core import layout, onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig, Params, model_dir
 from pipeline.core.data import (
+    Arrays,
     DataSet,
     check_input_values,
     declared_bounds,
@@ -296,8 +297,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         batch = batch_size(PREDICT_BATCH, batching, fixed)
         start = time.perf_counter()
         evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
-        reference_s = time.perf_counter() - start
-        validation.outputs = run_batched(source.predict, validation.inputs, batch, fixed is not None)
+        reference_s = time.perf_counter() - start  # validation's outputs: only a fallback needs them
         source_metric = task_metric(config.metric, next(iter(evaluation.outputs.values())), evaluation.labels)
         report: dict[str, Any] = {
             "status": "ok",
@@ -370,6 +370,16 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
     report["export_stage_s"] = time.perf_counter() - began  # the reference outputs and checks included
     write_json(layout.export_report(name, root), report)
     return report
+
+
+def source_outputs(name: str, config: ModelConfig, root: Path, source_info: dict[str, Any], inputs: Arrays) -> Arrays:
+    """The FP32 source's outputs on `inputs`, predicted as the export predicts the scoring rows'. The
+    export saves the validation rows without them: only a fallback tunes on them, and it asks here
+    (BuildContext.validation) in the rare build that runs."""
+    source = load_source(name, config, root, source_info["dims"])
+    fixed = config.fixed_batch  # the source's own batch (the export may have relaxed the ONNX file's)
+    batch = batch_size(PREDICT_BATCH, source_info.get("batching", {}), fixed)
+    return run_batched(source.predict, inputs, batch, fixed is not None)
 
 
 def _effective_inputs(config: ModelConfig, fixed: int | None) -> dict[str, Any]:

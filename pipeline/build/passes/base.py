@@ -74,8 +74,14 @@ class BuildContext:
         return DataSet.load(self.source_dir / layout.CALIBRATION)
 
     def validation(self) -> DataSet:
-        """Rows accuracy control may tune on, with the source's outputs: never the scoring rows."""
-        return DataSet.load(self.source_dir / layout.VALIDATION)
+        """Rows accuracy control may tune on, with the source's outputs: never the scoring rows. The
+        export saves their inputs only; the outputs are predicted here, by the fallback that needs them."""
+        from pipeline.prepare.export import source_outputs
+
+        rows = DataSet.load(self.source_dir / layout.VALIDATION)
+        if not rows.outputs:
+            rows.outputs = source_outputs(self.model, self.config, self.root, self.source_info, rows.inputs)
+        return rows
 
     def reference(self) -> DataSet:
         return DataSet.load(self.source_dir / layout.REFERENCE)

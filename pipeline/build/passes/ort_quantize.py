@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +36,7 @@ from pipeline.machine.fingerprint import has_vnni
 QuantType = Literal["qint8", "quint8"]
 CLEAN, PREPROCESSED = "clean.onnx", "preprocessed.onnx"  # scratch files, removed once quantized
 QDQ_OPSET, QDQ_IR = 13, 7  # per-channel DequantizeLinear needs opset 13 (IR 7)
+Quantize = Callable[[list[str]], Path]  # quantize with these nodes also kept float; the model written
 
 
 class DynamicConfig(NoConfig):
@@ -54,10 +56,16 @@ class StaticConfig(DynamicConfig):
     calibration_method: Literal["minmax", "entropy", "percentile", "distribution"] = "minmax"
     calibration_samples: int = Field(default=256, ge=1)
     calibration_batch: int = Field(default=32, ge=1)
-    # Below this worst-row cosine on the validation rows, the lowest-SQNR activations' consumers are
-    # kept in float, 1, 2, 4, ... up to max_excluded tensors (pipeline.build.passes.ort_sensitivity).
-    target_cosine: float | None = Field(default=None, gt=0, le=1)
-    max_excluded: int = Field(default=16, ge=0)
+
+
+class SearchConfig(StaticConfig):
+    """The static recipe, then: below this worst-row cosine on the validation rows, the lowest-SQNR
+    activations' consumers are kept in float, 1, 2, 4, ... up to max_excluded tensors
+    (pipeline.build.passes.ort_sensitivity)."""
+
+    format: Literal["qdq"] = "qdq"  # the search excludes nodes around Q/DQ pairs
+    target_cosine: float = Field(default=0.995, gt=0, le=1)
+    max_excluded: int = Field(default=16, ge=1)
 
 
 def resolve_reduce_range(value: bool | str) -> bool:
@@ -303,22 +311,7 @@ class StaticInt8(Pass):
             )
             return ctx.out_dir / MODEL_FILE
 
-        sensitivity: dict[str, Any] = {}
-        if config.target_cosine is None or config.format != "qdq":
-            quantize([])
-        else:
-            validation = ctx.validation()
-            sensitivity = restore_until(
-                quantize,
-                Path(model),
-                validation,
-                ctx.max_batch(config.calibration_batch),
-                used.op_types,
-                config.target_cosine,
-                config.max_excluded,
-                fixed=ctx.fixed_batch is not None,
-            )
-            sensitivity = {"target_cosine": config.target_cosine, "validation_rows": len(validation), **sensitivity}
+        sensitivity = self.quantize(ctx, config, quantize, Path(model), used.op_types)
         return _finish(
             ctx,
             config,
@@ -333,3 +326,33 @@ class StaticInt8(Pass):
                 **({"sensitivity": sensitivity} if sensitivity else {}),
             },
         )
+
+    def quantize(
+        self, ctx: BuildContext, config: StaticConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None
+    ) -> dict[str, Any]:
+        """One quantization with the recipe; returns what the build details record of the search (none)."""
+        quantize([])
+        return {}
+
+
+class StaticInt8Search(StaticInt8):
+    """onnx_int8_static's fallback: its recipe with the sensitivity search, built only when the plain
+    model misses the model's quality constraints (registry `rescues`, pipeline.build.stage.not_needed)."""
+
+    Config = SearchConfig
+
+    def quantize(
+        self, ctx: BuildContext, config: SearchConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None
+    ) -> dict[str, Any]:
+        validation = ctx.validation()
+        found = restore_until(
+            quantize,
+            float_model,
+            validation,
+            ctx.max_batch(config.calibration_batch),
+            op_types,
+            config.target_cosine,
+            config.max_excluded,
+            fixed=ctx.fixed_batch is not None,
+        )
+        return {"target_cosine": config.target_cosine, "validation_rows": len(validation), **found}
