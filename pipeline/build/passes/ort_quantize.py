@@ -29,7 +29,7 @@ from pipeline.build.passes.ort_sensitivity import restore_until
 from pipeline.core import onnx_files
 from pipeline.core.config import PARAMS_FILE
 from pipeline.core.data import Arrays, padded_batches
-from pipeline.core.errors import ConfigError, first_line
+from pipeline.core.errors import ConfigError, NotApplicable, first_line
 from pipeline.core.onnx_files import graph_stats
 from pipeline.machine.fingerprint import has_vnni
 
@@ -355,4 +355,11 @@ class StaticInt8Search(StaticInt8):
             config.max_excluded,
             fixed=ctx.fixed_batch is not None,
         )
+        if found["tries"][0]["validation_cosine"] >= config.target_cosine:  # the model missed another constraint
+            raise NotApplicable(
+                f"nothing to search: onnx_int8_static's recipe already keeps target_cosine {config.target_cosine:g} "
+                f"on the {len(validation)} validation rows ({found['tries'][0]['validation_cosine']:.5g}), so the "
+                "search would rebuild it unchanged; the constraint it misses is not one the search measures "
+                "(raise target_cosine to search anyway)"
+            )
         return {"target_cosine": config.target_cosine, "validation_rows": len(validation), **found}
