@@ -88,6 +88,18 @@ def not_needed(spec: variants.Variant, model: str, params: Params, root: Path) -
     return None
 
 
+def nothing_to_gain(spec: variants.Variant, model: str, params: Params, root: Path) -> variants.Skip | None:
+    """A needed fallback whose own check (Pass.nothing_to_gain) says, from the measured record of every
+    variant it rescues, that its work could not improve on them: skipped before any build."""
+    found = {name: layout.details_file(model, name, root) for name in params.deciding_records(spec.name)}
+    rescued = {name: records.parse(read_json(path)) for name, path in found.items() if path.exists()}
+    if not spec.rescues or not rescued or not all(record.ok for record in rescued.values()):
+        return None
+    config, fallback = knobs.variant_config(params, spec.name, model), knobs.pass_class(spec)()
+    reasons = [fallback.nothing_to_gain(config, name, record) for name, record in rescued.items()]
+    return variants.Skip(Kind.NOT_APPLICABLE, "; ".join(reasons)) if all(reasons) else None  # type: ignore[arg-type]
+
+
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Build one variant; returns build.json's content (also written into the variant folder)."""
     spec = variants.get(variant)
@@ -117,7 +129,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
 
             missing = unavailable_reason(spec.runtime, target)
             skip = variants.Skip(Kind.UNAVAILABLE, missing) if missing else None
-        skip = skip or not_needed(spec, model, params, root)
+        skip = skip or not_needed(spec, model, params, root) or nothing_to_gain(spec, model, params, root)
         if skip:
             info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif source.get("status") == "failed":

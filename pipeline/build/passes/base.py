@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -16,6 +16,9 @@ from pipeline.core import layout
 from pipeline.core.config import ModelConfig
 from pipeline.core.data import Arrays, DataSet
 from pipeline.core.files import read_json
+
+if TYPE_CHECKING:
+    from pipeline.core.records import VariantRecord
 
 
 class NoConfig(BaseModel):
@@ -101,6 +104,11 @@ class Pass(ABC):
 
     @abstractmethod
     def run(self, ctx: BuildContext, config: Any) -> BuildResult: ...
+
+    def nothing_to_gain(self, config: Any, rescued: str, record: VariantRecord) -> str | None:
+        """A fallback's own question, asked when it is needed (`rescued` missed a constraint): why its
+        work could not improve on `record`, the variant's measured record (None: do the work). No build."""
+        return None
 
 
 def session_runner(runtime: str, path: Path, config: dict[str, Any] | None = None) -> Callable[[Arrays], Arrays]:

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -32,6 +32,9 @@ from pipeline.core.data import Arrays, padded_batches
 from pipeline.core.errors import ConfigError, NotApplicable, first_line
 from pipeline.core.onnx_files import graph_stats
 from pipeline.machine.fingerprint import has_vnni
+
+if TYPE_CHECKING:
+    from pipeline.core.records import VariantRecord
 
 QuantType = Literal["qint8", "quint8"]
 CLEAN, PREPROCESSED = "clean.onnx", "preprocessed.onnx"  # scratch files, removed once quantized
@@ -340,6 +343,18 @@ class StaticInt8Search(StaticInt8):
     model misses the model's quality constraints (registry `rescues`, pipeline.build.stage.not_needed)."""
 
     Config = SearchConfig
+
+    def nothing_to_gain(self, config: SearchConfig, rescued: str, record: VariantRecord) -> str | None:
+        """The search raises the worst row's cosine; a model that already keeps target_cosine on every
+        scoring row missed another constraint (neighbour recall, accuracy): searching would rebuild it."""
+        worst = record.worst_cosine
+        if worst is None or worst < config.target_cosine:
+            return None
+        return (
+            f"nothing to search: {rescued} already keeps target_cosine {config.target_cosine:g} on its worst scoring "
+            f"row ({worst:.5g}); the constraint it misses is not one the search measures (raise target_cosine to "
+            "search anyway)"
+        )
 
     def quantize(
         self, ctx: BuildContext, config: SearchConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None
