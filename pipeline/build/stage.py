@@ -97,7 +97,7 @@ def nothing_to_gain(spec: variants.Variant, model: str, params: Params, root: Pa
         return None
     config, fallback = knobs.variant_config(params, spec.name, model), knobs.pass_class(spec)()
     reasons = [fallback.nothing_to_gain(config, name, record) for name, record in rescued.items()]
-    return variants.Skip(Kind.NOT_APPLICABLE, "; ".join(reasons)) if all(reasons) else None  # type: ignore[arg-type]
+    return None if None in reasons else variants.Skip(Kind.NOT_APPLICABLE, "; ".join(filter(None, reasons)))
 
 
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:

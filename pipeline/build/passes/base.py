@@ -77,7 +77,7 @@ class BuildContext:
         return DataSet.load(self.source_dir / layout.CALIBRATION)
 
     def validation(self) -> DataSet:
-        """Rows accuracy control may tune on, with the source's outputs: never the scoring rows. The
+        """Rows a fallback may tune on, with the source's outputs: never the scoring rows. The
         export saves their inputs only; the outputs are predicted here, by the fallback that needs them."""
         from pipeline.prepare.export import source_outputs
 

@@ -350,11 +350,7 @@ class StaticInt8Search(StaticInt8):
         worst = record.worst_cosine
         if worst is None or worst < config.target_cosine:
             return None
-        return (
-            f"nothing to search: {rescued} already keeps target_cosine {config.target_cosine:g} on its worst scoring "
-            f"row ({worst:.5g}); the constraint it misses is not one the search measures (raise target_cosine to "
-            "search anyway)"
-        )
+        return nothing_to_search(f"{rescued} already keeps", config.target_cosine, "its worst scoring row", worst)
 
     def quantize(
         self, ctx: BuildContext, config: SearchConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None
@@ -370,11 +366,16 @@ class StaticInt8Search(StaticInt8):
             config.max_excluded,
             fixed=ctx.fixed_batch is not None,
         )
-        if found["tries"][0]["validation_cosine"] >= config.target_cosine:  # the model missed another constraint
-            raise NotApplicable(
-                f"nothing to search: onnx_int8_static's recipe already keeps target_cosine {config.target_cosine:g} "
-                f"on the {len(validation)} validation rows ({found['tries'][0]['validation_cosine']:.5g}), so the "
-                "search would rebuild it unchanged; the constraint it misses is not one the search measures "
-                "(raise target_cosine to search anyway)"
-            )
+        first = found["tries"][0]["validation_cosine"]
+        if first >= config.target_cosine:  # scoring rows said otherwise, the validation rows agree with it
+            where = f"the {len(validation)} validation rows"
+            raise NotApplicable(nothing_to_search("its recipe already keeps", config.target_cosine, where, first))
         return {"target_cosine": config.target_cosine, "validation_rows": len(validation), **found}
+
+
+def nothing_to_search(who: str, target: float, where: str, cosine: float) -> str:
+    """Why the search is skipped: the model it would start from already keeps its target."""
+    return (
+        f"nothing to search: {who} target_cosine {target:g} on {where} ({cosine:.5g}); the constraint it "
+        "misses is not one the search measures (raise target_cosine to search anyway)"
+    )
