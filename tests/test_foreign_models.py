@@ -185,3 +185,18 @@ def test_resave_and_remove_unreferenced_leave_a_model_and_its_own_side_files(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]  # small: weights inside, side files gone
     y = ort.InferenceSession(str(path)).run(None, {"x": np.ones((1, 4), np.float32)})[0]
     assert np.allclose(y, 0.0)  # w0 is zeros: the weights survived the rewrite
+
+
+def test_a_fallback_predicts_validation_outputs_on_a_fixed_batch_file_one_batch_at_a_time(project):
+    """The validation rows' source outputs are predicted where a fallback asks (export.source_outputs):
+    on a file whose batch is fixed to 1, row by row, as the export predicts the scoring rows."""
+    from pipeline.prepare.export import source_outputs
+
+    write_fixed_batch_onnx(project / "models" / "fixed")
+    rows = {"image": np.random.default_rng(0).standard_normal((5, 3, 16, 16)).astype(np.float32)}
+    info = {"dims": {}, "batching": {"max_batch": 1}}
+    outputs = source_outputs("fixed", fixed_config(), project, info, rows)
+    source = load_source("fixed", fixed_config(), project)
+    for name, values in outputs.items():
+        assert values.shape[0] == 5
+        assert np.allclose(values[3:4], source.predict({"image": rows["image"][3:4]})[name], atol=1e-6)
