@@ -65,22 +65,24 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
     return f"ok: loaded by {runtime} and ran a batch of {rows}"
 
 
-def not_needed(spec: variants.Variant, model: str, params: Params, root: Path) -> variants.Skip | None:
+def rescued_records(spec: variants.Variant, model: str, params: Params, root: Path) -> dict[str, records.VariantRecord]:
+    """The measured records of the variants fallback `spec` rescues (Params.deciding_records). Its build
+    stage depends on them (pipeline.stagefile), so they are this run's."""
+    paths = {name: layout.details_file(model, name, root) for name in params.deciding_records(spec.name)}
+    return {name: records.parse(read_json(path)) for name, path in paths.items() if path.exists()}
+
+
+def not_needed(model: str, params: Params, rescued: dict[str, records.VariantRecord]) -> variants.Skip | None:
     """A fallback (a variant that `rescues` others: accuracy-controlled INT8) is built only when no
-    variant it rescues was measured here and met every one of the model's quality constraints:
-    otherwise its search would spend minutes to make a model of which one that passes exists. Its
-    build stage depends on those records (Params.deciding_records, pipeline.stagefile), so they are
-    this run's."""
-    for name in params.deciding_records(spec.name):
-        path = layout.details_file(model, name, root)
-        if not path.exists():
+    variant it rescues (`rescued`, their records) was measured here and met every one of the model's
+    quality constraints: otherwise its search would spend minutes to make a model of which one that
+    passes exists."""
+    for name, record in rescued.items():
+        if not record.ok or quality_violations(record, params.select.constraints_for(model)):
             continue
-        rescued = records.parse(read_json(path))
-        if not rescued.ok or quality_violations(rescued, params.select.constraints_for(model)):
-            continue
-        figures = [f"accuracy drop {rescued.accuracy_drop:.4g}"] if rescued.accuracy_drop is not None else []
-        figures += [f"worst-output fidelity {rescued.worst_output_score:.4f}"] if rescued.worst_output_score else []
-        figures += [f"perplexity {rescued.ppl_increase_pct:+.3g}%"] if rescued.ppl_increase_pct is not None else []
+        figures = [f"accuracy drop {record.accuracy_drop:.4g}"] if record.accuracy_drop is not None else []
+        figures += [f"worst-output fidelity {record.worst_output_score:.4f}"] if record.worst_output_score else []
+        figures += [f"perplexity {record.ppl_increase_pct:+.3g}%"] if record.ppl_increase_pct is not None else []
         return variants.Skip(
             Kind.NOT_NEEDED,
             f"not needed: {name} meets {model}'s quality constraints ({', '.join(figures) or 'no figure'})",
@@ -88,12 +90,12 @@ def not_needed(spec: variants.Variant, model: str, params: Params, root: Path) -
     return None
 
 
-def nothing_to_gain(spec: variants.Variant, model: str, params: Params, root: Path) -> variants.Skip | None:
+def nothing_to_gain(
+    spec: variants.Variant, model: str, params: Params, rescued: dict[str, records.VariantRecord]
+) -> variants.Skip | None:
     """A needed fallback whose own check (Pass.nothing_to_gain) says, from the measured record of every
     variant it rescues, that its work could not improve on them: skipped before any build."""
-    found = {name: layout.details_file(model, name, root) for name in params.deciding_records(spec.name)}
-    rescued = {name: records.parse(read_json(path)) for name, path in found.items() if path.exists()}
-    if not spec.rescues or not rescued or not all(record.ok for record in rescued.values()):
+    if not rescued or not all(record.ok for record in rescued.values()):
         return None
     config, fallback = knobs.variant_config(params, spec.name, model), knobs.pass_class(spec)()
     reasons = [fallback.nothing_to_gain(config, name, record) for name, record in rescued.items()]
@@ -129,7 +131,9 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
 
             missing = unavailable_reason(spec.runtime, target)
             skip = variants.Skip(Kind.UNAVAILABLE, missing) if missing else None
-        skip = skip or not_needed(spec, model, params, root) or nothing_to_gain(spec, model, params, root)
+        if skip is None and spec.rescues:  # a fallback: is it needed, and could it gain anything?
+            rescued = rescued_records(spec, model, params, root)
+            skip = not_needed(model, params, rescued) or nothing_to_gain(spec, model, params, rescued)
         if skip:
             info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif source.get("status") == "failed":
