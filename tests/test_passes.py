@@ -144,3 +144,43 @@ def test_blockwise_int8_knobs_are_checked_and_a_graph_without_matmuls_does_not_a
         validate_variant_params("onnx_int8_blockwise", {"block_size": 100})
     with pytest.raises(NotApplicable, match=r"no MatMul with constant 2-D weights .*Gemm stay float"):
         build(context, "onnx_int8_blockwise", block_size=16)
+
+
+def _graph(tmp_path: Path, nodes: list, weights: dict[str, tuple[int, ...]]) -> Path:
+    from onnx import TensorProto, helper, numpy_helper
+
+    initializers = [numpy_helper.from_array(np.ones(s, np.float32), n) for n, s in weights.items()]
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("x", "y"))
+    path = tmp_path / "graph.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], initializers)), path)
+    return path
+
+
+def test_dynamic_int8_leaves_convolutions_float_and_a_graph_with_nothing_else_does_not_apply(context, tmp_path):
+    """ORT's ConvInteger has no fast CPU kernel (ResNet-50's dynamic INT8 read 5.4x FP32 here): the default
+    recipe quantizes ORT's other dynamic ops, Gemm included (ORT rewrites it as MatMul + Add); a graph with
+    only convolutions (or a Gemm ORT does not rewrite, beta 0 as jax2onnx writes it) is not applicable."""
+    from onnx import helper
+
+    from pipeline.build.passes.ort_quantize import dynamic_ops, quantizable_nodes
+    from pipeline.core.errors import NotApplicable
+
+    ops = dynamic_ops()
+    assert "Conv" not in ops and "MatMul" in ops
+    result = build(context, "onnx_int8_dynamic")
+    assert result.details["op_types"] == ops and result.details["recipe"] == "default: ORT's dynamic ops but Conv"
+    assert "MatMulInteger" in result.details["top_ops"]  # the tiny MLP's layers are quantized
+
+    conv = helper.make_node("Conv", ["x", "w"], ["h"])
+    gemm = _graph(
+        tmp_path, [conv, helper.make_node("Gemm", ["h", "v"], ["y"], transB=1)], {"w": (4, 3, 3, 3), "v": (2, 4)}
+    )
+    assert quantizable_nodes(gemm, ops) == 1 and quantizable_nodes(gemm, ["Conv"]) == 1
+    conv_only = _graph(
+        tmp_path, [conv, helper.make_node("Gemm", ["h", "v"], ["y"], beta=0.0)], {"w": (4, 3, 3, 3), "v": (4, 2)}
+    )
+    assert quantizable_nodes(conv_only, ops) == 0 and quantizable_nodes(conv_only, ["Conv", "MatMul"]) == 1
+    context.exported_onnx.write_bytes(conv_only.read_bytes())
+    with pytest.raises(NotApplicable, match=r"nothing to quantize dynamically: .* its 1 Conv stay float: .*static"):
+        build(context, "onnx_int8_dynamic")
+    assert build(context, "onnx_int8_dynamic", op_types=["Conv"]).details["op_types"] == ["Conv"]  # forced
