@@ -14,7 +14,7 @@ from pipeline.core.memory import RssSampler
 from pipeline.measure.budget import ContentionScreen, Rival
 from pipeline.measure.harness import measure_concurrent
 from pipeline.measure.worker import Loaded, measure_loaded
-from pipeline.runtimes.base import Session, ThreadQueue
+from pipeline.runtimes.base import OpTime, Session, ThreadQueue
 
 LOAD_MB = 300  # what the stand-in's weights take once loaded
 CALL_S = 0.002  # what one call takes, whatever the batch: throughput grows with the batch
@@ -76,7 +76,7 @@ def run(
         loaded = Loaded(session, reference, params, 0.0, baseline, 1.0)
         source = {"dims": {}} | ({"fixed_batch": batch} if isinstance(batch, int) else {})
         result = measure_loaded(loaded, config, source, sampler, baseline, sampler.now_mb(), screen)
-    return result["measured"] | {"baseline": baseline}
+    return result["measured"] | {"baseline": baseline, "profile": result["profile"]}
 
 
 def test_peak_rss_is_the_runtimes_own_footprint_within_ten_percent():
@@ -131,12 +131,12 @@ def test_sweep_stops_before_a_call_longer_than_max_call_s():
 
 def test_sweep_measures_a_call_it_cannot_rule_out_then_stops():
     bench = BENCH.model_copy(
-        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.03, "min_gain_pct": 0})}
+        update={"throughput": BENCH.throughput.model_copy(update={"max_call_s": 0.06, "min_gain_pct": 0})}
     )
-    # b8 12 ms; b32 36 ms, predicted about 48 (< 2 x 30): tried, then over max_call_s. Milliseconds of
-    # room under the cap at b8: a busy call preempted by the other test worker runs a time slice long
-    # (at b8 2.6 ms against a 6 ms cap, CI's two workers once stopped the sweep at b8)
-    metrics = run(lambda: Busy(call_s=0.004, per_sample_s=0.001), bench)
+    # b8 20 ms; b32 68 ms, predicted about 80 (< 2 x 60): tried, then over max_call_s. Tens of milliseconds
+    # of room under the cap at b8: a busy call preempted by the other test worker runs a time slice long
+    # (CI's two workers stopped the sweep at b8 with 2.6 ms against a 6 ms cap, and once with 12 against 30)
+    metrics = run(lambda: Busy(call_s=0.004, per_sample_s=0.002), bench)
     assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]
     assert "one call at batch 32 took" in metrics["throughput_sps"]["stopped_by"]
 
@@ -172,6 +172,17 @@ def test_a_variant_out_of_contention_stops_at_min_blocks_and_skips_the_sweeps():
     assert set(metrics["cpu_util_pct"]) == {"latency"} and "sweep" not in metrics["phase_s"]
     assert metrics["batching"]["sweep"] == [] and metrics["fidelity_batch"] == BENCH.eval_batch
     assert metrics["fidelity"]["y"]["cosine_min"] == pytest.approx(1.0)  # quality is always measured
+
+
+class Profiled(StandIn):
+    def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
+        return [OpTime("MatMul", self.call_s * 1000) for _ in range(calls)]
+
+
+def test_a_variant_out_of_contention_is_profiled_over_fewer_calls():
+    """Its operator shares decide nothing: profile_calls_short runs, and the record says how many."""
+    assert run(Profiled, screen=FAST_RIVAL)["profile"]["calls"] == BENCH.profile_calls_short < BENCH.profile_calls
+    assert run(Profiled)["profile"]["calls"] == BENCH.profile_calls  # nothing to compare with: the full budget
 
 
 def test_a_variant_within_reach_gets_the_full_budget_and_evaluates_at_its_peak_batch():

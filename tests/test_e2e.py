@@ -112,6 +112,8 @@ def project(tmp_path_factory, tiny_onnx):
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5, "min_neighbour_recall": 0.5}
     params["catalog"]["byo_fixed"]["skip"] = RUN_TIME_INT8
+    # a CNN gets no dynamic INT8 by default (Pass.not_for); op_types builds it: external weights through ORT's quantizer
+    params["catalog"]["byo_fixed"]["overrides"] = {"onnx_int8_dynamic": {"op_types": ["Conv", "MatMul"]}}
     params["catalog"]["hf_clf"]["skip"] = HF_SKIP
     write_params(root, params)
     return root, commit_and_repro(root)

@@ -100,6 +100,22 @@ def test_a_package_missing_from_pyproject_is_named(monkeypatch):
     assert "optional-dependencies.gpu" in pyproject_problem("imaginary-gpu")
 
 
+def test_a_missing_optional_package_skips_its_variant_before_any_process(monkeypatch):
+    """torchax (torch_xla's converter) is installed by no extra: the registry says it is absent from
+    find_spec, so the build stage records the skip without a process that imports torch to find out."""
+    from pipeline.core.records import Kind
+    from tests.conftest import tiny_config
+
+    monkeypatch.setattr(registry, "_missing", lambda module: module == "torchax")
+    skip = registry.skip_reason(VARIANTS["torch_xla"], "tiny", tiny_config(), "cpu", {"available": True})
+    assert skip == registry.Skip(
+        Kind.UNAVAILABLE, "torchax is not installed (an optional package: pip install torchax)"
+    )
+    assert registry.skip_reason(VARIANTS["torch_eager"], "tiny", tiny_config(), "cpu", {"available": True}) is None
+    monkeypatch.setattr(registry, "_missing", lambda module: False)
+    assert registry.optional_missing(VARIANTS["torch_xla"]) is None
+
+
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_every_variants_pass_imports_and_holds_its_knobs(name):
     variant = VARIANTS[name]

@@ -214,3 +214,25 @@ def test_a_fallback_without_the_record_it_decides_from_does_its_work(stage_proje
     monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "m.xml", "runtime_config": {}, "build": {}})
     info = build_variant("tiny", "openvino_int8_acc", rescue_params(), stage_project)
     assert info["kind"] == Kind.OK
+
+
+@pytest.mark.parametrize("op_types", [None, ["Conv", "MatMul"]])
+def test_dynamic_int8_of_a_convolutional_model_is_not_applicable_before_any_process(
+    stage_project, monkeypatch, op_types
+):
+    """ORT recommends static INT8 for CNNs (its ConvInteger has no fast CPU kernel): the export's family
+    decides, with no build process; op_types set in params.yaml builds it anyway."""
+    info_file = layout.source_dir("tiny", stage_project) / layout.SOURCE_INFO
+    family = {"model_type": "cnn", "how": "detected: 53 Conv, no attention"}
+    write_json(info_file, json.loads(info_file.read_text()) | {"family": family})
+    ran = []
+    monkeypatch.setattr(build_module, "call", lambda *a, **k: ran.append(1) or {"entry": "m.onnx", "build": {}})
+    params = Params.model_validate(
+        make_params().model_dump() | {"variants": {"onnx_int8_dynamic": {"op_types": op_types}}}
+    )
+    info = build_variant("tiny", "onnx_int8_dynamic", params, stage_project)
+    if op_types:
+        assert info["kind"] == Kind.OK and ran == [1]
+    else:
+        assert info["kind"] == Kind.NOT_APPLICABLE and ran == []
+        assert info["reason"].startswith("a convolutional model (detected: 53 Conv, no attention): ORT's dynamic")

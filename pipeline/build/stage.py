@@ -102,6 +102,13 @@ def nothing_to_gain(
     return None if None in reasons else variants.Skip(Kind.NOT_APPLICABLE, "; ".join(filter(None, reasons)))
 
 
+def not_for_family(spec: variants.Variant, model: str, params: Params, family: dict[str, Any]) -> variants.Skip | None:
+    """The pass's own question about the export's model family (Pass.not_for: dynamic INT8 for a CNN),
+    answered before any process starts."""
+    why = knobs.pass_class(spec)().not_for(knobs.variant_config(params, spec.name, model), family)
+    return variants.Skip(Kind.NOT_APPLICABLE, why) if why else None
+
+
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Build one variant; returns build.json's content (also written into the variant folder)."""
     spec = variants.get(variant)
@@ -131,6 +138,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
 
             missing = unavailable_reason(spec.runtime, target)
             skip = variants.Skip(Kind.UNAVAILABLE, missing) if missing else None
+        skip = skip or not_for_family(spec, model, params, source.get("family", {}))
         if skip is None and spec.rescues:  # a fallback: is it needed, and could it gain anything?
             rescued = rescued_records(spec, model, params, root)
             skip = not_needed(model, params, rescued) or nothing_to_gain(spec, model, params, rescued)

@@ -339,6 +339,7 @@ class BenchConfig(Strict):
     eval_batch: int = Field(default=64, ge=1)  # the most rows per accuracy/fidelity call
     unlabelled_rows: UnlabelledRows = UnlabelledRows()
     profile_calls: int = Field(default=20, ge=1)  # batch-1 runs under each runtime's operator profiler
+    profile_calls_short: int = Field(default=5, ge=1)  # ... for a variant out of contention: its shares decide nothing
     timeout_s: float = Field(default=1800, gt=0)
     generation: GenerationBench = GenerationBench()
 

@@ -444,5 +444,14 @@ def skip_reason(
             Kind.UNAVAILABLE,
             f"target {target} is not usable here: {probe.get('reason', 'not probed (reports/env.json)')}",
         )
-    missing = unavailable_reason(variant.runtime, target)
+    missing = unavailable_reason(variant.runtime, target) or optional_missing(variant)
     return Skip(Kind.UNAVAILABLE, missing) if missing else None
+
+
+def optional_missing(variant: Variant) -> str | None:
+    """An optional package (nothing installs it) that `variant`'s pass imports and this machine lacks:
+    known from the registry, before any process imports torch to find out."""
+    absent = [name for name in variant.requires if PACKAGES[name].optional and _missing(PACKAGES[name].modules[0])]
+    if not absent:
+        return None
+    return f"{', '.join(absent)} is not installed (an optional package: pip install {' '.join(absent)})"

@@ -235,7 +235,8 @@ def measure_loaded(
         accuracy = accuracy_block(config.metric, scored.labels, scored.outputs, outputs)
         fidelity = fidelity_block(scored.outputs, outputs, config.class_scores)
     with phases.timed("profile"):
-        profile = op_profile(session, one, bench.profile_calls)  # after every timed figure, on its own instance
+        calls = bench.profile_calls if verdict.budget == "full" else bench.profile_calls_short
+        profile = op_profile(session, one, calls)  # after every timed figure, on its own instance
 
     start = time.perf_counter()
     cached = session.load_from_cache()

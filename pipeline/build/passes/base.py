@@ -105,6 +105,12 @@ class Pass(ABC):
     @abstractmethod
     def run(self, ctx: BuildContext, config: Any) -> BuildResult: ...
 
+    def not_for(self, config: Any, family: dict[str, Any]) -> str | None:
+        """Why this pass, with these knobs, is not applicable to a model of this family (the export's
+        `family`: model_type transformer | cnn | other), or None. Asked by the build stage before any
+        process starts."""
+        return None
+
     def nothing_to_gain(self, config: Any, rescued: str, record: VariantRecord) -> str | None:
         """A fallback's own question, asked when it is needed (`rescued` missed a constraint): why its
         work could not improve on `record`, the variant's measured record (None: do the work). No build."""

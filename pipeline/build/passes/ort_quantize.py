@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +47,7 @@ class DynamicConfig(NoConfig):
     per_channel: bool | Literal["auto"] = "auto"  # auto: per channel for transformers
     reduce_range: bool | Literal["auto"] = "auto"
     preprocess: bool = True  # ORT's quant_pre_process: symbolic shape inference + graph cleanup first
-    op_types: list[str] | None = None  # None: the recipe's (transformers, DYNAMIC_SKIPS), else the quantizer's defaults
+    op_types: list[str] | None = None  # None: the recipe's (transformers), else the quantizer's defaults
     nodes_to_exclude: list[str] = Field(default_factory=list)  # node names of the ONNX export kept float
     extra_options: dict[str, Any] = Field(default_factory=dict)  # passed to quantize_* as documented by ORT
 
@@ -72,19 +71,15 @@ class SearchConfig(StaticConfig):
     max_excluded: int = Field(default=16, ge=1)
 
 
-# ORT's dynamic kernels pay off on MatMul-heavy graphs (transformers, RNNs); its ConvInteger has no fast CPU
-# kernel (ResNet-50's dynamic INT8 read 5.4x FP32's p50 on amd-26-2-2c, the zoo's CNNs 1.7-3.2x), and ORT
-# recommends static INT8 for convolutional models. The default dynamic recipe leaves these float.
-DYNAMIC_SKIPS = ("Conv",)
 NEEDS_WEIGHT = ("Gather", "EmbedLayerNormalization")  # quantized only when they read a float initializer
 FOLLOWERS = ("Transpose",)  # quantized only after a quantized producer: nothing of its own
 
 
 def dynamic_ops() -> list[str]:
-    """The op types ORT quantizes dynamically (its IntegerOps registry), DYNAMIC_SKIPS left out."""
+    """The op types ORT's dynamic quantizer rewrites by default (its IntegerOps registry)."""
     from onnxruntime.quantization.registry import IntegerOpsRegistry
 
-    return sorted(set(IntegerOpsRegistry) - set(DYNAMIC_SKIPS))
+    return sorted(IntegerOpsRegistry)
 
 
 def quantizable_nodes(path: Path, op_types: list[str]) -> int:
@@ -112,19 +107,6 @@ def _matmul_gemm(node: Any) -> bool:
         and attributes.get("alpha", 1.0) == attributes.get("beta", 1.0) == 1.0
         and (not attributes.get("transA", 0))
     )
-
-
-def nothing_to_quantize(path: Path, op_types: list[str]) -> str:
-    """Why a dynamic INT8 build is not applicable (quantizable_nodes found none)."""
-    import onnx
-
-    ops = Counter(n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node)
-    kept = [f"{ops[name]} {name}" for name in DYNAMIC_SKIPS if ops[name] and name not in op_types]
-    why = (f"; its {', '.join(kept)} stay float: ORT's dynamic ConvInteger has no fast CPU kernel and ORT "
-           "recommends static INT8 for convolutional models (onnx_int8_static); op_types: [Conv] forces it"
-           if kept else "")  # fmt: skip
-    wanted = ", ".join(sorted(set(op_types) - set(FOLLOWERS)))
-    return f"nothing to quantize dynamically: no {wanted} (a Gemm counts as MatMul) in the ONNX export{why}"
 
 
 def resolve_reduce_range(value: bool | str) -> bool:
@@ -157,9 +139,7 @@ def recipe(ctx: BuildContext, config: DynamicConfig, static: bool) -> Recipe:
     per_channel = config.per_channel if isinstance(config.per_channel, bool) else (static or ctx.transformer)
     excluded = list(config.nodes_to_exclude)
     if not ctx.transformer:
-        if static or config.op_types is not None:
-            return Recipe("default", per_channel, config.op_types, extra, excluded)
-        return Recipe("default: ORT's dynamic ops but Conv", per_channel, dynamic_ops(), extra, excluded)
+        return Recipe("default", per_channel, config.op_types, extra, excluded)
     if static:
         # ORT's QDQ quantizer has no MatMulConstBOnly: the attention-score MatMuls are excluded by name.
         excluded += [name for name in activation_matmuls(ctx.exported_onnx) if name not in excluded]
@@ -282,7 +262,20 @@ def _qtype(name: str) -> Any:
 
 
 class DynamicInt8(Pass):
+    """ORT's dynamic recipe is for transformers and RNNs: its ConvInteger has no fast CPU kernel (the foreign
+    ResNet-50's dynamic INT8 read 5.4x FP32's p50 on amd-26-2-2c, the zoo's CNNs 1.7-3.2x), and ORT
+    recommends static INT8 for convolutional models. So a CNN gets none unless `op_types` asks for it."""
+
     Config = DynamicConfig
+
+    def not_for(self, config: DynamicConfig, family: dict[str, Any]) -> str | None:
+        if family.get("model_type") != "cnn" or config.op_types is not None:
+            return None
+        return (
+            f"a convolutional model ({family.get('how', 'model_type: cnn')}): ORT's dynamic ConvInteger has no "
+            "fast CPU kernel and ORT recommends static INT8 (onnx_int8_static) for CNNs; op_types: [Conv, MatMul] "
+            "builds it anyway"
+        )
 
     def run(self, ctx: BuildContext, config: DynamicConfig) -> BuildResult:
         from onnxruntime.quantization import quantize_dynamic
@@ -290,7 +283,8 @@ class DynamicInt8(Pass):
         used = recipe(ctx, config, static=False)
         ops = used.op_types or dynamic_ops()
         if not quantizable_nodes(ctx.exported_onnx, ops):
-            raise NotApplicable(nothing_to_quantize(ctx.exported_onnx, ops))
+            wanted = ", ".join(sorted(set(ops) - set(FOLLOWERS)))
+            raise NotApplicable(f"nothing to quantize dynamically: no {wanted} (a Gemm counts as MatMul) in the export")
         details: dict[str, Any] = {}
         if ctx.transformer:  # ORT's transformer recipe quantizes the fused graph, as it is (no pre-processing)
             fused, details = fuse_transformer(ctx)
