@@ -23,12 +23,13 @@ def profiled(ctx, variant: str, runtime: str) -> dict:
     return op_profile(session, one_row(ctx), calls=5)
 
 
-def check_shape(profile: dict) -> None:
+def check_shape(profile: dict, every_call: bool = True) -> None:
     assert profile["calls"] == 5 and profile["profiled_ms_per_call"] > 0
     shares = [op["share_pct"] for op in profile["top"].values()]
     assert sum(shares) == pytest.approx(100, abs=0.01) or sum(shares) < 100  # top 10 of all
     assert shares == sorted(shares, reverse=True)
-    assert all(op["executions"] % 5 == 0 for op in profile["top"].values())  # every run executes each op
+    if every_call:  # every run executes each op
+        assert all(op["executions"] % 5 == 0 for op in profile["top"].values())
 
 
 def test_onnx_runtime_profile_names_the_graphs_operators(context):
@@ -39,7 +40,9 @@ def test_onnx_runtime_profile_names_the_graphs_operators(context):
 
 def test_openvino_profile_names_the_kernel_that_ran(context):
     profile = profiled(context, "openvino_int8", "openvino")
-    check_shape(profile)
+    # OpenVINO's CPU plugin reports a layer that ran in under a microsecond as NOT_RUN on some calls (an
+    # input FakeQuantize: executed on 3 of 5 calls, then on none): counted only where it says EXECUTED
+    check_shape(profile, every_call=False)
     assert any(op.get("kernel") for op in profile["top"].values())
 
 
