@@ -85,6 +85,32 @@ def test_a_tie_is_broken_by_the_documented_order_and_said(monkeypatch, tmp_path)
     assert set(decision.rejected) == {"slow"} and decision.rejected["slow"].startswith("tie with fast side by side")
 
 
+@pytest.mark.parametrize(("median", "chosen"), [(1.573, "slow"), (1.02, "fast")])
+def test_a_contender_still_open_at_the_cap_is_tied_only_when_its_median_is_inside_the_tie_band(
+    monkeypatch, tmp_path, median, chosen
+):
+    """A noisy contest that ends at its cap with an interval too wide to separate: a median beyond ±tie_pct
+    is undecided and the leader keeps the place (the tie-break once deployed a median x1.573); a median
+    inside the band is a difference the contest could not show, so the tie-break decides."""
+    stored = {"slow": metric(0.40, noise=5.0, cosine=0.999), "fast": metric(0.41, noise=5.0, cosine=0.9999)}
+    monkeypatch.setattr(contest, "identical_groups", lambda cands, root, model: {c.variant: [c.variant] for c in cands})
+    ratio = {"ratio": median, "low": 0.9, "high": 2.5, "verdict": "open"}
+    monkeypatch.setattr(contest, "measure_contenders", lambda *a: {
+        "leader": "slow", "ratio_to_leader": {"fast": ratio}, "latency_ms": {"slow": 0.4, "fast": 0.4 * median},
+        "percentile": "p50", "rounds": 295, "seconds": 30.1})  # fmt: skip
+    decision = contest.decide("m", stored, params(), tmp_path)
+    assert decision.chosen == chosen
+    if chosen == "slow":  # the leader: "fast" is better on fidelity, but not shown to be as fast
+        assert decision.tied == ["slow"] and decision.why.startswith(
+            "the fastest median, undecided against fast at the cap, when re-measured side by side (295 rounds, 30.1 s)"
+        )
+        assert decision.rejected["fast"] == (
+            "undecided side by side: x1.573 of slow (95% CI 0.900-2.500; undecided at the cap, its median beyond ±3%)"
+        )
+    else:
+        assert sorted(decision.tied) == ["fast", "slow"] and "chosen by the tie-break" in decision.why
+
+
 def test_identical_artifacts_are_timed_once(monkeypatch, tmp_path):
     stored = {"slow": metric(0.40, noise=5.0), "twin": metric(0.39, noise=5.0, size=1.1)}
     monkeypatch.setattr(contest, "identical_groups", lambda cands, root, model: {"twin": ["twin", "slow"]})
