@@ -452,6 +452,8 @@ def optional_missing(variant: Variant) -> str | None:
     """An optional package (nothing installs it) that `variant`'s pass imports and this machine lacks:
     known from the registry, before any process imports torch to find out."""
     absent = [name for name in variant.requires if PACKAGES[name].optional and _missing(PACKAGES[name].modules[0])]
-    if not absent:
-        return None
-    return f"{', '.join(absent)} is not installed (an optional package: pip install {' '.join(absent)})"
+    return not_installed(absent) if absent else None
+
+
+def not_installed(optional: list[str]) -> str:
+    return f"{', '.join(optional)} is not installed (an optional package: pip install {' '.join(optional)})"

@@ -130,9 +130,9 @@ def standing(ratio: dict[str, Any], tie_pct: float) -> str:
     contest could not show), or `undecided` (still open, its median beyond the band): the leader keeps
     the place. Calling the last a tie let the tie-break deploy minilm_l6's openvino_fp16 from a noisy
     30 s contest (x1.573, 95% CI 1.015-2.497) over openvino_int8, which other runs found x1.5 faster."""
-    if ratio["verdict"] in ("slower", "equivalent"):
-        return "slower" if ratio["verdict"] == "slower" else "tie"
-    return "tie" if ratio["ratio"] <= 1 + tie_pct / 100 else "undecided"
+    if ratio["verdict"] == "slower":
+        return "slower"
+    return "tie" if ratio["verdict"] == "equivalent" or ratio["ratio"] <= 1 + tie_pct / 100 else "undecided"
 
 
 def _half_width_pct(ratio: dict[str, float]) -> float:
@@ -155,8 +155,7 @@ def _rejected(
             if lost != "tie":
                 how = "" if lost == "slower" else f"; undecided at the cap, its median beyond ±{tie_pct:g}%"
                 rejected[m] = (
-                    f"{'slower' if lost == 'slower' else 'undecided'} side by side: x{r['ratio']:.3f} of {leader} "
-                    f"(95% CI {r['low']:.3f}-{r['high']:.3f}{how})"
+                    f"{lost} side by side: x{r['ratio']:.3f} of {leader} (95% CI {r['low']:.3f}-{r['high']:.3f}{how})"
                 )
                 continue
             if r:

@@ -21,6 +21,7 @@ from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.core.config import model_dir
 from pipeline.core.errors import PipelineError, Unavailable, first_line
 from pipeline.core.files import write_json
+from pipeline.core.registry import not_installed
 
 ENTRY = "jax_model.json"
 PARAMS = "params.msgpack"
@@ -98,7 +99,7 @@ class TorchXla(Pass):
         except ModuleNotFoundError as error:
             if error.name != "torchax":
                 raise PipelineError(f"torchax does not import: {first_line(error)}") from None
-            raise Unavailable("torchax is not installed (an optional package: pip install torchax)") from None
+            raise Unavailable(not_installed(["torchax"])) from None
         except Exception as error:  # installed but broken: a failure to see, not a variant that does not apply
             raise PipelineError(
                 f"torchax does not import with torch {torch.__version__}: {type(error).__name__}: {first_line(error)}"
