@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.build import knobs
-from pipeline.build.passes.base import BuildContext
+from pipeline.build.passes.base import BuildContext, Pass
 from pipeline.core import layout, records
 from pipeline.core import registry as variants
 from pipeline.core.config import PARAMS_FILE, Params, load_params
@@ -91,28 +91,28 @@ def not_needed(model: str, params: Params, rescued: dict[str, records.VariantRec
 
 
 def nothing_to_gain(
-    spec: variants.Variant, model: str, params: Params, rescued: dict[str, records.VariantRecord]
+    fallback: Pass, knob_values: Any, rescued: dict[str, records.VariantRecord]
 ) -> variants.Skip | None:
     """A needed fallback whose own check (Pass.nothing_to_gain) says, from the measured record of every
     variant it rescues, that its work could not improve on them: skipped before any build."""
     if not rescued or not all(record.ok for record in rescued.values()):
         return None
-    config, fallback = knobs.variant_config(params, spec.name, model), knobs.pass_class(spec)()
-    reasons = [fallback.nothing_to_gain(config, name, record) for name, record in rescued.items()]
+    reasons = [fallback.nothing_to_gain(knob_values, name, record) for name, record in rescued.items()]
     return None if None in reasons else variants.Skip(Kind.NOT_APPLICABLE, "; ".join(filter(None, reasons)))
 
 
-def not_for_family(spec: variants.Variant, model: str, params: Params, family: dict[str, Any]) -> variants.Skip | None:
+def not_for_family(the_pass: Pass, knob_values: Any, family: dict[str, Any]) -> variants.Skip | None:
     """The pass's own question about the export's model family (Pass.not_for: dynamic INT8 for a CNN),
     answered before any process starts."""
-    why = knobs.pass_class(spec)().not_for(knobs.variant_config(params, spec.name, model), family)
+    why = the_pass.not_for(knob_values, family)
     return variants.Skip(Kind.NOT_APPLICABLE, why) if why else None
 
 
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Build one variant; returns build.json's content (also written into the variant folder)."""
     spec = variants.get(variant)
-    knobs.variant_config(params, variant, model)  # configured, its knobs valid: else one line, before any build
+    knob_values = knobs.variant_config(params, variant, model)  # configured, valid: else one line, before any build
+    the_pass = knobs.pass_class(spec)()
     config = params.model(model)
     target = target_for(spec.device, params.targets)
     probe = recorded_probe(target, root) if target else {}
@@ -138,10 +138,10 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
 
             missing = unavailable_reason(spec.runtime, target)
             skip = variants.Skip(Kind.UNAVAILABLE, missing) if missing else None
-        skip = skip or not_for_family(spec, model, params, source.get("family", {}))
+        skip = skip or not_for_family(the_pass, knob_values, source.get("family", {}))
         if skip is None and spec.rescues:  # a fallback: is it needed, and could it gain anything?
             rescued = rescued_records(spec, model, params, root)
-            skip = not_needed(model, params, rescued) or nothing_to_gain(spec, model, params, rescued)
+            skip = not_needed(model, params, rescued) or nothing_to_gain(the_pass, knob_values, rescued)
         if skip:
             info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif source.get("status") == "failed":
