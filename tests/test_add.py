@@ -339,5 +339,27 @@ def test_a_softmax_output_is_read_as_class_scores(tmp_path):
 
     probabilities = inspect_onnx(write("probabilities", ["Softmax", "Identity"]), {}, None)
     assert probabilities.entry["task"] == "classification"
-    assert any("comes from a Softmax: class scores" in note for note in probabilities.notes)
+    assert any("comes from a softmax: class scores" in note for note in probabilities.notes)
     assert "task" not in inspect_onnx(write("logits", ["Relu"]), {}, None).entry
+
+
+def test_a_softmax_written_out_as_exp_reducesum_div_is_read_as_class_scores(tmp_path):
+    """jax2tf writes a softmax as Exp(x - max) / ReduceSum(Exp(...)): the same class probabilities."""
+    from pipeline.prepare.add import inspect_onnx
+
+    weight = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["logits"]),
+        helper.make_node("ReduceMax", ["logits"], ["top"], axes=[1], keepdims=1),
+        helper.make_node("Sub", ["logits", "top"], ["shifted"]),
+        helper.make_node("Exp", ["shifted"], ["e"]),
+        helper.make_node("ReduceSum", ["e", "axes"], ["total"], keepdims=1),
+        helper.make_node("Div", ["e", "total"], ["probabilities"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch", 3])
+    graph = helper.make_graph(nodes, "jax2tf_softmax", [x], [y], [weight, axes])
+    path = tmp_path / "decomposed.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert inspect_onnx(path, {}, None).entry["task"] == "classification"

@@ -94,13 +94,14 @@ def test_neighbour_recall_separates_permuted_embeddings_from_a_good_variant():
     reference = rng.normal(size=(200, 32))
     good = reference + 0.01 * rng.normal(size=reference.shape)
     permuted = reference[rng.permutation(len(reference))]
-    good_block = fidelity_block({"e": reference}, {"e": good}, None)["e"]
-    broken_block = fidelity_block({"e": reference}, {"e": permuted}, None)["e"]
+    good_block = fidelity_block({"e": reference}, {"e": good}, None, embedding=True)["e"]
+    broken_block = fidelity_block({"e": reference}, {"e": permuted}, None, embedding=True)["e"]
     assert good_block["neighbour_recall"] > 0.95 and good_block["similarity_rank_corr"] > 0.99
     assert broken_block["neighbour_recall"] < 0.2 and abs(broken_block["similarity_rank_corr"]) < 0.2
     assert (
-        fidelity_block({"p": reference}, {"p": good}, "accuracy")["p"].get("neighbour_recall") is None
+        fidelity_block({"p": reference}, {"p": good}, "accuracy", embedding=True)["p"].get("neighbour_recall") is None
     )  # class scores
+    assert fidelity_block({"e": reference}, {"e": good}, None)["e"].get("neighbour_recall") is None  # not declared
 
 
 def test_neighbour_recall_breaks_the_selection_constraint():
@@ -110,8 +111,52 @@ def test_neighbour_recall_breaks_the_selection_constraint():
 
     rng = np.random.default_rng(1)
     reference = rng.normal(size=(50, 8))
-    fidelity = fidelity_block({"e": reference}, {"e": reference[::-1].copy()}, None)
+    fidelity = fidelity_block({"e": reference}, {"e": reference[::-1].copy()}, None, embedding=True)
     (violation,) = quality_violations(
         Measured(fidelity=fidelity), Constraints(min_cosine=None, min_neighbour_recall=0.9)
     )
     assert violation.constraint == "min_neighbour_recall" and "neighbour recall@10" in violation.message
+
+
+def detection_grid(rng: np.random.Generator, rows: int = 16, classes: int = 6, anchors: int = 300) -> np.ndarray:
+    """A detector's raw output [batch, 4 + classes, anchors]: box coordinates in pixels (0-320) beside
+    class probabilities under 0.3, the layout ultralytics exports."""
+    boxes = rng.uniform(0, 320, size=(rows, 4, anchors))
+    scores = rng.uniform(0, 0.3, size=(rows, classes, anchors)) ** 3
+    return np.concatenate([boxes, scores], axis=1).astype(np.float32)
+
+
+def test_a_mixed_scale_grid_with_wrecked_class_scores_is_rejected_by_its_channel_while_the_row_cosine_holds():
+    from pipeline.core.config import Constraints
+    from pipeline.core.quality import quality_violations
+    from pipeline.core.records import Measured
+
+    rng = np.random.default_rng(0)
+    reference = detection_grid(rng)
+    wrecked = reference.copy()
+    wrecked[:, 4 + 2] += rng.uniform(0, 0.1, size=wrecked[:, 6].shape)  # one class's scores moved by up to 0.1
+    good = reference * (1 + 1e-3 * rng.standard_normal(reference.shape)).astype(np.float32)  # BF16-like noise
+    broken = fidelity_block({"output0": reference}, {"output0": wrecked}, None)["output0"]
+    kept = fidelity_block({"output0": reference}, {"output0": good}, None)["output0"]
+    assert broken["cosine_min"] > 0.999  # the boxes dominate every row's norm: the cosine cannot see it
+    assert broken["output_kind"] == kept["output_kind"] == "channels"
+    assert broken["worst_channel"].startswith("axis 1 channel 6:") and broken["channel_error"] > 0.3
+    assert kept["channel_error"] < 0.01
+    assert "neighbour_recall" not in broken  # a grid is no embedding
+    (violation,) = quality_violations(Measured(fidelity={"output0": broken}), Constraints())
+    assert violation.constraint == "max_channel_error" and "output0 axis 1 channel 6" in violation.message
+    assert not quality_violations(Measured(fidelity={"output0": kept}), Constraints())
+
+
+def test_probabilities_are_recognised_by_their_values_and_compared_per_position():
+    """A softmax however computed (rows summing to 1) is class scores: top-1 agreement, per position for
+    [batch, positions, classes] (a text recognizer), where one argmax over the flattened row means nothing."""
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(8, 40, 30)) * 3
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    flipped = probabilities.copy()
+    flipped[:, :4] = probabilities[:, :4, ::-1]  # 4 of 40 positions read another character
+    block = fidelity_block({"p": probabilities}, {"p": flipped}, None)["p"]
+    assert block["output_kind"] == "class_scores" and block["top1_agreement"] == pytest.approx(0.9)
+    raw = fidelity_block({"y": logits}, {"y": logits}, None)["y"]
+    assert raw["output_kind"] == "values" and raw["top1_agreement"] is None and "neighbour_recall" not in raw

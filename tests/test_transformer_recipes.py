@@ -64,7 +64,7 @@ def built(ctx: BuildContext, variant: str, folder: str = "", **params) -> tuple[
         return result.details, {}
     session = ort.InferenceSession(str(out / result.entry), providers=["CPUExecutionProvider"])
     outputs = dict(zip(["embedding"], session.run(None, reference.inputs), strict=True))
-    return result.details, fidelity_block(reference.outputs, outputs, None)["embedding"]
+    return result.details, fidelity_block(reference.outputs, outputs, None, embedding=True)["embedding"]
 
 
 def test_family_is_detected_with_heads_and_hidden_size_from_the_model(bert):

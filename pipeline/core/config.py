@@ -110,9 +110,10 @@ class ModelConfig(Strict):
     eval_data: str | None = None
     calib_data: str | None = None
     metric: MetricName = "none"
-    task: Literal["auto", "classification", "other", "text-generation"] = Field(
+    task: Literal["auto", "classification", "embedding", "other", "text-generation"] = Field(
         default="auto",
         description="classification: the first output holds class scores (top-1 agreement); "
+        "embedding: the outputs are embeddings (neighbour recall; a sentence encoder); "
         "text-generation: a causal LM, built and measured as a generator (pipeline.measure.generation)",
     )
     dims: dict[str, Annotated[int, Field(ge=1)]] = Field(
@@ -219,6 +220,11 @@ class ModelConfig(Strict):
         if self.metric != "none":
             return self.metric
         return "accuracy" if self.task == "classification" else None
+
+    @property
+    def embedding(self) -> bool:
+        """The outputs are embeddings, judged by whether rows keep their nearest neighbours."""
+        return self.task == "embedding"
 
     @property
     def batch_dim(self) -> int | str:
@@ -369,7 +375,10 @@ class Constraints(Strict):
     # What the model is for: a classifier's top-1 class kept (share of scoring rows), an embedding's
     # nearest rows kept (recall@10 of the source's neighbours among the scoring rows)
     min_top1_agreement: float | None = Field(default=None, gt=0, le=1)
-    min_neighbour_recall: float | None = Field(default=None, gt=0, le=1)
+    min_neighbour_recall: float | None = Field(default=None, gt=0, le=1)  # only outputs declared embeddings
+    # A grid whose channels live on different scales (a detector's boxes beside its class scores): each
+    # channel's worst error relative to its own reference peak, in place of the row's cosine
+    max_channel_error: float | None = Field(default=0.1, gt=0)
     max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
     max_size_mb: float | None = Field(default=None, gt=0)
     max_ppl_increase_pct: float | None = Field(default=2.0, ge=0)  # text generation: perplexity vs the FP32 source

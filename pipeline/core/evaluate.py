@@ -4,17 +4,25 @@
   delta against the source's own score; `metric: none` (and no labels) leaves it empty.
 - `fidelity`: does it compute the same function? For every output, against the FP32 source on
   the same rows: cosine similarity per sample (outputs flattened per sample; mean and worst),
-  relative L2 error, max abs diff (and relative to the output's range), top-1 agreement for
-  outputs that are class scores, and for other outputs of several values per row (embeddings)
-  what a retrieval user sees: whether each row's nearest neighbours among the scored rows stay the
-  same (recall@10 of the source's neighbours) and the rank correlation of all pairwise similarities.
-  A destroyed INT8 embedding (cosine 0.3) and a good one (0.999) differ here on any output; the
-  argmax of a flattened hidden state, which this used to compare, could not tell them apart.
+  relative L2 error, max abs diff (and relative to the output's range), and what the output is
+  judged as (`output_kind`), read from the config and from the source's own values, never from the
+  operators that computed them:
+  - class scores (the task says so, or the source's rows are probabilities: non-negative, summing to
+    1 over the last axis, however the graph computes its softmax): top-1 agreement, per position for
+    scores over positions ([batch, positions, classes]);
+  - an embedding (a declared `task: embedding`): what a retrieval user sees, whether each row's
+    nearest neighbours among the scored rows stay the same (recall@10 of the source's neighbours)
+    and the rank correlation of all pairwise similarities;
+  - a grid of mixed-scale channels (a detector's [batch, 4 + classes, anchors]: box coordinates in
+    the hundreds beside probabilities under 1): each channel's worst error relative to its own
+    reference peak (`channel_error`, `worst_channel`), since one cosine over the row is dominated by
+    the largest channels and stays at 0.9995 while the class scores are wrecked;
+  - anything else: worst-row cosine and relative error, no task figure.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -98,35 +106,109 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
-def output_fidelity(reference: np.ndarray, output: np.ndarray, class_scores: str | None) -> dict[str, float | None]:
+OutputKind = Literal["class_scores", "embedding", "channels", "values"]
+SCALE_RATIO = 10.0  # channels whose reference peaks differ by more than this are judged one by one
+MAX_CHANNELS = 256  # an axis longer than this holds positions or features, not channels
+PROBABILITY_TOLERANCE = 1e-3  # how far a row of probabilities may sum from 1 (float32 softmax, FP16 sources)
+
+
+def is_probabilities(reference: np.ndarray) -> bool:
+    """Rows of class probabilities: two or more non-negative values over the last axis summing to 1,
+    at every position of every row (a softmax, whichever operators compute it)."""
+    if reference.ndim < 2 or reference.shape[-1] < 2 or not reference.size:
+        return False
+    values = reference.astype(np.float64)
+    sums = values.sum(axis=-1)
+    return bool(values.min() >= -1e-6 and np.abs(sums - 1.0).max() <= PROBABILITY_TOLERANCE)
+
+
+def mixed_scale_channels(reference: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(axis, each channel's peak |value|) when an axis after the batch holds channels on different
+    scales (peaks more than SCALE_RATIO apart), else None. Only outputs of rank 3 and more: a grid
+    [batch, channels, positions] or [batch, positions, channels]; a 2-D row is one vector (logits,
+    an embedding) whose dimensions are judged together."""
+    if reference.ndim < 3 or not reference.size:
+        return None
+    for axis in dict.fromkeys((1, reference.ndim - 1)):
+        channels = reference.shape[axis]
+        if not 2 <= channels <= MAX_CHANNELS:
+            continue
+        peaks = np.abs(np.moveaxis(reference, axis, 0).reshape(channels, -1)).max(axis=1).astype(np.float64)
+        live = peaks[peaks > 0]
+        if len(live) >= 2 and live.max() > SCALE_RATIO * live.min():
+            return axis, peaks
+    return None
+
+
+def channel_errors(reference: np.ndarray, output: np.ndarray, axis: int, peaks: np.ndarray) -> tuple[float, str]:
+    """The worst channel's max abs error relative to its own reference peak, and which channel it is
+    (with the figures a person checks: its error and its peak). A channel the source holds at 0 is
+    judged against the largest peak."""
+    channels = len(peaks)
+    diff = np.abs(np.moveaxis(output - reference, axis, 0).reshape(channels, -1)).max(axis=1)
+    scale = np.where(peaks > 0, peaks, peaks.max())
+    relative = diff / np.where(scale > 0, scale, 1.0)
+    worst = int(np.argmax(relative))
+    return float(
+        relative[worst]
+    ), f"axis {axis} channel {worst}: max error {diff[worst]:.4g} of a {peaks[worst]:.4g} peak"
+
+
+def output_kind(reference: np.ndarray, class_scores: str | None, embedding: bool) -> OutputKind:
+    """What an output is judged as: the config's word first (class scores, an embedding), then the
+    source's own values (probabilities, mixed-scale channels)."""
+    if class_scores is not None or is_probabilities(reference):
+        return "class_scores"
+    if embedding:
+        return "embedding"
+    return "channels" if mixed_scale_channels(reference) is not None else "values"
+
+
+def top1_agreement(reference: np.ndarray, output: np.ndarray, metric: str) -> float | None:
+    """Share of rows (of positions, for scores over positions: [batch, positions, classes]) whose
+    predicted class is the source's."""
+    if reference.ndim >= 3:
+        return float(np.mean(reference.argmax(axis=-1) == output.argmax(axis=-1)))
+    ref_pred, got_pred = predictions(reference, metric), predictions(output, metric)
+    return None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
+
+
+def output_fidelity(
+    reference: np.ndarray, output: np.ndarray, class_scores: str | None, embedding: bool = False
+) -> dict[str, Any]:
     """One output's fidelity block; `class_scores` is the metric whose predictions top-1 compares
-    (None: not class scores, no top-1)."""
+    (None: only when the source's values are probabilities), `embedding` whether the config declares
+    the outputs embeddings (neighbour recall)."""
     ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
+    kind = output_kind(ref, class_scores, embedding)
     cosine = cosine_per_sample(ref, got) if len(ref) else np.ones(1)
     scale = float(np.linalg.norm(ref))
     error = float(np.linalg.norm(got - ref))
-    agreement = None
-    if class_scores is not None:
-        ref_pred, got_pred = predictions(ref, class_scores), predictions(got, class_scores)
-        agreement = None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
     max_abs = float(np.abs(got - ref).max(initial=0.0))
     largest = float(np.abs(ref).max(initial=0.0))
     values_per_row = int(np.prod(ref.shape[1:], dtype=np.int64)) if ref.ndim else 1
-    embedding = class_scores is None and values_per_row > 1
-    return {
+    block: dict[str, Any] = {
+        "output_kind": kind,
         "cosine_mean": float(cosine.mean()),
         "cosine_min": float(cosine.min()),
         "rel_l2": error / scale if scale > 0 else (0.0 if error == 0 else float("inf")),
         "max_abs_diff": max_abs,
         "max_rel_diff": max_abs / largest if largest > 0 else (0.0 if max_abs == 0 else float("inf")),
         "values_per_row": values_per_row,
-        "top1_agreement": agreement,
-        **(neighbour_agreement(ref, got) if embedding else {}),
+        "top1_agreement": top1_agreement(ref, got, class_scores or "accuracy") if kind == "class_scores" else None,
     }
+    if kind == "channels" and (mixed := mixed_scale_channels(ref)) is not None:
+        block["channel_error"], block["worst_channel"] = channel_errors(ref, got, *mixed)
+    if kind == "embedding" and values_per_row > 1:
+        block |= neighbour_agreement(ref, got)
+    return block
 
 
-def fidelity_block(reference: Arrays, outputs: Arrays, class_scores: str | None) -> dict[str, dict[str, Any]]:
-    """Fidelity of every output (by name); top-1 agreement only on the first, the class scores."""
+def fidelity_block(
+    reference: Arrays, outputs: Arrays, class_scores: str | None, embedding: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Fidelity of every output (by name); the config's class scores are the first output's, any
+    other output is class scores when its values are probabilities."""
     block = {}
     for i, (name, ref) in enumerate(reference.items()):
         if name not in outputs:
@@ -134,7 +216,7 @@ def fidelity_block(reference: Arrays, outputs: Arrays, class_scores: str | None)
         got = np.asarray(outputs[name])
         if got.shape != ref.shape:
             raise ValueError(f"output {name!r} has shape {got.shape}, the source gave {ref.shape}")
-        block[name] = output_fidelity(ref, got, class_scores if i == 0 else None)
+        block[name] = output_fidelity(ref, got, class_scores if i == 0 else None, embedding)
     return block
 
 

@@ -51,8 +51,9 @@ def _task_violations(name: str, block: OutputFidelity, constraints: Constraints)
 def quality_violations(subject: Judged, constraints: Constraints) -> list[Violation]:
     """The task metric's drop when the variant has one (labels); on every output, what it is for
     (top-1 agreement of class scores, neighbour recall of an embedding) where measured, and its worst
-    scoring row: the cosine of outputs with several values per row, the error relative to the
-    output's range for one value per row (a probability's cosine over the column hides a flipped row)."""
+    scoring row: each channel's error relative to its own peak for a mixed-scale grid, the cosine of
+    other outputs with several values per row, the error relative to the output's range for one value
+    per row (a probability's cosine over the column hides a flipped row)."""
     found = []
     drop, limit = subject.accuracy_drop, constraints.max_accuracy_drop
     if drop is not None and limit is not None and drop > limit:
@@ -64,7 +65,14 @@ def quality_violations(subject: Judged, constraints: Constraints) -> list[Violat
         return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
     for name, block in subject.outputs.items():
         found += _task_violations(name, block, constraints)
-        if block.one_value_per_row:
+        if block.channel_error is not None:  # a mixed-scale grid: the row's cosine follows its largest channels
+            error, cap = block.channel_error, constraints.max_channel_error
+            if cap is not None and error > cap:
+                found.append(
+                    Violation("max_channel_error", f"output {name} {block.worst_channel} ({error:.3g} > {cap:g})",
+                              excess(error, cap))
+                )  # fmt: skip
+        elif block.one_value_per_row:
             error, cap = block.max_rel_diff, constraints.max_rel_error
             if cap is not None and (error is None or error > cap):
                 shown = "unknown" if error is None else f"{error:.4g}"

@@ -84,6 +84,9 @@ class OutputFidelity(Part):
     """One output against the FP32 source on the same rows (pipeline.core.evaluate.output_fidelity), or a
     decoder's logits (pipeline.measure.generation.quality)."""
 
+    # what the output was judged as (pipeline.core.evaluate.output_kind): class_scores, embedding,
+    # channels (a mixed-scale grid) or values; None in records written before it was recorded
+    output_kind: str | None = None
     cosine_mean: float | None = None
     cosine_min: float | None = None  # the worst row's cosine
     rel_l2: float | None = None
@@ -96,6 +99,9 @@ class OutputFidelity(Part):
     # Spearman's correlation of every pair's similarity (pipeline.core.evaluate.neighbour_agreement)
     neighbour_recall: float | None = None
     similarity_rank_corr: float | None = None
+    # a mixed-scale grid: the worst channel's max error relative to that channel's reference peak, and which
+    channel_error: float | None = None
+    worst_channel: str | None = None
     rows: int | None = None
 
     @property
@@ -106,8 +112,10 @@ class OutputFidelity(Part):
 
     @property
     def score(self) -> float | None:
-        """Fidelity on the worst row, 1 = identical: the cosine of a row of several values, 1 - the error
-        relative to the output's range for one value per row."""
+        """Fidelity on the worst row, 1 = identical: 1 - the worst channel's relative error for a mixed-scale
+        grid, 1 - the error relative to the output's range for one value per row, else the worst row's cosine."""
+        if self.channel_error is not None:
+            return 1.0 - self.channel_error
         if self.one_value_per_row:
             return None if self.max_rel_diff is None else 1.0 - self.max_rel_diff
         return self.cosine_min

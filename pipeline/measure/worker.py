@@ -233,7 +233,7 @@ def measure_loaded(
     with phases.timed("accuracy"):
         outputs = run_batched(session.run, scored.inputs, batch, fixed is not None)
         accuracy = accuracy_block(config.metric, scored.labels, scored.outputs, outputs)
-        fidelity = fidelity_block(scored.outputs, outputs, config.class_scores)
+        fidelity = fidelity_block(scored.outputs, outputs, config.class_scores, config.embedding)
     with phases.timed("profile"):
         calls = bench.profile_calls if verdict.budget == "full" else bench.profile_calls_short
         profile = op_profile(session, one, calls)  # after every timed figure, on its own instance

@@ -117,7 +117,7 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
                      "first (task: classification)")  # fmt: skip
     elif softmax := softmax_output(model):
         entry["task"] = "classification"
-        notes.append(f"output {softmax!r} comes from a Softmax: class scores (task: classification), judged by "
+        notes.append(f"output {softmax!r} comes from a softmax: class scores (task: classification), judged by "
                      "top-1 agreement, not as an embedding")  # fmt: skip
     files = {f.name: f for f in [path, *onnx_files.external_files(path)]}
     return Inferred(entry, files, list(files), notes)
@@ -127,13 +127,25 @@ PASS_THROUGH = {"Identity", "Flatten", "Reshape", "Squeeze"}  # ops that keep a 
 
 
 def softmax_output(model: Any) -> str | None:
-    """The first output's name when a Softmax computes it (through reshapes): the file's answer is class
-    probabilities, whatever the task it was trained for; None otherwise (logits, embeddings)."""
+    """The first output's name when a softmax computes it (through reshapes): a Softmax node, or one
+    written out as Div(Exp(x), ReduceSum(Exp(x))) as jax2tf exports it; the file's answer is class
+    probabilities, whatever the task it was trained for; None otherwise (logits, embeddings). The
+    bench also recognises probabilities by their values (pipeline.core.evaluate.is_probabilities)."""
     producer = {out: node for node in model.graph.node for out in node.output}
+
+    def origin(name: str) -> Any:
+        node = producer.get(name)
+        while node is not None and node.op_type in PASS_THROUGH:
+            node = producer.get(node.input[0])
+        return node
+
     name = model.graph.output[0].name if model.graph.output else None
-    node = producer.get(name)
-    while node is not None and node.op_type in PASS_THROUGH:
-        node = producer.get(node.input[0])
+    node = origin(name) if name else None
+    if node is not None and node.op_type == "Div" and len(node.input) == 2:
+        exp, total = origin(node.input[0]), origin(node.input[1])
+        if exp is not None and exp.op_type == "Exp" and total is not None and total.op_type == "ReduceSum":
+            summed = origin(total.input[0])
+            return name if summed is exp else None
     return name if node is not None and node.op_type in ("Softmax", "LogSoftmax") else None
 
 
@@ -224,7 +236,7 @@ def inspect_hf(name: str, path: Path, task: str | None, dims: dict[str, int]) ->
         "inputs": inputs,
         **({"dims": used_dims} if used_dims else {}),
         "outputs": ["logits" if task != "feature-extraction" else "embedding"],
-        **({"task": "classification"} if classifier else {}),
+        **({"task": "classification"} if classifier else {"task": "embedding"} if task == "feature-extraction" else {}),
     }
     return Inferred(entry, files, tracked, notes)
 
@@ -291,7 +303,11 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None) -> None:
         folder = inferred.files.get(HF_DIR)
         if folder is None or "input_ids" not in specs:
             raise AddError(f"{eval_file}: text eval data is for a Hugging Face text model; give an .npz of inputs")
-        data = tokenized(eval_file, folder, list(specs), inferred.entry["dims"]["seq"])
+        encoder = inferred.entry.get("task") == "embedding"
+        data = tokenized(eval_file, folder, list(specs), inferred.entry["dims"]["seq"], labelled=not encoder)
+        if encoder and '"label"' in eval_file.read_text():
+            inferred.notes.append(f"{eval_file.name}: labels ignored: an encoder's embeddings have no classes to score "
+                                  "(fidelity and neighbour recall judge it)")  # fmt: skip
         inferred.files[EVAL_FILE] = data
         inferred.scratch.append(data.parent)
     elif eval_file.suffix == ".npz":
@@ -307,10 +323,10 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None) -> None:
     inferred.notes.append(f"eval data: {len(loaded)} labelled rows: a classifier, metric {inferred.entry['metric']}")
 
 
-def tokenized(text_file: Path, folder: Path, names: list[str], seq: int) -> Path:
+def tokenized(text_file: Path, folder: Path, names: list[str], seq: int, labelled: bool = True) -> Path:
     """`text_file` tokenized by the folder's tokenizer (its own pad id and special tokens), padded and
     truncated to `seq`, as an .npz beside a scratch copy; labels from .jsonl rows ("label": an int, or
-    a name of config.json's label2id)."""
+    a name of config.json's label2id) unless not `labelled` (an encoder: nothing to score them on)."""
     import tempfile
 
     import numpy as np
@@ -332,7 +348,7 @@ def tokenized(text_file: Path, folder: Path, names: list[str], seq: int) -> Path
     encoded = tokenizer([row["text"] for row in rows], padding="max_length", truncation=True, max_length=seq,
                         return_tensors="np")  # fmt: skip
     arrays = {name: encoded[name].astype(np.int64) for name in names}
-    if any("label" in row for row in rows):
+    if labelled and any("label" in row for row in rows):
         label2id = read_config(folder).get("label2id") or {}
         try:
             arrays["labels"] = np.array([row["label"] if isinstance(row["label"], int) else label2id[row["label"]]

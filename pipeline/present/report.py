@@ -146,6 +146,23 @@ def scored_rows(found: Records, chosen: str | None) -> str | None:
     return accuracy and f"{accuracy.eval_origin}; {accuracy.eval_samples} of them scored for `{variant}`"
 
 
+JUDGED = {
+    "class_scores": "class scores: top-1 agreement (per position over [batch, positions, classes])",
+    "embedding": "an embedding (task: embedding): neighbour recall@10 beside the worst row's cosine",
+    "channels": "a grid of mixed-scale channels: each channel's worst error against its own peak (max_channel_error)",
+    "values": "no task metric applied: judged by the worst row's cosine and relative error; declare `task: "
+    "classification` or `task: embedding` in its catalog entry, or give labelled eval data, to judge it by its use",
+}
+
+
+def judged_outputs(found: Records) -> list[str]:
+    """How each output was judged (pipeline.core.evaluate.output_kind), from the first measured record."""
+    first = next((r for r in found.values() if r.ok and r.outputs), None)
+    if first is None:
+        return []
+    return [f"`{name}`: {JUDGED[block.output_kind]}" for name, block in first.outputs.items() if block.output_kind]
+
+
 def plot_data(found: Records, selection: Selection, percentile: str) -> dict[str, list[dict[str, Any]]]:
     """The records behind each plot, for DVC (reports/plots/<kind>/<model>.json) and matplotlib."""
     ok = {v: r for v, r in found.items() if r.ok}
@@ -324,6 +341,8 @@ def model_report(
     lines += ["", f"Objective: {config.objective} ({config.percentile}). Constraints: {limits}.", ""]
     if held_out := scored_rows(found, selection.chosen):
         lines += [f"Accuracy and fidelity against the FP32 source on held-out rows: {held_out}.", ""]
+    if judged := judged_outputs(found):
+        lines += ["Each output judged as:", "", *(f"- {line}" for line in judged), ""]
     if warnings:
         lines += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
     if generates:  # TTFT at each prompt length; tokens/s at each batch size
