@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, first_line
 
 
 def _summary(args: argparse.Namespace) -> int:
@@ -101,7 +101,14 @@ def _add(args: argparse.Namespace) -> int:
 
     flags = Flags(args.eval, parse_dims(args.dim), args.vocab, args.metric, args.task, args.weights, args.sample,
                   tuple(args.input))  # fmt: skip
-    inferred = add_model(args.name, args.path, Path("."), flags)
+    try:  # add_model leaves nothing written whatever failed; a case it did not foresee is still one line
+        inferred = add_model(args.name, args.path, Path("."), flags)
+    except PipelineError:
+        raise
+    except Exception as error:
+        raise PipelineError(
+            f"{args.path}: `add` could not read it ({type(error).__name__}: {first_line(error)})"
+        ) from None
     check_or_write(Path("."), write=True)  # its stages: `dvc repro` runs it next
     print(describe(args.name, inferred))
     return 0

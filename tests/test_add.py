@@ -67,6 +67,60 @@ def encoder_file(folder: Path) -> Path:
     return folder / "encoder.onnx"
 
 
+def odd_axes_file(folder: Path, axes: list, scalar: bool = False) -> Path:
+    """A graph whose input `x` has the axes an exporter wrote (paddle2onnx's dotted names, `?`, -1,
+    tf2onnx's unk__N), reduced over its spatial axes; with a scalar input `scale` when asked."""
+    dims = [helper.make_tensor_value_info("x", TensorProto.FLOAT, axes)]
+    spatial = list(range(2, len(axes)))
+    nodes = [helper.make_node("ReduceMean", ["x"], ["y"], axes=spatial, keepdims=0) if spatial else
+             helper.make_node("Identity", ["x"], ["y"])]  # fmt: skip
+    if scalar:
+        dims.append(helper.make_tensor_value_info("scale", TensorProto.FLOAT, []))
+        nodes = [helper.make_node("Mul", ["x", "scale"], ["xs"]), nodes[0]]
+        nodes[1].input[0] = "xs"
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [axes[0], axes[1]])
+    graph = helper.make_graph(nodes, "odd_axes", dims, [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    for dim, axis in zip(model.graph.input[0].type.tensor_type.shape.dim, axes, strict=True):
+        if axis == -1:  # some exporters write -1 where a dim is open
+            dim.Clear()
+            dim.dim_value = -1
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, folder / "model.onnx")
+    return folder / "model.onnx"
+
+
+@pytest.mark.parametrize(
+    ("axes", "flags", "expected"),
+    [  # the file's axes, the --dim flags a user writes from them, the entry's shape and dims
+        (["p2o.DynamicDimension.0", 3, "p2o.DynamicDimension.1", "p2o.DynamicDimension.2"],
+         ["p2o.DynamicDimension.1=48", "p2o.DynamicDimension.2=320"],
+         (["batch", 3, "p2o_DynamicDimension_1", "p2o_DynamicDimension_2"],
+          {"p2o_DynamicDimension_1": 48, "p2o_DynamicDimension_2": 320})),
+        (["?", 3, "?", -1], ["x_2=8", "x_3=9"], (["batch", 3, "x_2", "x_3"], {"x_2": 8, "x_3": 9})),
+        (["unk__10", 3, "unk__11", "height width"], ["height width=5"],
+         (["batch", 3, "unk__11", "height_width"], {"unk__11": 128, "height_width": 5})),
+    ],
+)  # fmt: skip
+def test_add_takes_axes_by_the_names_the_file_uses(tmp_path, axes, flags, expected):
+    from pipeline.prepare.add import inspect_onnx, parse_dims
+
+    inferred = inspect_onnx(odd_axes_file(tmp_path, axes), parse_dims(flags), None)
+    assert (inferred.entry["inputs"]["x"]["shape"], inferred.entry["dims"]) == expected
+    if "." in axes[2]:  # renamed: the note says both names
+        assert any("the file calls it 'p2o.DynamicDimension.1'" in note for note in inferred.notes)
+
+
+def test_add_takes_the_axes_the_eval_data_fixes(project, tmp_path, monkeypatch, capsys):
+    """No --dim: the eval data's 48x320 images set the axes, where a default of 128 used to contradict them."""
+    path = odd_axes_file(tmp_path, ["p2o.DynamicDimension.0", 3, "p2o.DynamicDimension.1", "p2o.DynamicDimension.2"])
+    np.savez(tmp_path / "eval.npz", x=np.random.default_rng(0).random((6, 3, 48, 320), dtype=np.float32))
+    assert run_add(project, monkeypatch, "paddle_like", str(path), "--eval", str(tmp_path / "eval.npz")) == 0
+    entry = params_of(project)["catalog"]["paddle_like"]
+    assert "dims" not in entry and entry["eval_data"] == "eval.npz"
+    assert "axis p2o_DynamicDimension_1: 48 from the eval data" in capsys.readouterr().out
+
+
 def params_of(root: Path) -> dict:
     return yaml.safe_load((root / "params.yaml").read_text())
 
@@ -148,6 +202,7 @@ def bad_zipmap_file(folder: Path) -> Path:
         ("code_without_shapes", "pass --sample rows.npz"),
         ("weights_do_not_fit", "does not fit models.m_weights_do_not_fit.net:build"),
         ("not_a_factory", "returned int"),
+        ("scalar_input", "is a scalar (shape [])"),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_nothing(project, tmp_path, monkeypatch, capsys, case, message):
@@ -180,6 +235,8 @@ def test_bad_input_is_one_line_and_leaves_nothing(project, tmp_path, monkeypatch
         (code / "bad.py").write_text("def build():\n    return 3\n")
         paths[case] = f"{code}/{'bad' if case == 'not_a_factory' else 'net'}.py:build"
         extra = [] if case == "code_without_shapes" else ["--input", "x=12", "--weights", str(tmp_path / "other.pt")]
+    if case == "scalar_input":  # a stateful audio model's sample rate
+        paths[case] = odd_axes_file(tmp_path / "scalar", ["batch", 3], scalar=True)
     before = (project / "params.yaml").read_text()
     folders = sorted(p.name for p in (project / "models").iterdir())
     capsys.readouterr()  # what building the inputs printed

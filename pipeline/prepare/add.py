@@ -37,6 +37,7 @@ from pipeline.prepare.inferred import (
     Inferred,
     axes_notes,
     spec_shape,
+    symbol_of,
     token_kind,
 )
 from pipeline.serve.text import HF_FOLDER_FACTORY
@@ -73,13 +74,18 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     zipmaps = zipmap_as_tensor(model)
     vocabularies = embedding_rows(model)
     config_vocab = _config_beside(path)
-    inputs, used_dims, notes = {}, {}, []
+    inputs, used_dims, notes, renamed = {}, {}, [], {}
     for name, value in graph_inputs(model).items():
         dtype = dtypes.get(value.type.tensor_type.elem_type)
         if dtype is None:
             found = onnx.helper.tensor_dtype_to_string(value.type.tensor_type.elem_type)
             raise AddError(f"{path}: input {name!r} is {found}: the pipeline feeds {', '.join(ONNX_DTYPES)}")
-        shape = spec_shape(name, input_dims(value), dims, used_dims)
+        shape = spec_shape(name, input_dims(value), dims, used_dims, renamed)
+        if not shape:
+            raise AddError(
+                f"{path}: input {name!r} is a scalar (shape []): `add` takes inputs with a batch axis; "
+                "scalar inputs (a sample rate, a flag) are not supported yet"
+            )
         spec: dict[str, Any] = {"shape": shape, "dtype": dtype}
         kind = token_kind(name, dtype)
         if kind != "values" and len(shape) >= 2:
@@ -96,7 +102,7 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
             else:
                 notes.append(f"{name}: attention_mask (its name and integer dtype)")
         inputs[name] = spec
-    notes += axes_notes(path, dims, used_dims)
+    notes += axes_notes(path, dims, used_dims, renamed)
     first = next(iter(inputs.values()), None)
     if first and isinstance(first["shape"][0], int):
         notes.append(f"batch fixed to {first['shape'][0]} by the file: run at that batch")
@@ -291,12 +297,12 @@ def inspect(name: str, path: Path, flags: Flags) -> Inferred:
     )
 
 
-def with_eval(inferred: Inferred, eval_file: Path, metric: str | None) -> None:
+def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: dict[str, int] | None = None) -> None:
     """Check `--eval` against the inferred inputs (an .npz), or tokenize it (.txt: a text a line; .jsonl:
     {"text", "label"} rows) with a Hugging Face folder's own tokenizer; labels make it a classifier
-    measured by accuracy."""
+    measured by accuracy. A symbolic axis no `--dim` set takes the data's size (take_data_dims)."""
     from pipeline.core.config import InputSpec
-    from pipeline.core.data import load_user_data
+    from pipeline.core.data import dims_of, load_user_data
 
     specs = {k: InputSpec.model_validate(v) for k, v in inferred.entry["inputs"].items()}
     if eval_file.suffix in (".txt", ".jsonl"):
@@ -315,12 +321,30 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None) -> None:
     else:
         raise AddError(f"{eval_file}: --eval takes an .npz of inputs by name (and optional `labels`), or text")
     loaded = load_user_data(inferred.files[EVAL_FILE], specs, "--eval")
+    if eval_file.suffix == ".npz":  # text was tokenized to the entry's seq
+        take_data_dims(inferred, dims_of(loaded.inputs, specs), flags or {})
     inferred.entry["eval_data"] = EVAL_FILE
     if loaded.labels is None:
         inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: fidelity only")
         return
     inferred.entry |= {"metric": metric or "accuracy", "task": "classification"}
     inferred.notes.append(f"eval data: {len(loaded)} labelled rows: a classifier, metric {inferred.entry['metric']}")
+
+
+def take_data_dims(inferred: Inferred, found: dict[str, int], flags: dict[str, int]) -> None:
+    """The eval data fixes every symbolic axis it holds: one `--dim` did not set takes the data's size
+    (the entry's `dims` drops it, as eval data supplies it), so a default never contradicts the data."""
+    dims = inferred.entry.get("dims", {})
+    for symbol, size in found.items():
+        if symbol in dims and symbol not in flags:
+            del dims[symbol]
+            inferred.notes = [
+                f"axis {symbol}: {size} from the eval data" if note.startswith(f"axis {symbol}:")
+                or note.startswith(f"axis {symbol} (") else note
+                for note in inferred.notes
+            ]  # fmt: skip
+    if "dims" in inferred.entry and not dims:
+        del inferred.entry["dims"]
 
 
 def tokenized(text_file: Path, folder: Path, names: list[str], seq: int, labelled: bool = True) -> Path:
@@ -378,7 +402,7 @@ def add_model(name: str, path: Path, root: Path = Path("."), flags: Flags | None
     new_params = params_path.with_name(f".{PARAMS_FILE}.add-tmp")
     try:
         if flags.eval is not None:
-            with_eval(inferred, flags.eval.resolve(), flags.metric)
+            with_eval(inferred, flags.eval.resolve(), flags.metric, flags.dims)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         for target, source in inferred.files.items():
@@ -492,12 +516,14 @@ def entry_lines(name: str, entry: dict[str, Any]) -> list[str]:
 
 
 def parse_dims(values: list[str]) -> dict[str, int]:
-    """--dim seq=128 flags as {seq: 128}."""
+    """--dim seq=128 flags as {seq: 128}; an axis may be given by the file's own name, whatever its
+    characters (`--dim p2o.DynamicDimension.1=320`), or by the entry's (symbol_of)."""
     dims = {}
     for value in values:
-        symbol, _, number = value.partition("=")
-        if not NAME.fullmatch(symbol) or not number.isdigit() or int(number) < 1:
-            raise AddError(f"--dim {value}: expected AXIS=N with a positive N (e.g. seq=128)")
+        axis, _, number = value.rpartition("=")
+        symbol = symbol_of(axis)
+        if symbol is None or not number.isdigit() or int(number) < 1:
+            raise AddError(f"--dim {value}: expected AXIS=N with an axis name and a positive N (e.g. seq=128)")
         dims[symbol] = int(number)
     return dims
 

@@ -50,15 +50,33 @@ class Flags:
     inputs: tuple[str, ...] = ()  # code models: NAME=D1,D2[:DTYPE] per input
 
 
-def axes_notes(path: Path, dims: dict[str, int], used: dict[str, int]) -> list[str]:
-    """What each symbolic axis is set to, and from where; a `--dim` naming no axis is an error."""
+def axes_notes(
+    path: Path, dims: dict[str, int], used: dict[str, int], renamed: dict[str, str] | None = None
+) -> list[str]:
+    """What each symbolic axis is set to, and from where (the file's own name beside the entry's where
+    it had to be renamed); a `--dim` naming no axis is an error."""
+    renamed = renamed or {}
     if unknown := sorted(set(dims) - set(used)):
-        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the file has {sorted(used)})")
+        named = sorted({renamed.get(s, s) for s in used})
+        raise AddError(f"{path}: --dim {', '.join(unknown)}: no such symbolic axis (the file has {named})")
     return [
-        f"axis {symbol}: {value} for generated inputs and batch-1 latency "
-        f"({'--dim' if symbol in dims else f'a default: pass --dim {symbol}=N for another'})"
+        f"axis {symbol}{f' (the file calls it {renamed[symbol]!r})' if symbol in renamed else ''}: {value} for "
+        f"generated inputs and batch-1 latency "
+        f"({'--dim' if symbol in dims else f'a default: pass --dim {renamed.get(symbol, symbol)}=N for another'})"
         for symbol, value in used.items()
     ]
+
+
+def symbol_of(axis: str) -> str | None:
+    """The entry's name for an axis the file names: the name itself when it is one (`seq`, `unk__12`),
+    else its words joined by '_' (paddle2onnx's `p2o.DynamicDimension.1` -> `p2o_DynamicDimension_1`);
+    None for a mark that names nothing (`?`, `-1`, an empty name): such an axis is its input's own."""
+    if NAME.fullmatch(axis):
+        return axis
+    words = re.sub(r"\W+", "_", axis).strip("_")
+    if not words or words.isdigit():
+        return None
+    return words if NAME.fullmatch(words) else f"_{words}"
 
 
 def token_kind(name: str, dtype: str) -> str:
@@ -69,11 +87,18 @@ def token_kind(name: str, dtype: str) -> str:
     return next((kind for word, kind in TOKEN_NAMES.items() if word in lowered), "values")
 
 
-def spec_shape(input_name: str, axes: list[Any], flags: dict[str, int], used: dict[str, int]) -> list[int | str]:
+def spec_shape(
+    input_name: str,
+    axes: list[Any],
+    flags: dict[str, int],
+    used: dict[str, int],
+    renamed: dict[str, str] | None = None,
+) -> list[int | str]:
     """An input spec's shape from a file's axes (a positive int where fixed; else the file's symbol
-    name, or None or 0 where it has none): the first open axis is `batch`, any other a symbol (the
-    file's own when it is a name, else input_axis) recorded in `used` with its value (`--dim`, else
-    DEFAULT_DIM)."""
+    name, or None, 0, -1 or a mark like `?` where it has none): the first open axis is `batch`, any
+    other a symbol (the file's own, made a name by symbol_of, noting the rename in `renamed`; else
+    input_axis) recorded in `used` with its value (`--dim`, else DEFAULT_DIM). `flags` are keyed by
+    the entry's names (parse_dims maps the file's)."""
     shape: list[int | str] = []
     for index, dim in enumerate(axes):
         if isinstance(dim, int) and dim > 0:
@@ -81,7 +106,9 @@ def spec_shape(input_name: str, axes: list[Any], flags: dict[str, int], used: di
         elif index == 0:
             shape.append("batch")
         else:
-            symbol = dim if isinstance(dim, str) and NAME.fullmatch(dim) else _axis_name(input_name, index)
+            symbol = (symbol_of(dim) if isinstance(dim, str) else None) or _axis_name(input_name, index)
+            if isinstance(dim, str) and symbol != dim and symbol_of(dim) and renamed is not None:
+                renamed[symbol] = dim
             shape.append(symbol)
             used[symbol] = flags.get(symbol, DEFAULT_DIM)
     return shape
