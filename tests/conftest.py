@@ -174,9 +174,11 @@ def torch_build_context(project: Path, output_names: tuple[str, ...] = ("output"
 
 def build(ctx, name: str, **params):
     """Run variant `name`'s pass in this process with `params` as its params.yaml section."""
+    import dataclasses
+
     from pipeline.build.knobs import pass_class, validate_variant_params
 
-    return pass_class(name)().run(ctx, validate_variant_params(name, params))
+    return pass_class(name)().run(dataclasses.replace(ctx, variant=name), validate_variant_params(name, params))
 
 
 def copy_project(destination: Path) -> Path:

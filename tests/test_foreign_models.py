@@ -200,3 +200,30 @@ def test_a_fallback_predicts_validation_outputs_on_a_fixed_batch_file_one_batch_
     for name, values in outputs.items():
         assert values.shape[0] == 5
         assert np.allclose(values[3:4], source.predict({"image": rows["image"][3:4]})[name], atol=1e-6)
+
+
+def test_weights_held_in_constant_nodes_become_initializers_the_quantizers_see(tmp_path):
+    """paddle2onnx keeps weights in Constant nodes, where ORT's quantizers do not look: its dynamic INT8
+    came out as the float model under an INT8 name. The export moves them (the same values, names)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from pipeline.prepare.sources.onnxfile import constants_as_initializers
+
+    weight = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+    nodes = [
+        helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(weight, "w")),
+        helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1.0, np.float32), "one")),
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Add", ["h", "one"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
+    model = helper.make_model(helper.make_graph(nodes, "p2o", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what exporters write; onnx 1.23 defaults to an IR newer than ORT reads
+    before = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert constants_as_initializers(model) == 1  # the weight; a scalar stays a Constant
+    assert [i.name for i in model.graph.initializer] == ["w"] and model.graph.node[0].op_type == "Constant"
+    onnx.checker.check_model(model)
+    after = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rows = {"x": np.ones((2, 16), np.float32)}
+    np.testing.assert_array_equal(before.run(None, rows)[0], after.run(None, rows)[0])

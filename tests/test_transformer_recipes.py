@@ -75,6 +75,42 @@ def test_family_is_detected_with_heads_and_hidden_size_from_the_model(bert):
     assert detect(Counter({"Gemm": 2, "Relu": 1}))[0] == "other"
 
 
+def test_a_graph_whose_work_is_in_matmuls_is_no_cnn_for_one_small_conv(tmp_path):
+    """magika's shape: a small Conv over the input, then large dense layers; the multiply-accumulates
+    decide, not the presence of a Conv (which skipped its dynamic INT8 as 'a convolutional model')."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from pipeline.prepare.family import model_family
+
+    def graph(conv_channels: int, hidden: int) -> Path:
+        rng = np.random.default_rng(0)
+        weights = [
+            numpy_helper.from_array(rng.standard_normal((conv_channels, 1, 3)).astype(np.float32), "k"),
+            numpy_helper.from_array(rng.standard_normal((conv_channels * 64, hidden)).astype(np.float32), "w1"),
+            numpy_helper.from_array(rng.standard_normal((hidden, 10)).astype(np.float32), "w2"),
+            numpy_helper.from_array(np.array([0, -1], np.int64), "flat"),
+        ]
+        nodes = [
+            helper.make_node("Conv", ["x", "k"], ["c"], pads=[1, 1]),
+            helper.make_node("Reshape", ["c", "flat"], ["f"]),
+            helper.make_node("MatMul", ["f", "w1"], ["h"]),
+            helper.make_node("MatMul", ["h", "w2"], ["y"]),
+        ]
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, 64])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])
+        model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], weights),
+                                  opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+        path = tmp_path / f"g{conv_channels}_{hidden}.onnx"
+        onnx.save(model, path)
+        return path
+
+    dense = model_family(graph(4, 512), "auto", {}, {"x": (1, 1, 64)})
+    assert dense["model_type"] == "other" and "1 Conv doing only" in dense["how"], dense
+    convolutional = model_family(graph(256, 2), "auto", {}, {"x": (1, 1, 64)})
+    assert convolutional["model_type"] == "cnn" and "of the multiply-accumulates" in convolutional["how"]
+    assert model_family(graph(4, 512), "auto", {})["model_type"] == "cnn"  # no shapes known: the count, as before
+
+
 def test_onnx_opt_fuses_attention_and_keeps_the_function(bert):
     details, fidelity = built(bert, "onnx_opt")
     assert details["fused_ops"]["Attention"] == 2 and details["fused_ops"]["SkipLayerNormalization"] >= 2

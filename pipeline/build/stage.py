@@ -13,10 +13,10 @@ from typing import Any
 
 from pipeline.build import knobs
 from pipeline.build.passes.base import BuildContext, Pass
-from pipeline.core import layout, records
+from pipeline.core import layout, onnx_files, records
 from pipeline.core import registry as variants
 from pipeline.core.config import PARAMS_FILE, Params, load_params
-from pipeline.core.errors import one_line
+from pipeline.core.errors import NotApplicable, one_line
 from pipeline.core.files import atomic_dir, read_json, remove, write_json
 from pipeline.core.isolate import IsolatedFailure, call
 from pipeline.core.quality import quality_violations
@@ -30,18 +30,36 @@ def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: st
     params = load_params(Path(root) / PARAMS_FILE)
     spec = variants.get(variant)
     config = knobs.variant_config(params, variant, model)
-    ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir), target)
+    ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir), target, variant)
     start = time.perf_counter()
     result = knobs.pass_class(spec)().run(ctx, config)
     result.runtime_config |= dict(spec.runtime_options)
     seconds = time.perf_counter() - start
     if not (ctx.out_dir / result.entry).exists():
         raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")
+    quantized = quantized_in(ctx.out_dir / result.entry, spec.precision)
     return {
         "entry": result.entry,
         "runtime_config": result.runtime_config,
-        "build": {"seconds": seconds, **result.details, "load_check": prove_loadable(ctx, spec.runtime, result)},
-    }
+        "build": {"seconds": seconds, **result.details, **quantized,
+                  "load_check": prove_loadable(ctx, spec.runtime, result)},
+    }  # fmt: skip
+
+
+def quantized_in(entry: Path, precision: str) -> dict[str, Any]:
+    """An integer variant's ONNX artifact read for what it is: the quantized operators it holds
+    (`quantized_ops`); none at all is not applicable (the float model under an INT8 name: weights a
+    quantizer did not see), never an INT8 record."""
+    if precision not in ("int8", "int4") or entry.suffix != ".onnx":
+        return {}
+    found = onnx_files.quantized_ops(entry)
+    if not found:
+        kinds = ", ".join(sorted(onnx_files.QUANTIZED_OPS))
+        raise NotApplicable(
+            f"nothing was quantized: the built graph holds no quantized operator ({kinds}); its weights are "
+            "where the quantizer does not look, or its operators are not ones it quantizes"
+        )
+    return {"quantized_ops": dict(found)}
 
 
 def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:

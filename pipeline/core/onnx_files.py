@@ -83,6 +83,27 @@ def copy(source: Path, destination: Path) -> None:
         shutil.copy2(side, target)
 
 
+# operators that compute on quantized values: a graph with none of them is no INT8/INT4 model
+QUANTIZED_OPS = {"DequantizeLinear", "MatMulNBits", "MatMulInteger", "ConvInteger", "QLinearConv", "QLinearMatMul",
+                 "DynamicQuantizeLinear", "GatherBlockQuantized"}  # fmt: skip
+
+
+def quantized_ops(path: Path) -> Counter[str]:
+    """The quantized operators in a graph (its subgraphs included), by type: what the artifact is,
+    whatever its recipe meant it to be."""
+    import onnx
+
+    def walk(graph: onnx.GraphProto) -> list[str]:
+        found = [node.op_type for node in graph.node if node.op_type in QUANTIZED_OPS]
+        for node in graph.node:
+            for attribute in node.attribute:
+                found += walk(attribute.g) if attribute.HasField("g") else []
+                found += [op for g in attribute.graphs for op in walk(g)]
+        return found
+
+    return Counter(walk(onnx.load(str(path), load_external_data=False).graph))
+
+
 def graph_stats(path: Path) -> dict[str, object]:
     """Node count and the three most common op types, for before/after comparisons."""
     import onnx

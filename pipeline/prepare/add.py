@@ -42,8 +42,6 @@ from pipeline.prepare.inferred import (
 )
 from pipeline.serve.text import HF_FOLDER_FACTORY
 
-QUANTIZED_OPS = {"DequantizeLinear", "MatMulNBits", "MatMulInteger", "ConvInteger", "QLinearConv", "QLinearMatMul",
-                 "DynamicQuantizeLinear", "GatherBlockQuantized"}  # fmt: skip
 EVAL_FILE = "eval.npz"
 HF_DIR = "hf"  # a Hugging Face folder's place inside models/NAME/
 CODE_SOURCES = ("torch", "jax")  # a factory's entry: proven by building the model, as the export stage will
@@ -106,7 +104,7 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     first = next(iter(inputs.values()), None)
     if first and isinstance(first["shape"][0], int):
         notes.append(f"batch fixed to {first['shape'][0]} by the file: run at that batch")
-    quantized = sorted({node.op_type for node in model.graph.node} & QUANTIZED_OPS)
+    quantized = sorted({node.op_type for node in model.graph.node} & onnx_files.QUANTIZED_OPS)
     if quantized:
         notes.append(
             f"already quantized ({', '.join(quantized)} in the graph): the INT8 variants quantize it again, and "

@@ -345,7 +345,8 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
             for leftover in tmp.glob(layout.EXPORTED_ONNX + "*"):
                 leftover.unlink()
         declared = {k: v for k in ("num_heads", "hidden_size") if (v := getattr(config, k)) is not None}
-        report["family"] = model_family(onnx_path, config.model_type, source.attention | declared)
+        shapes = {name: spec.shape_for(fixed or 1, dims) for name, spec in config.inputs.items()}
+        report["family"] = model_family(onnx_path, config.model_type, source.attention | declared, shapes)
         write_json(
             tmp / layout.SOURCE_INFO,
             {

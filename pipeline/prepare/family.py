@@ -3,7 +3,10 @@ ONNX Runtime and NNCF, everything else the default ones.
 
 `model_type: auto` reads the ONNX graph: fused attention operators, or the MatMul-Softmax-MatMul
 of attention next to a layer normalization (LayerNormalization, or the ReduceMean pair older
-exporters write). Conv layers without attention make a CNN; the rest is `other`.
+exporters write). A graph without attention is a CNN when its convolutions do most of its work: the
+multiply-accumulates of its Conv nodes against those of its MatMul/Gemm nodes, from the shapes ONNX's
+shape inference gives at the export's dims (a model with one small Conv in front of two large MatMuls is
+no CNN; counting Conv nodes said it was). The rest is `other`.
 """
 
 from __future__ import annotations
@@ -16,23 +19,75 @@ FUSED_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "Pa
 LAYER_NORMS = {"LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization"}
 
 
-def detect(ops: Counter[str]) -> tuple[str, str]:
-    """(model type, the evidence) from a graph's operator counts."""
+CNN_SHARE = 0.5  # a graph whose Conv nodes do at least this share of the multiply-accumulates is a CNN
+
+
+def detect(ops: Counter[str], conv_share: float | None = None) -> tuple[str, str]:
+    """(model type, the evidence) from a graph's operator counts and, where known, the share of its
+    multiply-accumulates that its Conv nodes do."""
     fused = sum(ops[op] for op in FUSED_ATTENTION)
     if fused:
         return "transformer", f"{fused} fused attention operators"
     norms = sum(ops[op] for op in LAYER_NORMS) or ops["ReduceMean"] // 2
     if ops["Softmax"] and ops["MatMul"] >= 2 * ops["Softmax"] and norms:
         return "transformer", f"{ops['Softmax']} Softmax, {ops['MatMul']} MatMul, {norms} layer norms"
+    if ops["Conv"] and (conv_share is None or conv_share >= CNN_SHARE):
+        share = "" if conv_share is None else f" doing {conv_share:.0%} of the multiply-accumulates"
+        return "cnn", f"{ops['Conv']} Conv{share}, no attention"
     if ops["Conv"]:
-        return "cnn", f"{ops['Conv']} Conv, no attention"
+        return (
+            "other",
+            f"{ops['Conv']} Conv doing only {conv_share:.0%} of the multiply-accumulates (MatMul/Gemm the rest)",
+        )
     return "other", "no attention, no Conv"
 
 
-def model_family(onnx_path: Path | None, declared: str, attention: dict[str, Any]) -> dict[str, Any]:
-    """The `family` record of source.json: model type (declared or detected) and, for transformers,
-    num_heads / hidden_size (declared in the catalog, else the model's config; 0: ORT detects them)
-    and the architecture its config names (`bert`, `vit`: which of ORT's fusions apply), if it names one."""
+def conv_share(model: Any, shapes: dict[str, tuple[int, ...]]) -> float | None:
+    """The share of the graph's multiply-accumulates done by Conv nodes (against MatMul and Gemm), with
+    each input at the shape in `shapes` (batch 1, the export's dims); None when shape inference cannot
+    tell the sizes (a graph it does not follow)."""
+    import numpy as np
+    import onnx
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())  # the caller's graph keeps its symbols
+    for value in model.graph.input:
+        if value.name in shapes:
+            for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name], strict=False):
+                dim.Clear()
+                dim.dim_value = int(size)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # a graph ONNX's inference rejects: the node count decides, as before
+        return None
+    known: dict[str, list[int]] = {t.name: list(t.dims) for t in inferred.graph.initializer}
+    for node in inferred.graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
+            known[node.output[0]] = list(node.attribute[0].t.dims)
+    for value in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]:
+        dims = value.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            known[value.name] = [d.dim_value for d in dims]
+    conv = dense = 0
+    for node in inferred.graph.node:
+        if node.op_type not in ("Conv", "MatMul", "Gemm"):
+            continue
+        out, a, b = known.get(node.output[0]), known.get(node.input[0]), known.get(node.input[1])
+        if out is None or a is None or b is None:
+            return None
+        if node.op_type == "Conv":  # each output value: C_in/group x kernel multiply-accumulates
+            conv += int(np.prod(out)) * int(np.prod(b[1:]))
+        else:  # each output value: the contracted axis of A (Gemm may transpose it)
+            transposed = node.op_type == "Gemm" and any(x.name == "transA" and x.i for x in node.attribute)
+            dense += int(np.prod(out)) * int(a[0] if transposed else a[-1])
+    return conv / (conv + dense) if conv + dense else None
+
+
+def model_family(
+    onnx_path: Path | None, declared: str, attention: dict[str, Any], shapes: dict[str, tuple[int, ...]] | None = None
+) -> dict[str, Any]:
+    """The `family` record of source.json: model type (declared, or detected with the inputs at `shapes`)
+    and, for transformers, num_heads / hidden_size (declared in the catalog, else the model's config; 0: ORT
+    detects them) and the architecture its config names (`bert`, `vit`: which of ORT's fusions apply), if any."""
     if declared != "auto":
         family = {"model_type": declared, "how": "declared (catalog model_type)"}
     elif onnx_path is None or not onnx_path.exists():
@@ -40,8 +95,10 @@ def model_family(onnx_path: Path | None, declared: str, attention: dict[str, Any
     else:
         import onnx
 
-        graph = onnx.load(str(onnx_path), load_external_data=False).graph
-        model_type, evidence = detect(Counter(node.op_type for node in graph.node))
+        model = onnx.load(str(onnx_path), load_external_data=False)
+        ops = Counter(node.op_type for node in model.graph.node)
+        share = conv_share(model, shapes or {}) if ops["Conv"] else None
+        model_type, evidence = detect(ops, share)
         family = {"model_type": model_type, "how": f"detected: {evidence}"}
     if family["model_type"] == "transformer":
         family |= {"num_heads": attention.get("num_heads", 0), "hidden_size": attention.get("hidden_size", 0)}

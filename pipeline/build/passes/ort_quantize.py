@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass, defect_record, known_defect
 from pipeline.build.passes.onnx_export import MODEL_FILE
 from pipeline.build.passes.ort_optimize import fuse_transformer
 from pipeline.build.passes.ort_sensitivity import restore_until
@@ -361,12 +361,25 @@ class StaticInt8(Pass):
             "use_external_data_format": is_external(ctx),
         }
 
+        retried: dict[str, Any] = {}
+
         def quantize(excluded: list[str]) -> Path:
-            reader.rewind()
-            (ctx.out_dir / (MODEL_FILE + ".data")).unlink(missing_ok=True)  # onnx appends to a side file
-            quantize_static(
-                model, str(ctx.out_dir / MODEL_FILE), nodes_to_exclude=used.nodes_to_exclude + excluded, **fixed_kwargs
-            )
+            for attempt in (1, 2):  # a second time only around a known defect (registry.KNOWN_DEFECTS)
+                reader.rewind()
+                (ctx.out_dir / (MODEL_FILE + ".data")).unlink(missing_ok=True)  # onnx appends to a side file
+                try:
+                    quantize_static(model, str(ctx.out_dir / MODEL_FILE),
+                                    nodes_to_exclude=used.nodes_to_exclude + excluded, **fixed_kwargs)  # fmt: skip
+                    break
+                except Exception as error:
+                    defect = known_defect(error, ctx.variant)
+                    if defect is None or attempt == 2:
+                        raise
+                    retried.update(defect_record(defect, error))
+                    fixed_kwargs["extra_options"] = {
+                        **fixed_kwargs["extra_options"],
+                        defect.option[0]: defect.option[1],
+                    }
             return ctx.out_dir / MODEL_FILE
 
         sensitivity = self.quantize(ctx, config, quantize, Path(model), used.op_types)
@@ -382,6 +395,7 @@ class StaticInt8(Pass):
                 "calibration_samples": len(calibration),
                 "calibration_origin": calibration.origin,
                 **({"sensitivity": sensitivity} if sensitivity else {}),
+                **({"known_defect_retry": retried} if retried else {}),
             },
         )
 

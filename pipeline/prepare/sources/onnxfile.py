@@ -178,6 +178,11 @@ class OnnxSource(SourceModel):
         report: dict[str, Any] = {"exporter": "none (ONNX source copied)", "export_s": 0.0}
         if self._zipmaps:
             report["zipmap"] = f"{', '.join(self._zipmaps)}: the ZipMap's probabilities as a tensor, first"
+        if moved := constants_as_initializers(model):
+            report["constants_as_initializers"] = (
+                f"{moved} Constant nodes' tensors made initializers (paddle2onnx keeps weights there, where ONNX "
+                "Runtime's quantizers do not see them)"
+            )
         if self.config.make_batch_dynamic:
             relaxed, outcome = self._relax_batch(model, path, external)
             report["make_batch_dynamic"] = outcome
@@ -185,7 +190,7 @@ class OnnxSource(SourceModel):
                 report["fixed_batch"] = None
                 return report
         onnx_files.save(model, path, external=external)
-        report["same_graph"] = True  # the source graph itself: export parity holds by construction
+        report["same_graph"] = not moved  # the source graph itself: export parity holds by construction
         return report
 
     def _relax_batch(self, model: onnx.ModelProto, path: Path, external: bool) -> tuple[bool, str]:
@@ -212,6 +217,30 @@ class OnnxSource(SourceModel):
             if together[i].shape != expected.shape or not np.allclose(together[i], expected, atol=1e-5, rtol=1e-4):
                 return False, f"kept fixed: at batch {n} output {name!r} differs from two calls at the fixed batch"
         return True, f"relaxed: batch {n} equals two calls at the fixed batch"
+
+
+def constants_as_initializers(model: onnx.ModelProto) -> int:
+    """Move the main graph's Constant nodes that hold a tensor of more than one value into initializers
+    (the same values under the same names), so quantizers and weight compression see the weights an
+    exporter wrote as Constants; returns how many moved. Subgraphs (an If's branches) keep theirs."""
+    if model.ir_version < 4:  # before IR 4 an initializer must also be a graph input
+        return 0
+    outputs = {o.name for o in model.graph.output}
+    kept, moved = [], 0
+    for node in model.graph.node:
+        value = node.attribute[0] if node.op_type == "Constant" and len(node.attribute) == 1 else None
+        if value is None or value.name != "value" or node.output[0] in outputs or np.prod(value.t.dims) <= 1:
+            kept.append(node)
+            continue
+        tensor = onnx.TensorProto()
+        tensor.CopyFrom(value.t)
+        tensor.name = node.output[0]
+        model.graph.initializer.append(tensor)
+        moved += 1
+    if moved:
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+    return moved
 
 
 def _other_row(value: np.ndarray) -> np.ndarray:
