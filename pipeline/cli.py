@@ -96,11 +96,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from pipeline.prepare.add import Flags, add_model, describe, parse_dims
+    from pipeline.prepare.add import Flags, add_model, describe, parse_assignments, parse_dims
     from pipeline.stagefile import check_or_write
 
     flags = Flags(args.eval, parse_dims(args.dim), args.vocab, args.metric, args.task, args.weights, args.sample,
-                  tuple(args.input))  # fmt: skip
+                  tuple(args.input), parse_assignments("--value", args.value, float),
+                  parse_assignments("--batch-axis", args.batch_axis, int))  # fmt: skip
     try:  # add_model leaves nothing written whatever failed; a case it did not foresee is still one line
         inferred = add_model(args.name, args.path, Path("."), flags)
     except PipelineError:
@@ -201,6 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "names, dtypes and shapes")  # fmt: skip
     add.add_argument("--input", action="append", default=[], help="FILE.py:FUNCTION: NAME=D1,D2[:DTYPE], the axes "
                      "after the batch (repeatable; a symbol takes --dim)")  # fmt: skip
+    add.add_argument("--value", action="append", default=[], help="a scalar input's value, passed on every call, "
+                     "e.g. sr=16000 (repeatable; else the eval data's)")  # fmt: skip
+    add.add_argument("--batch-axis", action="append", default=[], help="an input whose batch axis is not the "
+                     "first, e.g. state=1 (repeatable; else read off the graph or the eval data)")  # fmt: skip
     add.set_defaults(run=_add)
     predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")
     predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")

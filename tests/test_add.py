@@ -412,7 +412,9 @@ def test_a_softmax_written_out_as_exp_reducesum_div_is_read_as_class_scores(tmp_
         helper.make_node("Sub", ["logits", "top"], ["shifted"]),
         helper.make_node("Exp", ["shifted"], ["e"]),
         helper.make_node("ReduceSum", ["e", "axes"], ["total"], keepdims=1),
-        helper.make_node("Div", ["e", "total"], ["probabilities"]),
+        helper.make_node("Shape", ["e"], ["shape"]),
+        helper.make_node("Expand", ["total", "shape"], ["broadcast"]),  # tf2onnx's BroadcastTo
+        helper.make_node("Div", ["e", "broadcast"], ["probabilities"]),
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
     y = helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch", 3])

@@ -33,7 +33,7 @@ def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: st
     ctx = BuildContext(model, params.model(model), Path(root), Path(out_dir), target, variant)
     start = time.perf_counter()
     result = knobs.pass_class(spec)().run(ctx, config)
-    result.runtime_config |= dict(spec.runtime_options)
+    result.runtime_config |= dict(spec.runtime_options) | ctx.layout
     seconds = time.perf_counter() - start
     if not (ctx.out_dir / result.entry).exists():
         raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")

@@ -41,10 +41,16 @@ TOKEN_KINDS = ("token_ids", "attention_mask", "token_type_ids")
 
 
 class InputSpec(Strict):
-    """One model input. The first dimension is the batch axis: a symbol (e.g. 'batch') when the
-    model takes any batch size, or a positive integer when the model fixes it (an ONNX file exported
-    with batch 1, say). Any other dimension is a positive integer or a named symbol (e.g. 'seq')
-    whose value for generated inputs and batch-1 latency comes from the model's `dims`.
+    """One model input, its shape as the model takes it. One axis is the batch axis (`batch_axis`, the
+    first unless declared: a recurrent state [layers, batch, hidden] has it second): a symbol (e.g.
+    'batch') when the model takes any batch size, or a positive integer when the model fixes it (an
+    ONNX file exported with batch 1, say). Any other dimension is a positive integer or a named symbol
+    (e.g. 'seq') whose value for generated inputs and batch-1 latency comes from the model's `dims`.
+    A scalar input (`shape: []`: a sample rate, a flag) is one `value` every call passes.
+
+    Inside the pipeline every input is held rows first (`row_shape` after the rows: the batch axis
+    moved to the front, a scalar repeated per row) so batching, splitting and fidelity work alike for
+    all; `to_model` gives the model its own layout at the runtime's door (pipeline.runtimes.layout).
 
     `kind` says what the values mean, so generated inputs look like real ones: `token_ids` are
     uniform in [low, high) (high: the vocabulary size), `attention_mask` is a run of 1s then 0s
@@ -52,11 +58,13 @@ class InputSpec(Strict):
     It also says what real values must be (data.check_input_values): token ids in [0, high), masks 0/1.
     """
 
-    shape: list[int | str] = Field(min_length=1)
+    shape: list[int | str]
     dtype: DType = "float32"
     kind: InputKind = "values"
     low: float | None = None  # range of generated values when no data file is given
     high: float | None = None
+    batch_axis: int = Field(default=0, ge=0, description="the batch axis's position in `shape` (a state: 1)")
+    value: float | None = Field(default=None, description="a scalar input's value, passed on every call")
 
     @field_validator("shape")
     @classmethod
@@ -72,27 +80,52 @@ class InputSpec(Strict):
     def _kind_fits_dtype(self) -> InputSpec:
         if self.kind in TOKEN_KINDS and not self.dtype.startswith("int"):
             raise FieldError("kind", f"{self.kind} inputs are integers; dtype {self.dtype} does not fit")
-        if self.kind != "values" and len(self.shape) < 2:
+        if self.kind != "values" and len(self.row_shape) < 1:
             raise FieldError("kind", f"{self.kind} inputs have a sequence axis after the batch axis")
+        if self.scalar != (self.value is not None):
+            raise FieldError("value", "a scalar input (shape: []) needs its value; only a scalar input takes one")
+        if self.shape and self.batch_axis >= len(self.shape):
+            raise FieldError("batch_axis", f"{self.batch_axis} is past the last axis of shape {self.shape}")
         return self
 
     @property
+    def scalar(self) -> bool:
+        """A 0-d input: one value for the whole call, no batch axis."""
+        return not self.shape
+
+    @property
     def batch_dim(self) -> int | str:
-        return self.shape[0]
+        return self.shape[self.batch_axis]
 
     @property
     def fixed_batch(self) -> int | None:
         """The batch size the model is fixed to, or None when the batch axis is symbolic."""
-        return self.shape[0] if isinstance(self.shape[0], int) else None
+        return self.batch_dim if isinstance(self.batch_dim, int) else None
+
+    @property
+    def row_shape(self) -> list[int | str]:
+        """One row's axes, in the model's order, the batch axis taken out (a scalar: none)."""
+        return [d for axis, d in enumerate(self.shape) if axis != self.batch_axis]
+
+    @property
+    def rows_first(self) -> bool:
+        """The model takes the pipeline's layout as it is (no scalar, the batch axis first)."""
+        return not self.scalar and self.batch_axis == 0
 
     @property
     def symbols(self) -> list[str]:
-        """Symbolic dimensions after the batch axis (they need a value from `dims`)."""
-        return [d for d in self.shape[1:] if isinstance(d, str)]
+        """Symbolic dimensions besides the batch axis (they need a value from `dims`)."""
+        return [d for d in self.row_shape if isinstance(d, str)]
 
     def shape_for(self, batch: int, dims: dict[str, int] | None = None) -> tuple[int, ...]:
+        """The rows-first shape of `batch` rows (the pipeline's layout)."""
         dims = dims or {}
-        return (batch, *(d if isinstance(d, int) else dims[d] for d in self.shape[1:]))
+        return (batch, *(d if isinstance(d, int) else dims[d] for d in self.row_shape))
+
+    def model_shape(self, batch: int, dims: dict[str, int] | None = None) -> tuple[int, ...]:
+        """The shape the model takes for `batch` rows."""
+        rows = list(self.shape_for(batch, dims))
+        return () if self.scalar else (*rows[1 : self.batch_axis + 1], batch, *rows[self.batch_axis + 1 :])
 
 
 class ModelConfig(Strict):
@@ -190,8 +223,18 @@ class ModelConfig(Strict):
         return self
 
     def _check_dims(self) -> None:
-        """One batch axis for all inputs; every other symbol gets a value from `dims` or the eval data."""
-        first, *others = self.inputs.items()
+        """One batch axis for all inputs; every other symbol gets a value from `dims` or the eval data.
+        Scalar inputs and batch axes after the first are read from ONNX files (their runtimes take the
+        model's layout); code sources take rows first."""
+        batched = [(name, spec) for name, spec in self.inputs.items() if not spec.scalar]
+        if not batched:
+            raise FieldError("inputs", "every input is a scalar: at least one input has a batch axis")
+        for name, spec in self.inputs.items():
+            if not spec.rows_first and self.source != "onnx":
+                field = "value" if spec.scalar else "batch_axis"
+                raise FieldError(f"inputs.{name}.{field}", "scalar inputs and a batch axis after the first are "
+                                 "supported for ONNX files (source: onnx)")  # fmt: skip
+        first, *others = batched
         for name, spec in others:
             if spec.batch_dim != first[1].batch_dim:
                 raise FieldError(
@@ -228,11 +271,21 @@ class ModelConfig(Strict):
 
     @property
     def batch_dim(self) -> int | str:
-        return next(iter(self.inputs.values())).batch_dim
+        return self.batched_input.batch_dim
 
     @property
     def fixed_batch(self) -> int | None:
-        return next(iter(self.inputs.values())).fixed_batch
+        return self.batched_input.fixed_batch
+
+    @property
+    def batched_input(self) -> InputSpec:
+        """The first input with a batch axis (a scalar input has none)."""
+        return next(spec for spec in self.inputs.values() if not spec.scalar)
+
+    @property
+    def rows_first(self) -> bool:
+        """Every input in the pipeline's layout: no layout to translate at the runtime's door."""
+        return all(spec.rows_first for spec in self.inputs.values())
 
     @property
     def symbols(self) -> list[str]:

@@ -159,7 +159,9 @@ def generate_inputs(
     for name, spec in sorted(specs.items(), key=lambda item: item[1].kind != "attention_mask"):
         shape = spec.shape_for(n, dims)
         dtype = np.dtype(spec.dtype)
-        if spec.kind == "attention_mask":
+        if spec.scalar:  # the one value every call passes, held once per row
+            out[name] = np.full(n, spec.value, dtype=dtype)
+        elif spec.kind == "attention_mask":
             out[name] = _attention_mask(rng, shape, int(spec.low or 1)).astype(dtype)
         elif spec.kind == "token_ids":
             high = int(spec.high) if spec.high is not None else vocab_size
@@ -202,10 +204,58 @@ def _attention_mask(rng: np.random.Generator, shape: tuple[int, ...], minimum: i
     return np.broadcast_to(mask.reshape(shape[0], full, *([1] * (len(shape) - 2))), shape)
 
 
-def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arrays:
-    """Check names, ranks, fixed dimensions and dtypes against the spec; cast safe dtypes.
+def rows_first(arrays: Arrays, specs: dict[str, InputSpec]) -> Arrays:
+    """Arrays as a user writes them, in the model's layout (a state [layers, batch, hidden], a 0-d
+    sample rate), in the pipeline's rows-first layout: the batch axis moved to the front, a scalar
+    repeated per row (its spec's value where the file leaves it out). Inputs already rows first, and
+    arrays of another rank (check_inputs names them), pass as they are."""
+    out, rows = dict(arrays), 1
+    for name, spec in specs.items():
+        value = arrays.get(name)
+        if value is not None and not spec.scalar and value.ndim:
+            moved = spec.batch_axis and value.ndim == len(spec.shape)
+            out[name] = np.moveaxis(value, spec.batch_axis, 0) if moved else value
+            rows = len(out[name])
+    for name, spec in specs.items():
+        value = arrays.get(name)
+        if spec.scalar and (value is None or value.ndim == 0):
+            filled = spec.value if value is None else value.item()
+            out[name] = np.full(rows, filled, dtype=np.dtype(spec.dtype) if value is None else value.dtype)
+    return out
 
-    A symbolic dimension takes any size, but the same size in every input that names it."""
+
+def to_model_layout(arrays: Arrays, specs: dict[str, InputSpec]) -> Arrays:
+    """Rows-first arrays in the layout the model takes: a scalar as its one 0-d value (check_inputs
+    holds every row to the same), the batch axis back where the model has it."""
+    out = {}
+    for name, value in arrays.items():
+        spec = specs.get(name)
+        if spec is not None and spec.scalar:
+            out[name] = np.asarray(value.reshape(-1)[0]) if value.size else np.asarray(spec.value, spec.dtype)
+        elif spec is not None and spec.batch_axis:
+            out[name] = np.ascontiguousarray(np.moveaxis(value, 0, spec.batch_axis))
+        else:
+            out[name] = value
+    return out
+
+
+def outputs_rows_first(outputs: Arrays, batch_axes: dict[str, int]) -> Arrays:
+    """A model's outputs rows first: the outputs whose batch axis is not the first (`batch_axes`: a
+    state's) have it moved to the front, the way fidelity and batching read rows."""
+    return {k: np.moveaxis(v, batch_axes[k], 0) if batch_axes.get(k) else v for k, v in outputs.items()}
+
+
+def outputs_to_model(outputs: Arrays, batch_axes: dict[str, int]) -> Arrays:
+    """The inverse of outputs_rows_first: what the model itself returns for the same rows."""
+    return {k: np.moveaxis(v, 0, batch_axes[k]) if batch_axes.get(k) else v for k, v in outputs.items()}
+
+
+def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arrays:
+    """Check names, ranks, fixed dimensions and dtypes against the spec, on rows-first arrays
+    (rows_first); cast safe dtypes.
+
+    A symbolic dimension takes any size, but the same size in every input that names it. A scalar
+    input holds one value for every row (its spec's): rows with another cannot share a call."""
     checked: Arrays = {}
     sizes = set()
     seen: dict[str, tuple[str, int]] = {}
@@ -215,10 +265,19 @@ def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arra
                 f"{what}: missing array {name!r} (input names: {', '.join(specs)}; got: {', '.join(arrays)})"
             )
         value = arrays[name]
-        expected = "(" + ", ".join(map(str, spec.shape)) + ")"
-        if value.ndim != len(spec.shape):
+        row_shape = ["rows", *spec.row_shape]
+        expected = "(" + ", ".join(map(str, spec.shape if spec.rows_first else row_shape)) + ")"
+        if spec.batch_axis:
+            expected += f" rows first (the model's {tuple(spec.shape)} with its batch axis {spec.batch_axis} first)"
+        if spec.scalar and value.size and (value.min() != spec.value or value.max() != spec.value):
+            found = value.max() if value.max() != spec.value else value.min()
+            raise ModelFileError(
+                f"{what}: array {name!r} holds {found}: a scalar input passes one value on every call "
+                f"(the entry's value: {spec.value:g})"
+            )
+        if value.ndim != len(row_shape):
             raise ModelFileError(f"{what}: array {name!r} has shape {value.shape}, expected {expected}")
-        for axis, (dim, size) in enumerate(zip(spec.shape, value.shape, strict=True)):
+        for axis, (dim, size) in enumerate(zip(row_shape, value.shape, strict=True)):
             if axis == 0:
                 continue  # data files hold any number of samples, chunked to a fixed batch when needed
             if isinstance(dim, int) and size != dim:
@@ -301,12 +360,12 @@ def _refuse(what: str, name: str, value: np.ndarray, bad: np.ndarray, rule: str)
 
 
 def dims_of(arrays: Arrays, specs: dict[str, InputSpec]) -> dict[str, int]:
-    """The value each symbolic dimension (after the batch axis) takes in `arrays`."""
+    """The value each symbolic dimension (besides the batch axis) takes in rows-first `arrays`."""
     return {
-        dim: int(arrays[name].shape[axis])
+        dim: int(arrays[name].shape[axis + 1])
         for name, spec in specs.items()
-        for axis, dim in enumerate(spec.shape)
-        if axis > 0 and isinstance(dim, str)
+        for axis, dim in enumerate(spec.row_shape)
+        if isinstance(dim, str)
     }
 
 
@@ -324,7 +383,7 @@ def load_user_data(
             arrays = {k: z[k] for k in z.files}
     except (OSError, ValueError, zipfile.BadZipFile) as error:
         raise ModelFileError(f"{what}: not a readable .npz file ({error})") from None
-    inputs = check_inputs({k: v for k, v in arrays.items() if k != LABELS}, specs, what)
+    inputs = check_inputs(rows_first({k: v for k, v in arrays.items() if k != LABELS}, specs), specs, what)
     check_input_values(inputs, specs, what, declared_bounds(specs) if bounds is None else bounds)
     labels = arrays.get(LABELS)
     if labels is not None and len(labels) != len(next(iter(inputs.values()))):

@@ -107,7 +107,7 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
 
 
 OutputKind = Literal["class_scores", "embedding", "channels", "values"]
-SCALE_RATIO = 10.0  # channels whose reference peaks differ by more than this are judged one by one
+SCALE_RATIO = 50.0  # channels whose reference peaks differ by more than this are judged one by one
 MAX_CHANNELS = 256  # an axis longer than this holds positions or features, not channels
 PROBABILITY_TOLERANCE = 1e-3  # how far a row of probabilities may sum from 1 (float32 softmax, FP16 sources)
 
@@ -152,6 +152,15 @@ def channel_errors(reference: np.ndarray, output: np.ndarray, axis: int, peaks: 
     return float(
         relative[worst]
     ), f"axis {axis} channel {worst}: max error {diff[worst]:.4g} of a {peaks[worst]:.4g} peak"
+
+
+def search_score(reference: np.ndarray, output: np.ndarray) -> float:
+    """The figure a quantization search raises on one output: its worst row's cosine, or for a
+    mixed-scale grid 1 - its worst channel's relative error (the cosine follows its largest channels)."""
+    ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
+    if (mixed := mixed_scale_channels(ref)) is not None:
+        return 1.0 - channel_errors(ref, got, *mixed)[0]
+    return float(cosine_per_sample(ref, got).min())
 
 
 def output_kind(reference: np.ndarray, class_scores: str | None, embedding: bool) -> OutputKind:

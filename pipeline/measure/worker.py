@@ -49,6 +49,7 @@ from pipeline.measure.profile import op_profile
 from pipeline.measure.stats import Interval as SampleInterval
 from pipeline.measure.stats import LatencyStats
 from pipeline.runtimes.base import Session
+from pipeline.runtimes.layout import in_layout
 
 
 def other_load(before: Any, after: Any, own_cpu_s: float, wall_s: float) -> dict[str, float]:
@@ -101,7 +102,8 @@ def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | N
 
     start = time.perf_counter()
     with sampler.phase("load") if sampler else nullcontext():
-        session = adapter.load(artifact / build["entry"], threads, build["runtime_config"], target)
+        session = in_layout(adapter.load(artifact / build["entry"], threads, build["runtime_config"], target),
+                            build["runtime_config"])  # fmt: skip
     load_ms = 1000 * (time.perf_counter() - start)
     return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target)
 

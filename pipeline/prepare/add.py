@@ -47,8 +47,10 @@ HF_DIR = "hf"  # a Hugging Face folder's place inside models/NAME/
 CODE_SOURCES = ("torch", "jax")  # a factory's entry: proven by building the model, as the export stage will
 
 
-def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferred:
-    """The catalog entry an ONNX file implies; `dims` and `vocab` are the user's flags (--dim, --vocab)."""
+def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None, flags: Flags | None = None) -> Inferred:
+    """The catalog entry an ONNX file implies; `dims` and `vocab` are the user's flags (--dim, --vocab),
+    `flags` the rest (--value for scalar inputs, --batch-axis)."""
+    flags = flags or Flags()
     import onnx
 
     from pipeline.core import onnx_files
@@ -73,18 +75,29 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     vocabularies = embedding_rows(model)
     config_vocab = _config_beside(path)
     inputs, used_dims, notes, renamed = {}, {}, [], {}
+    raw = {name: input_dims(value) for name, value in graph_inputs(model).items()}
+    moved, notes = batch_axes_of(path, raw, flags.batch_axes)
+    if unknown := sorted(set(flags.values) - {name for name, axes in raw.items() if not axes}):
+        raise AddError(f"{path}: --value {', '.join(unknown)}: no such scalar input (shape [])")
     for name, value in graph_inputs(model).items():
         dtype = dtypes.get(value.type.tensor_type.elem_type)
         if dtype is None:
             found = onnx.helper.tensor_dtype_to_string(value.type.tensor_type.elem_type)
             raise AddError(f"{path}: input {name!r} is {found}: the pipeline feeds {', '.join(ONNX_DTYPES)}")
-        shape = spec_shape(name, input_dims(value), dims, used_dims, renamed)
-        if not shape:
-            raise AddError(
-                f"{path}: input {name!r} is a scalar (shape []): `add` takes inputs with a batch axis; "
-                "scalar inputs (a sample rate, a flag) are not supported yet"
+        if not raw[name]:  # a scalar: one value every call passes (--value, else the eval data's)
+            inputs[name] = {"shape": [], "dtype": dtype} | (
+                {"value": flags.values[name]} if name in flags.values else {}
             )
-        spec: dict[str, Any] = {"shape": shape, "dtype": dtype}
+            given = (
+                f"{flags.values[name]:g} on every call (--value)"
+                if name in flags.values
+                else "its value from the eval data"
+            )
+            notes.append(f"{name}: a scalar input, {given}")
+            continue
+        axis = moved.get(name, 0)
+        shape = spec_shape(name, raw[name], dims, used_dims, renamed, axis)
+        spec: dict[str, Any] = {"shape": shape, "dtype": dtype, **({"batch_axis": axis} if axis else {})}
         kind = token_kind(name, dtype)
         if kind != "values" and len(shape) >= 2:
             spec["kind"] = kind
@@ -101,8 +114,8 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
                 notes.append(f"{name}: attention_mask (its name and integer dtype)")
         inputs[name] = spec
     notes += axes_notes(path, dims, used_dims, renamed)
-    first = next(iter(inputs.values()), None)
-    if first and isinstance(first["shape"][0], int):
+    first = next((spec for spec in inputs.values() if spec["shape"]), None)
+    if first and isinstance(first["shape"][first.get("batch_axis", 0)], int):
         notes.append(f"batch fixed to {first['shape'][0]} by the file: run at that batch")
     quantized = sorted({node.op_type for node in model.graph.node} & onnx_files.QUANTIZED_OPS)
     if quantized:
@@ -127,7 +140,46 @@ def inspect_onnx(path: Path, dims: dict[str, int], vocab: int | None) -> Inferre
     return Inferred(entry, files, list(files), notes)
 
 
-PASS_THROUGH = {"Identity", "Flatten", "Reshape", "Squeeze"}  # ops that keep a Softmax's rows as they are
+def batch_axes_of(path: Path, raw: dict[str, list[Any]], flags: dict[str, int]) -> tuple[dict[str, int], list[str]]:
+    """The inputs whose batch axis is not the first (a recurrent state [layers, batch, hidden]) and what
+    says so: `--batch-axis`, else, where the other inputs' first axis is open and this one's is fixed,
+    the axis the file names with their batch symbol, else its one open axis. A fixed-batch model
+    (every first axis fixed) keeps its batch first."""
+
+    def fixed(axis: Any) -> bool:
+        return isinstance(axis, int) and axis > 0
+
+    if unknown := sorted(set(flags) - {name for name, axes in raw.items() if axes}):
+        raise AddError(f"{path}: --batch-axis {', '.join(unknown)}: no such input with axes (inputs: {sorted(raw)})")
+    leaders = [(name, axes[0]) for name, axes in raw.items() if axes and not fixed(axes[0])]
+    symbol = next((axis for _, axis in leaders if isinstance(axis, str) and symbol_of(axis)), None)
+    found, notes = {}, []
+    for name, axes in raw.items():
+        if name in flags:
+            if not 0 <= flags[name] < len(axes):
+                raise AddError(f"{path}: --batch-axis {name}={flags[name]}: the input has {len(axes)} axes")
+            found[name] = flags[name]
+            notes.append(f"{name}: batch axis {flags[name]} (--batch-axis)")
+            continue
+        if not leaders or not axes or not fixed(axes[0]):
+            continue
+        named = [k for k, axis in enumerate(axes) if symbol is not None and axis == symbol]
+        unnamed = [k for k, axis in enumerate(axes) if not fixed(axis)]
+        if named:
+            found[name] = named[0]
+            notes.append(f"{name}: batch axis {named[0]} (the file names it {symbol!r}, as {leaders[0][0]}'s first)")
+        elif len(unnamed) == 1:
+            found[name] = unnamed[0]
+            notes.append(f"{name}: batch axis {unnamed[0]} (its one open axis; {leaders[0][0]}'s batch is open)")
+        else:
+            raise AddError(
+                f"{path}: input {name!r} fixes its first axis ({axes[0]}) where {leaders[0][0]}'s batch is open, "
+                f"and the file does not say which of its axes is the batch: pass --batch-axis {name}=K"
+            )
+    return {name: axis for name, axis in found.items() if axis}, notes
+
+
+PASS_THROUGH = {"Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Expand"}  # keep a softmax's rows as they are
 
 
 def softmax_output(model: Any) -> str | None:
@@ -281,7 +333,7 @@ def inspect(name: str, path: Path, flags: Flags) -> Inferred:
     if not path.exists():
         raise AddError(f"{path}: not found")
     if path.is_file() and path.suffix == ".onnx":
-        return inspect_onnx(path, flags.dims, flags.vocab)
+        return inspect_onnx(path, flags.dims, flags.vocab, flags)
     if path.is_file() and path.suffix == ".keras":
         return inspect_keras(path, flags.dims)
     if path.is_dir() and (path / "config.json").is_file():
@@ -302,6 +354,8 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
     from pipeline.core.config import InputSpec
     from pipeline.core.data import dims_of, load_user_data
 
+    if eval_file.suffix == ".npz":
+        scalar_values(inferred, eval_file)
     specs = {k: InputSpec.model_validate(v) for k, v in inferred.entry["inputs"].items()}
     if eval_file.suffix in (".txt", ".jsonl"):
         folder = inferred.files.get(HF_DIR)
@@ -327,6 +381,31 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
         return
     inferred.entry |= {"metric": metric or "accuracy", "task": "classification"}
     inferred.notes.append(f"eval data: {len(loaded)} labelled rows: a classifier, metric {inferred.entry['metric']}")
+
+
+def scalar_values(inferred: Inferred, eval_file: Path) -> None:
+    """A scalar input's value from the eval data, where no --value gave it: one value for every row."""
+    import numpy as np
+
+    wanted = [n for n, spec in inferred.entry["inputs"].items() if not spec["shape"] and "value" not in spec]
+    if not wanted:
+        return
+    try:
+        with np.load(eval_file, allow_pickle=False) as data:
+            found = {name: data[name] for name in wanted if name in data.files}
+    except (OSError, ValueError) as error:
+        raise AddError(f"{eval_file}: not a readable .npz file ({first_line(error)})") from None
+    for name, array in found.items():
+        if not array.size or array.min() != array.max():
+            spread = f"{array.min()} to {array.max()}" if array.size else "none"
+            raise AddError(f"{eval_file}: array {name!r} must hold the scalar input's one value (it holds {spread})")
+        value = array.reshape(-1)[0]
+        inferred.entry["inputs"][name]["value"] = float(value)
+        inferred.notes = [
+            f"{name}: a scalar input, {value} on every call (the eval data's)"
+            if note.startswith(f"{name}: a scalar input") else note
+            for note in inferred.notes
+        ]  # fmt: skip
 
 
 def take_data_dims(inferred: Inferred, found: dict[str, int], flags: dict[str, int]) -> None:
@@ -401,6 +480,10 @@ def add_model(name: str, path: Path, root: Path = Path("."), flags: Flags | None
     try:
         if flags.eval is not None:
             with_eval(inferred, flags.eval.resolve(), flags.metric, flags.dims)
+        specs = inferred.entry.get("inputs", {})
+        if unset := [n for n, spec in specs.items() if not spec["shape"] and "value" not in spec]:
+            raise AddError(f"{path}: input {unset[0]!r} is a scalar (shape []): give the value every call passes "
+                           f"with --value {unset[0]}=V, or eval data that holds it")  # fmt: skip
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         for target, source in inferred.files.items():
@@ -511,6 +594,22 @@ def entry_lines(name: str, entry: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"    {key}: {flow(value)}")
     return lines
+
+
+def parse_assignments(flag: str, values: list[str], kind: type) -> dict[str, Any]:
+    """NAME=V flags (--value sr=16000, --batch-axis state=1) as {NAME: V}; one line for a bad one."""
+    found = {}
+    for value in values:
+        name, _, number = value.rpartition("=")
+        try:
+            found[name] = kind(number)
+        except ValueError:
+            found[name] = None
+        if not name or found[name] is None or (kind is int and found[name] < 0):
+            raise AddError(
+                f"{flag} {value}: expected NAME={'K (an axis, 0 or more)' if kind is int else 'V (a number)'}"
+            )
+    return found
 
 
 def parse_dims(values: list[str]) -> dict[str, int]:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core import layout, onnx_files
-from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig, Params, model_dir
 from pipeline.core.data import (
     Arrays,
     DataSet,
@@ -33,9 +33,11 @@ from pipeline.core.data import (
     dims_of,
     generate_inputs,
     load_user_data,
+    outputs_rows_first,
     rows_in,
     run_batched,
     sample_batch,
+    to_model_layout,
 )
 from pipeline.core.errors import ConfigError, PipelineError, first_line
 from pipeline.core.evaluate import task_metric
@@ -179,11 +181,14 @@ def check_onnx(
     batch: int = PREDICT_BATCH,
     fixed: bool = False,
     same_graph: bool = False,
+    specs: dict[str, InputSpec] | None = None,
+    output_axes: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """onnx.checker (full, by path: external weights included) plus numerical parity of ONNX Runtime
     against the source's outputs. A `same_graph` export (an ONNX source copied as it is) made those
     outputs itself, in ONNX Runtime: running it again would compare a graph with itself (10 s of a
-    ResNet-50's 256 rows at batch 1), so parity holds by construction and says so."""
+    ResNet-50's 256 rows at batch 1), so parity holds by construction and says so. `specs` and
+    `output_axes` give a model not rows first its own layout (pipeline.runtimes.layout)."""
     import onnx
     import onnxruntime as ort
 
@@ -201,7 +206,8 @@ def check_onnx(
     names = list(reference.outputs)
 
     def run(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return dict(zip(names, session.run(names, chunk), strict=True))
+        outputs = session.run(names, to_model_layout(chunk, specs or {}))
+        return outputs_rows_first(dict(zip(names, outputs, strict=True)), output_axes or {})
 
     outputs = run_batched(run, reference.inputs, batch, fixed)
     worst, passed = 0.0, True
@@ -329,6 +335,8 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
                 batch,
                 fixed is not None,
                 same_graph=report.pop("same_graph", False),
+                specs=config.inputs,
+                output_axes=source.output_batch_axes,
             )
             if report["parity"] != "ok":
                 report["status"] = "failed"
@@ -345,7 +353,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
             for leftover in tmp.glob(layout.EXPORTED_ONNX + "*"):
                 leftover.unlink()
         declared = {k: v for k in ("num_heads", "hidden_size") if (v := getattr(config, k)) is not None}
-        shapes = {name: spec.shape_for(fixed or 1, dims) for name, spec in config.inputs.items()}
+        shapes = {name: spec.model_shape(fixed or 1, dims) for name, spec in config.inputs.items()}
         report["family"] = model_family(onnx_path, config.model_type, source.attention | declared, shapes)
         write_json(
             tmp / layout.SOURCE_INFO,
@@ -355,6 +363,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
                 "config": config.model_dump(mode="json"),
                 "inputs": _effective_inputs(config, fixed),
                 "output_names": source.output_names,
+                **({"output_batch_axes": source.output_batch_axes} if source.output_batch_axes else {}),
                 "dims": dims,
                 "fixed_batch": fixed,
                 "vocab_size": source.vocab_size or token_vocab(config),
@@ -385,7 +394,10 @@ def source_outputs(name: str, config: ModelConfig, root: Path, source_info: dict
 
 def _effective_inputs(config: ModelConfig, fixed: int | None) -> dict[str, Any]:
     """The input spec the artifacts accept: the catalog's, with a batch axis made dynamic if it was."""
-    specs = {name: spec.model_dump(mode="json", exclude_none=True) for name, spec in config.inputs.items()}
+    specs = {  # a batch axis in first place goes unsaid, as in every record before it could be elsewhere
+        name: spec.model_dump(mode="json", exclude_none=True, exclude={"batch_axis"} if not spec.batch_axis else None)
+        for name, spec in config.inputs.items()
+    }
     if fixed is None and config.fixed_batch is not None:
         for spec in specs.values():
             spec["shape"] = ["batch", *spec["shape"][1:]]

@@ -48,6 +48,8 @@ class Flags:
     weights: Path | None = None  # code models: the state_dict / msgpack file
     sample: Path | None = None  # code models: an .npz whose arrays give the inputs
     inputs: tuple[str, ...] = ()  # code models: NAME=D1,D2[:DTYPE] per input
+    values: dict[str, float] = field(default_factory=dict)  # --value: scalar inputs' values
+    batch_axes: dict[str, int] = field(default_factory=dict)  # --batch-axis: inputs whose batch axis is not first
 
 
 def axes_notes(
@@ -93,17 +95,18 @@ def spec_shape(
     flags: dict[str, int],
     used: dict[str, int],
     renamed: dict[str, str] | None = None,
+    batch_axis: int = 0,
 ) -> list[int | str]:
     """An input spec's shape from a file's axes (a positive int where fixed; else the file's symbol
-    name, or None, 0, -1 or a mark like `?` where it has none): the first open axis is `batch`, any
-    other a symbol (the file's own, made a name by symbol_of, noting the rename in `renamed`; else
-    input_axis) recorded in `used` with its value (`--dim`, else DEFAULT_DIM). `flags` are keyed by
-    the entry's names (parse_dims maps the file's)."""
+    name, or None, 0, -1 or a mark like `?` where it has none): the batch axis (the first unless
+    `batch_axis` says) is `batch` when open, any other open axis a symbol (the file's own, made a name
+    by symbol_of, noting the rename in `renamed`; else input_axis) recorded in `used` with its value
+    (`--dim`, else DEFAULT_DIM). `flags` are keyed by the entry's names (parse_dims maps the file's)."""
     shape: list[int | str] = []
     for index, dim in enumerate(axes):
         if isinstance(dim, int) and dim > 0:
             shape.append(dim)
-        elif index == 0:
+        elif index == batch_axis:
             shape.append("batch")
         else:
             symbol = (symbol_of(dim) if isinstance(dim, str) else None) or _axis_name(input_name, index)

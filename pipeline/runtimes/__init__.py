@@ -29,4 +29,7 @@ def unavailable_reason(name: str, target: str = "cpu") -> str | None:
 
 def load(name: str, artifact: Path, threads: int, config: dict[str, Any] | None = None, target: str = "cpu") -> Session:
     """Load an artifact (the file or folder its build recorded as entry) with runtime `name` on `target`."""
-    return importlib.import_module(RUNTIMES[name].module).load(artifact, threads, config or {}, target)
+    from pipeline.runtimes.layout import in_layout
+
+    config = config or {}
+    return in_layout(importlib.import_module(RUNTIMES[name].module).load(artifact, threads, config, target), config)

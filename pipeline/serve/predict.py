@@ -21,11 +21,12 @@ import numpy as np
 
 from pipeline.core import layout
 from pipeline.core.config import InputSpec
-from pipeline.core.data import Arrays, check_input_values, check_inputs, run_batched
+from pipeline.core.data import Arrays, check_input_values, check_inputs, outputs_to_model, rows_first, run_batched
 from pipeline.core.errors import ModelFileError
 from pipeline.core.files import read_json, sha256
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
+from pipeline.runtimes.layout import LAYOUT
 from pipeline.serve.text import labelled, token_labelled, tokenize
 
 NONFINITE_HINT = " (predict --allow-nonfinite, or load(..., allow_nonfinite=True), lets NaN and Inf through)"
@@ -81,12 +82,13 @@ class Predictor:
                 names = ", ".join(self.inputs)
                 raise ModelFileError(f"{source}: the model takes {len(self.inputs)} inputs ({names}); give an .npz")
             inputs = {next(iter(self.inputs)): inputs}
-        checked = check_inputs(inputs, self.inputs, source)
+        checked = check_inputs(rows_first(inputs, self.inputs), self.inputs, source)
         if self.check_values:
             check_input_values(checked, self.inputs, source, self.bounds, self.allow_nonfinite, NONFINITE_HINT)
         fixed = self.manifest.get("fixed_batch")
         outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
-        return {name: outputs[name] for name in self.output_names}
+        axes = self.manifest["runtime_config"].get(LAYOUT, {}).get("outputs", {})  # a state's batch axis
+        return outputs_to_model({name: outputs[name] for name in self.output_names}, axes)
 
     def on_text(self, texts: list[str]) -> Arrays:
         """Outputs for raw text, tokenized by the model's own tokenizer (deployed beside it)."""

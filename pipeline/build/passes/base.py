@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.core import layout
 from pipeline.core.config import ModelConfig
-from pipeline.core.data import Arrays, DataSet
+from pipeline.core.data import Arrays, DataSet, outputs_rows_first, to_model_layout
 from pipeline.core.files import read_json
 from pipeline.core.registry import KNOWN_DEFECTS, KnownDefect
+from pipeline.runtimes.layout import layout_config
 
 if TYPE_CHECKING:
     from pipeline.core.records import VariantRecord
@@ -62,6 +63,21 @@ class BuildContext:
     @property
     def transformer(self) -> bool:
         return self.family["model_type"] == "transformer"
+
+    @property
+    def layout(self) -> dict[str, Any]:
+        """The runtime config entry that gives a model not rows first (a scalar input, a state's batch
+        axis) its own layout (pipeline.runtimes.layout); {} for every other model."""
+        return layout_config(self.config.inputs, self.source_info.get("output_batch_axes", {}))
+
+    def model_inputs(self, rows: Arrays) -> Arrays:
+        """Rows-first arrays as the exported model takes them: what a pass feeds a library that runs
+        the graph itself (a quantizer's calibration, NNCF's dataset)."""
+        return to_model_layout(rows, self.config.inputs)
+
+    def rows_out(self, outputs: Arrays) -> Arrays:
+        """A graph's outputs, run by a library, rows first."""
+        return outputs_rows_first(outputs, self.source_info.get("output_batch_axes", {}))
 
     def max_batch(self, wanted: int) -> int:
         """`wanted`, capped to what fits the model's memory budget (exactly a fixed batch)."""

@@ -30,7 +30,7 @@ from pipeline.build.passes.base import (
 from pipeline.core.config import PARAMS_FILE
 from pipeline.core.data import Arrays, DataSet, padded_batches
 from pipeline.core.errors import ConfigError, PipelineError
-from pipeline.core.evaluate import cosine_per_sample, predictions
+from pipeline.core.evaluate import cosine_per_sample, mixed_scale_channels, predictions, search_score
 
 if TYPE_CHECKING:
     import openvino as ov
@@ -74,6 +74,9 @@ class Int8AccuracyConfig(Int8Config):
     drop_type: Literal["absolute", "relative"] = "absolute"
     max_num_iterations: int = Field(default=500, ge=1)
     max_seconds: float | None = Field(default=120, gt=0)  # the search's budget; null: no bound but the build timeout
+    # each group of quantized operations NNCF ranks adds this to max_seconds: a model with many layers gets
+    # a budget that fits it (a paddle2onnx detector's 71 groups stopped at 120 s, 34 s short of ranking them)
+    seconds_per_group: float = Field(default=2.0, ge=0)
 
 
 class DynamicQuantizationConfig(OpenVinoConfig):
@@ -171,7 +174,7 @@ class NncfWeightsInt8DynamicActivations(Pass):
             return result
         path, precision = ctx.out_dir / MODEL_FILE, config.inference_precision
         run = {
-            size: session_runner("openvino", path, {"inference_precision": precision, GROUP_SIZE: size})
+            size: session_runner("openvino", path, {"inference_precision": precision, GROUP_SIZE: size} | ctx.layout)
             for size in (config.group_size, 0)
         }
         result.details |= run_time_quantization(ctx, run[config.group_size], run[0], "group size 0")
@@ -183,7 +186,8 @@ def calibration_dataset(ctx: BuildContext) -> Any:
     models that fix their batch axis)."""
     import nncf
 
-    return nncf.Dataset([chunk for chunk, _ in padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)])
+    chunks = padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)
+    return nncf.Dataset([ctx.model_inputs(chunk) for chunk, _ in chunks])
 
 
 def resolved_preset(ctx: BuildContext, config: Int8Config) -> str:
@@ -278,7 +282,13 @@ class Validation:
     validated: when that one meets max_drop there is no search to stop.
     """
 
-    def __init__(self, ctx: BuildContext, max_seconds: float | None = None, max_drop: float | None = None) -> None:
+    def __init__(
+        self,
+        ctx: BuildContext,
+        max_seconds: float | None = None,
+        max_drop: float | None = None,
+        seconds_per_group: float = 0.0,
+    ) -> None:
         rows: DataSet = ctx.validation()
         self.class_scores = ctx.config.metric if ctx.config.metric != "none" and rows.labels is not None else None
         self.metric = self.class_scores or "worst-row cosine"
@@ -286,8 +296,11 @@ class Validation:
         chunks = padded_batches(rows.inputs, size)
         starts = range(0, len(rows), size)
         self.items = [
-            (chunk, self._targets(rows, start, real)) for start, (chunk, real) in zip(starts, chunks, strict=True)
+            (ctx.model_inputs(chunk), self._targets(rows, start, real))
+            for start, (chunk, real) in zip(starts, chunks, strict=True)
         ]
+        self.output_names, self.rows_out = list(rows.outputs), ctx.rows_out
+        self.seconds_per_group, self.granted = seconds_per_group, False
         self.samples = len(rows)
         self.origin = rows.origin
         self.max_seconds = max_seconds
@@ -308,7 +321,12 @@ class Validation:
         real = len(target) if self.class_scores else len(target[0])
         if self.class_scores:
             return float(np.mean(predictions(outputs[0][:real], self.class_scores) == target))
-        return min(float(cosine_per_sample(ref, out[:real]).mean()) for ref, out in zip(target, outputs, strict=True))
+        return min(
+            search_score(ref, out[:real])
+            if mixed_scale_channels(ref)
+            else float(cosine_per_sample(ref, out[:real]).mean())
+            for ref, out in zip(target, outputs, strict=True)
+        )  # a mixed-scale grid: 1 - its worst channel's error (its cosine follows the largest channels)
 
     def __call__(self, compiled: Any, items: Any) -> tuple[float, list[float]]:
         if len(self.whole) >= 2 and self._should_stop():
@@ -321,7 +339,15 @@ class Validation:
             self.whole.append((time.monotonic() - self.started, result[0]))
         return result
 
+    def rows_first(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
+        """The compiled model's outputs (in its own layout) rows first, as the targets are."""
+        return list(self.rows_out(dict(zip(self.output_names, outputs, strict=True))).values())
+
     def ranking_started(self, groups: int) -> None:
+        """NNCF starts ranking `groups` groups: the budget grows by seconds_per_group for each."""
+        if self.max_seconds and self.ranking is None and not self.granted:
+            self.max_seconds += self.seconds_per_group * groups
+            self.granted = True  # once: a second ranking gets no more
         self.ranking = [groups, 0, time.monotonic()]
 
     @property
@@ -364,10 +390,10 @@ class Validation:
             return True
         return False
 
-    @staticmethod
-    def run(compiled: Any, inputs: Arrays) -> list[np.ndarray]:
+    def run(self, compiled: Any, inputs: Arrays) -> list[np.ndarray]:
+        """The compiled model's outputs for one item, rows first as the targets are."""
         result = compiled(dict(enumerate(inputs.values())))
-        return [np.asarray(result[port]) for port in compiled.outputs]
+        return self.rows_first([np.asarray(result[port]) for port in compiled.outputs])
 
 
 @contextmanager
@@ -424,7 +450,8 @@ class NncfInt8AccuracyControl(Pass):
         from nncf.parameters import DropType
         from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
-        validation = Validation(ctx, config.max_seconds, config.max_drop if config.drop_type == "absolute" else None)
+        absolute = config.max_drop if config.drop_type == "absolute" else None
+        validation = Validation(ctx, config.max_seconds, absolute, config.seconds_per_group)
         model = convert(ctx, config.frontend)
         kwargs = quantize_kwargs(ctx, config, model, advanced="advanced_quantization_parameters")
         try:
@@ -447,7 +474,7 @@ class NncfInt8AccuracyControl(Pass):
                 f"accuracy control stopped ({validation.stop_reason}) after "
                 f"{time.monotonic() - validation.started:.0f} s, the {validation.metric} on the validation rows at "
                 f"{reached:.4g} against FP32's {fp32_value:.4g} (max_drop {config.max_drop:g}); raise "
-                f"variants.openvino_int8_acc.max_seconds or max_drop"
+                f"variants.openvino_int8_acc.max_seconds, seconds_per_group or max_drop"
             ) from None
         search_s = time.monotonic() - validation.started
         report = captured.get("report")

@@ -110,5 +110,5 @@ class MatMulNBits8(Pass):
         with tempfile.TemporaryDirectory(dir=ctx.out_dir) as scratch:
             twin_path = Path(scratch) / MODEL_FILE
             onnx_files.save(twin, twin_path, external=is_external(ctx))
-            run, twin_run = session_runner("onnxruntime", path), session_runner("onnxruntime", twin_path)
+            run, twin_run = (session_runner("onnxruntime", p, ctx.layout) for p in (path, twin_path))
             return run_time_quantization(ctx, run, twin_run, "accuracy_level 1")

@@ -25,7 +25,7 @@ from pydantic import Field
 from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass, defect_record, known_defect
 from pipeline.build.passes.onnx_export import MODEL_FILE
 from pipeline.build.passes.ort_optimize import fuse_transformer
-from pipeline.build.passes.ort_sensitivity import restore_until
+from pipeline.build.passes.ort_sensitivity import Layout, restore_until
 from pipeline.core import onnx_files
 from pipeline.core.config import PARAMS_FILE
 from pipeline.core.data import Arrays, padded_batches
@@ -312,8 +312,9 @@ class CalibrationReader:
     module need not import onnxruntime until a model is actually quantized.
     """
 
-    def __init__(self, inputs: Arrays, batch: int) -> None:
-        self._batches = [chunk for chunk, _ in padded_batches(inputs, batch)]  # every batch the same size
+    def __init__(self, inputs: Arrays, batch: int, to_model: Callable[[Arrays], Arrays] = dict) -> None:
+        """`inputs` rows first; `to_model` gives each batch the model's own layout (BuildContext.model_inputs)."""
+        self._batches = [to_model(chunk) for chunk, _ in padded_batches(inputs, batch)]  # every batch the same size
         self._next = iter(self._batches)
 
     def get_next(self) -> Arrays | None:
@@ -340,7 +341,7 @@ class StaticInt8(Pass):
 
         used = recipe(ctx, config, static=True)
         calibration = ctx.calibration().head(config.calibration_samples)
-        reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch))
+        reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch), ctx.model_inputs)
         model, preprocess = _prepare(ctx, config)
 
         fixed_kwargs = {  # every try of the sensitivity search differs only in nodes_to_exclude
@@ -434,6 +435,7 @@ class StaticInt8Search(StaticInt8):
             config.target_cosine,
             config.max_excluded,
             fixed=ctx.fixed_batch is not None,
+            layout=Layout(ctx.model_inputs, ctx.rows_out),
         )
         first = found["tries"][0]["validation_cosine"]
         if first >= config.target_cosine:  # scoring rows said otherwise, the validation rows agree with it

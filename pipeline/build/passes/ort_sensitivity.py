@@ -15,31 +15,48 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pipeline.core.data import Arrays, DataSet, padded_batches, run_batched
-from pipeline.core.evaluate import cosine_per_sample
+from pipeline.core.evaluate import search_score
 
 SENSITIVITY_ROWS = 16  # validation rows run through the augmented model (every tensor kept: memory)
 
 
-def worst_cosine(model: Path, rows: DataSet, batch: int, fixed: bool = False) -> float:
-    """The lowest per-row cosine to the source's outputs over every output, on `rows`."""
+@dataclass(frozen=True)
+class Layout:
+    """How rows-first arrays reach the graph and come back (BuildContext.model_inputs / rows_out)."""
+
+    to_model: Callable[[Arrays], Arrays] = dict
+    rows_out: Callable[[Arrays], Arrays] = dict
+
+
+def worst_cosine(model: Path, rows: DataSet, batch: int, fixed: bool = False, layout: Layout = Layout()) -> float:
+    """The lowest per-row cosine to the source's outputs over every output, on `rows` (for a mixed-scale
+    grid, 1 - its worst channel's error: pipeline.core.evaluate.search_score)."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
-    outputs = run_batched(
-        lambda chunk: dict(zip(names, session.run(None, chunk), strict=True)), rows.inputs, batch, fixed
-    )
-    return min(float(cosine_per_sample(ref, outputs[name]).min()) for name, ref in rows.outputs.items())
+
+    def run(chunk: Arrays) -> Arrays:
+        return layout.rows_out(dict(zip(names, session.run(None, layout.to_model(chunk)), strict=True)))
+
+    outputs = run_batched(run, rows.inputs, batch, fixed)
+    return min(search_score(ref, outputs[name]) for name, ref in rows.outputs.items())
 
 
 def ranked_activations(
-    float_model: Path, qdq_model: Path, rows: Arrays, batch: int, op_types: list[str] | None
+    float_model: Path,
+    qdq_model: Path,
+    rows: Arrays,
+    batch: int,
+    op_types: list[str] | None,
+    to_model: Callable[[Arrays], Arrays] = dict,
 ) -> list[dict[str, Any]]:
     """Quantized activations feeding `op_types` nodes, worst SQNR first, each with those nodes."""
     import onnx
@@ -53,7 +70,7 @@ def ranked_activations(
     with tempfile.TemporaryDirectory(prefix="qdq-debug-") as scratch:
         augmented = str(Path(scratch) / "augmented.onnx")
         modify_model_output_intermediate_tensors(str(qdq_model), augmented, save_as_external_data=True)
-        batches = [chunk for chunk, _ in padded_batches(rows, batch)]
+        batches = [to_model(chunk) for chunk, _ in padded_batches(rows, batch)]
         pairs = create_activation_matching(collect_activations(augmented, iter(batches)))
     # ORT's compute_activation_error needs the float model's activations too; the local error is this
     sqnr = compute_signal_to_quantization_noice_ratio
@@ -82,19 +99,22 @@ def restore_until(
     target: float,
     max_excluded: int,
     fixed: bool = False,
+    layout: Layout = Layout(),
 ) -> dict[str, Any]:
     """Quantize, and while the validation cosine is below `target`, quantize again with the
     consumers of the 1, 2, 4, ... lowest-SQNR activations in float. Ends with the artifact of the
     best try on disk (`quantize` writes the model; it is given the extra nodes to exclude)."""
     model = quantize([])
-    tries = [{"excluded_tensors": 0, "validation_cosine": round(worst_cosine(model, rows, batch, fixed), 6)}]
+    tries = [{"excluded_tensors": 0, "validation_cosine": round(worst_cosine(model, rows, batch, fixed, layout), 6)}]
     if tries[0]["validation_cosine"] >= target or max_excluded == 0:
         return {"tries": tries, "kept": 0, "excluded_nodes": []}
-    ranking = ranked_activations(float_model, model, rows.head(SENSITIVITY_ROWS).inputs, batch, op_types)
+    ranking = ranked_activations(
+        float_model, model, rows.head(SENSITIVITY_ROWS).inputs, batch, op_types, layout.to_model
+    )
     best, count = (tries[0]["validation_cosine"], 0), 1
     while count <= min(max_excluded, len(ranking)):
         nodes = [n for r in ranking[:count] for n in r["nodes"]]
-        cosine = round(worst_cosine(quantize(nodes), rows, batch, fixed), 6)
+        cosine = round(worst_cosine(quantize(nodes), rows, batch, fixed, layout), 6)
         tries.append({"excluded_tensors": count, "excluded_nodes": len(nodes), "validation_cosine": cosine})
         if cosine > best[0]:  # strictly better: on a tie the fewer float layers stay
             best = (cosine, count)

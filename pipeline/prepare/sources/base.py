@@ -77,6 +77,12 @@ class SourceModel(ABC):
     @abstractmethod
     def output_names(self) -> list[str]: ...
 
+    @property
+    def output_batch_axes(self) -> dict[str, int]:
+        """The outputs whose batch axis is not the first (a state [layers, batch, hidden]), by name:
+        `predict` returns them rows first, and the variants' runtimes are told (pipeline.runtimes.layout)."""
+        return {}
+
     @abstractmethod
     def predict(self, inputs: Arrays) -> Arrays:
         """Outputs by name for a batch of inputs, as float/int numpy arrays."""

@@ -23,7 +23,7 @@ import onnx
 
 from pipeline.core import onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
-from pipeline.core.data import Arrays
+from pipeline.core.data import Arrays, outputs_rows_first, to_model_layout
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
 from pipeline.prepare.sources.base import SourceModel, output_names
 
@@ -157,13 +157,42 @@ class OnnxSource(SourceModel):
                 f"{PARAMS_FILE}: {self.field}.outputs: {self._names} do not match the outputs of {path}: {found}"
             )
         self._session = _session(self._graph().SerializeToString() if self._zipmaps else path)
+        self._output_axes = {} if config.rows_first or config.fixed_batch else self._probe_output_axes()
 
     @property
     def output_names(self) -> list[str]:
         return self._names
 
+    @property
+    def output_batch_axes(self) -> dict[str, int]:
+        return self._output_axes
+
     def predict(self, inputs: Arrays) -> Arrays:
-        return dict(zip(self._names, self._session.run(self._names, inputs), strict=True))
+        return outputs_rows_first(self._run(inputs), self._output_axes)
+
+    def _run(self, inputs: Arrays) -> Arrays:
+        """The outputs as the model returns them, for rows-first inputs."""
+        model_inputs = to_model_layout(inputs, self.config.inputs)
+        return dict(zip(self._names, self._session.run(self._names, model_inputs), strict=True))
+
+    def _probe_output_axes(self) -> dict[str, int]:
+        """Which axis of each output holds the rows, for a model with scalar inputs or a batch axis after
+        the first (its state comes back [layers, batch, hidden]): the axis that grows from 1 to 3 when the
+        rows do. Only the outputs whose batch axis is not the first are returned."""
+        self.probe(self._run)  # inputs the model rejects: one error naming the field
+        one, three = self._run(self.example(1)), self._run(self.example(3))
+        axes = {}
+        for name in self._names:
+            pairs = zip(one[name].shape, three[name].shape, strict=False)
+            grown = [axis for axis, sizes in enumerate(pairs) if sizes == (1, 3)]
+            if one[name].ndim != three[name].ndim or not grown:
+                raise ConfigError(
+                    f"{PARAMS_FILE}: {self.field}.inputs: output {name!r} has no axis that follows the rows "
+                    f"({one[name].shape} for 1 row, {three[name].shape} for 3): the batch axis cannot be told"
+                )
+            if grown[0]:
+                axes[name] = grown[0]
+        return axes
 
     def _graph(self) -> onnx.ModelProto:
         """The user's graph with its weights, ZipMaps read as tensors."""
