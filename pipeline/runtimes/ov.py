@@ -59,7 +59,8 @@ class OpenVinoSession(Session):
 
     def _ports(self, inputs: Arrays) -> dict[int, np.ndarray]:
         """Inputs by port index: front ends name inputs differently, the spec's order is stable."""
-        return {i: np.ascontiguousarray(inputs[name]) for i, name in enumerate(self.input_names)}
+        # np.ascontiguousarray makes a 0-d array (a scalar input) 1-d: np.require keeps its shape
+        return {i: np.require(inputs[name], requirements="C") for i, name in enumerate(self.input_names)}
 
     def run(self, inputs: Arrays) -> Arrays:
         results = self._request.infer(self._ports(inputs))

@@ -68,7 +68,7 @@ class TrtSession(Session):
         to_device, to_host = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
         context = self._engine.create_execution_context()
         stream = check(cudart.cudaStreamCreate())
-        host_in = {n: np.ascontiguousarray(inputs[n]) for n in self.input_names}
+        host_in = {n: np.require(inputs[n], requirements="C") for n in self.input_names}  # a 0-d input stays 0-d
         for name, array in host_in.items():
             context.set_input_shape(name, array.shape)
         host_out = {

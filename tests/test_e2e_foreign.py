@@ -1,0 +1,220 @@
+"""Models as other exporters write them, each in with one `add` and through `dvc repro` to a deploy
+choice: a stateful audio-like model (a scalar sample rate read by an `If`, a recurrent state whose batch
+axis is second, axes with no names at all), a detector whose raw grid mixes box coordinates in the
+hundreds with class scores (paddle2onnx's dotted axis names, its weights in Constant nodes), and a
+classifier whose softmax is written out as Exp / ReduceSum / Div behind tf2onnx's `unk__N` batch axis.
+The graphs are built with onnx.helper at the shapes those exporters write; the real models they stand
+for (silero-vad, a YOLOv8 export, magika) are benchmarks/foreign_models.py's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import yaml
+from onnx import TensorProto, helper, numpy_helper
+
+from pipeline.core import registry
+from tests.conftest import copy_project, write_params
+from tests.helpers import FAST_BENCH, FAST_CONTEST
+from tests.pipeline_runs import commit_and_repro, init_project, metrics, read, run
+
+pytestmark = pytest.mark.slow
+
+KEPT = {
+    "stateful": ["onnx_fp32", "onnx_opt", "onnx_int8_static", "openvino_int8"],
+    "grid": ["onnx_fp32", "onnx_int8_static"],
+    "jaxlike": ["onnx_fp32", "onnx_int8_dynamic"],
+}
+RNG = np.random.default_rng(0)
+
+
+def weights(name: str, *shape: int) -> onnx.TensorProto:
+    return numpy_helper.from_array((RNG.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32), name)
+
+
+def save(graph: onnx.GraphProto, path: Path) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what those exporters write
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, path)
+    return path
+
+
+def unnamed(name: str, elem: int, shape: list[int | None]) -> onnx.ValueInfoProto:
+    """An input or output whose open axes have neither a value nor a name (as spox writes them)."""
+    value = helper.make_tensor_value_info(name, elem, [d if d else "x" for d in shape])
+    for dim, size in zip(value.type.tensor_type.shape.dim, shape, strict=True):
+        if not size:
+            dim.Clear()
+    return value
+
+
+def stateful(folder: Path) -> tuple[Path, Path]:
+    """x [?, 8], state [2, ?, 4] and a scalar sr -> y [?, 1] (scaled by an If on sr) and stateN [2, ?, 4]."""
+    one = helper.make_graph([helper.make_node("Constant", [], ["s"], value_float=1.0)], "then", [],
+                            [helper.make_tensor_value_info("s", TensorProto.FLOAT, [])])  # fmt: skip
+    half = helper.make_graph([helper.make_node("Constant", [], ["s"], value_float=0.5)], "else", [],
+                             [helper.make_tensor_value_info("s", TensorProto.FLOAT, [])])  # fmt: skip
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"]),
+        helper.make_node("Mul", ["state", "decay"], ["kept"]),
+        helper.make_node("Add", ["kept", "h"], ["mixed"]),
+        helper.make_node("Tanh", ["mixed"], ["stateN"]),
+        helper.make_node("ReduceMean", ["stateN"], ["pooled"], axes=[0], keepdims=0),
+        helper.make_node("MatMul", ["pooled", "w2"], ["logit"]),
+        helper.make_node("Equal", ["sr", "rate"], ["is_16k"]),
+        helper.make_node("If", ["is_16k"], ["scale"], then_branch=one, else_branch=half),
+        helper.make_node("Mul", ["logit", "scale"], ["scaled"]),
+        helper.make_node("Sigmoid", ["scaled"], ["y"]),
+    ]
+    constants = [
+        weights("w1", 8, 4),
+        weights("w2", 4, 1),
+        numpy_helper.from_array(np.array(0.5, np.float32), "decay"),
+        numpy_helper.from_array(np.array(16000, np.int64), "rate"),
+    ]
+    inputs = [unnamed("x", TensorProto.FLOAT, [None, 8]), unnamed("state", TensorProto.FLOAT, [2, None, 4]),
+              helper.make_tensor_value_info("sr", TensorProto.INT64, [])]  # fmt: skip
+    outputs = [unnamed("y", TensorProto.FLOAT, [None, 1]), unnamed("stateN", TensorProto.FLOAT, [2, None, 4])]
+    path = save(helper.make_graph(nodes, "stateful", inputs, outputs, constants), folder / "stateful.onnx")
+    rows = 64
+    np.savez(folder / "eval.npz", x=RNG.standard_normal((rows, 8)).astype(np.float32),
+             state=RNG.standard_normal((2, rows, 4)).astype(np.float32), sr=np.array(16000))  # fmt: skip
+    return path, folder / "eval.npz"
+
+
+def grid(folder: Path) -> tuple[Path, Path]:
+    """images [p2o.DynamicDimension.0, 3, ...1, ...2] -> output0 [batch, 4 + 2, H*W]: boxes in pixels (0-320)
+    beside two class probabilities, a 1x1 Conv whose weight sits in a Constant node."""
+    kernel = RNG.standard_normal((6, 3, 1, 1)).astype(np.float32)
+    nodes = [
+        helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(kernel, "k")),
+        helper.make_node("Conv", ["images", "k"], ["c"]),
+        helper.make_node("Shape", ["c"], ["c_shape"]),
+        helper.make_node("Slice", ["c_shape", "zero", "two"], ["batch_channels"]),
+        helper.make_node("Concat", ["batch_channels", "minus_one"], ["flat_shape"], axis=0),
+        helper.make_node("Reshape", ["c", "flat_shape"], ["flat"]),
+        helper.make_node("Split", ["flat", "four_two"], ["raw_boxes", "raw_scores"], axis=1),
+        helper.make_node("Sigmoid", ["raw_boxes"], ["unit_boxes"]),
+        helper.make_node("Mul", ["unit_boxes", "pixels"], ["boxes"]),
+        helper.make_node("Sigmoid", ["raw_scores"], ["scores"]),
+        helper.make_node("Concat", ["boxes", "scores"], ["output0"], axis=1),
+    ]
+    constants = [
+        numpy_helper.from_array(np.array([0], np.int64), "zero"),
+        numpy_helper.from_array(np.array([2], np.int64), "two"),
+        numpy_helper.from_array(np.array([-1], np.int64), "minus_one"),
+        numpy_helper.from_array(np.array([4, 2], np.int64), "four_two"),
+        numpy_helper.from_array(np.array(320.0, np.float32), "pixels"),
+    ]
+    axes = ["p2o.DynamicDimension.0", 3, "p2o.DynamicDimension.1", "p2o.DynamicDimension.2"]
+    images = helper.make_tensor_value_info("images", TensorProto.FLOAT, axes)
+    output = helper.make_tensor_value_info("output0", TensorProto.FLOAT, ["p2o.DynamicDimension.0", 6, "anchors"])
+    path = save(helper.make_graph(nodes, "grid", [images], [output], constants), folder / "grid.onnx")
+    np.savez(folder / "eval.npz", images=RNG.standard_normal((48, 3, 8, 12)).astype(np.float32))
+    return path, folder / "eval.npz"
+
+
+def jaxlike(folder: Path) -> tuple[Path, Path]:
+    """bytes int32 [unk__5, 16] -> probabilities [unk__5, 5], the softmax written out as jax2tf does."""
+    nodes = [
+        helper.make_node("Cast", ["bytes"], ["values"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["values", "inverse"], ["scaled"]),
+        helper.make_node("MatMul", ["scaled", "w"], ["logits"]),
+        helper.make_node("ReduceMax", ["logits"], ["top"], axes=[1], keepdims=1),
+        helper.make_node("Sub", ["logits", "top"], ["shifted"]),
+        helper.make_node("Exp", ["shifted"], ["e"]),
+        helper.make_node("ReduceSum", ["e", "one"], ["total"], keepdims=1),
+        helper.make_node("Shape", ["e"], ["e_shape"]),
+        helper.make_node("Expand", ["total", "e_shape"], ["broadcast"]),
+        helper.make_node("Div", ["e", "broadcast"], ["target_label"]),
+    ]
+    constants = [
+        weights("w", 16, 5),
+        numpy_helper.from_array(np.array(1 / 64, np.float32), "inverse"),
+        numpy_helper.from_array(np.array([1], np.int64), "one"),
+    ]
+    bytes_in = helper.make_tensor_value_info("bytes", TensorProto.INT32, ["unk__5", 16])
+    probabilities = helper.make_tensor_value_info("target_label", TensorProto.FLOAT, ["unk__5", 5])
+    path = save(helper.make_graph(nodes, "jaxlike", [bytes_in], [probabilities], constants), folder / "jaxlike.onnx")
+    np.savez(folder / "eval.npz", bytes=RNG.integers(0, 257, size=(64, 16), dtype=np.int32))
+    return path, folder / "eval.npz"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = copy_project(tmp_path_factory.mktemp("e2e_foreign") / "project")
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["bench"] = FAST_BENCH
+    params["select"]["contest"] = FAST_CONTEST
+    params["targets"] = ["cpu"]
+    params["gpu_variants"] = {}
+    params["variants"] = {k: v for k, v in params["variants"].items() if not k.startswith("lm_")}
+    write_params(root, params)
+    init_project(root)
+    elsewhere = root.parent / "elsewhere"
+    shown = {}
+    for name, write in (("stateful", stateful), ("grid", grid), ("jaxlike", jaxlike)):
+        path, rows = write(elsewhere / name)
+        shown[name] = run([sys.executable, "-m", "pipeline", "add", name, str(path), "--eval", str(rows)], root)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["models"] = list(KEPT)
+    for name, kept in KEPT.items():
+        params["catalog"][name]["skip"] = [variant for variant in registry.VARIANTS if variant not in kept]
+    write_params(root, params)
+    return root, commit_and_repro(root), shown
+
+
+def test_every_input_form_goes_in_with_one_command_and_reaches_a_deploy_choice(project):
+    root, _, shown = project
+    entries = yaml.safe_load((root / "params.yaml").read_text())["catalog"]
+    assert entries["stateful"]["inputs"]["sr"] == {"shape": [], "dtype": "int64", "value": 16000.0}
+    assert entries["stateful"]["inputs"]["state"]["batch_axis"] == 1
+    assert "state: batch axis 1 (its one open axis" in shown["stateful"]
+    assert entries["grid"]["inputs"]["images"]["shape"] == ["batch", 3, "p2o_DynamicDimension_1",
+                                                            "p2o_DynamicDimension_2"]  # fmt: skip
+    assert entries["jaxlike"]["task"] == "classification"  # the written-out softmax, read off the graph
+    for name in KEPT:
+        choice = read(root / "reports" / "selection" / f"{name}.json")
+        assert choice["status"] == "ok" and choice["chosen"], (name, choice.get("reason"))
+
+
+def test_a_state_with_its_batch_axis_second_is_measured_and_predicted_in_the_models_layout(project):
+    root, _, _ = project
+    source = read(root / "artifacts" / "stateful" / "source" / "source.json")
+    assert source["output_batch_axes"] == {"stateN": 1}
+    for variant in KEPT["stateful"]:
+        m = metrics(root, "stateful", variant)
+        assert m["status"] == "ok", (variant, m["reason"])
+        assert set(m["fidelity"]) == {"y", "stateN"}
+    assert metrics(root, "stateful", "onnx_fp32")["fidelity"]["stateN"]["cosine_min"] > 0.9999
+    with np.load(root / "models" / "stateful" / "eval.npz") as data:
+        rows = {"x": data["x"][:5], "state": data["state"][:, :5], "sr": data["sr"]}
+    np.savez(root / "five.npz", **rows)
+    run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "stateful"), "five.npz", "--output",
+         "out.npz"], root)  # fmt: skip
+    with np.load(root / "out.npz") as out:
+        assert out["y"].shape == (5, 1) and out["stateN"].shape == (2, 5, 4)  # the model's own layout back
+    np.savez(root / "other_rate.npz", **(rows | {"sr": np.array(8000)}))
+    refused = subprocess.run(
+        [sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "stateful"), "other_rate.npz"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "a scalar input passes one value on every call" in refused.stderr
+
+
+def test_a_grid_is_judged_channel_by_channel_and_a_written_out_softmax_by_top1(project):
+    root, _, _ = project
+    block = metrics(root, "grid", "onnx_int8_static")["fidelity"]["output0"]
+    assert block["output_kind"] == "channels" and block["worst_channel"].startswith("axis 1 channel ")
+    assert block.get("neighbour_recall") is None
+    export = read(root / "reports" / "export" / "grid.json")
+    assert export["constants_as_initializers"].startswith("1 Constant nodes' tensors made initializers")
+    probabilities = metrics(root, "jaxlike", "onnx_int8_dynamic")["fidelity"]["target_label"]
+    assert probabilities["output_kind"] == "class_scores" and probabilities["top1_agreement"] is not None
