@@ -218,3 +218,14 @@ def test_a_grid_is_judged_channel_by_channel_and_a_written_out_softmax_by_top1(p
     assert export["constants_as_initializers"].startswith("1 Constant nodes' tensors made initializers")
     probabilities = metrics(root, "jaxlike", "onnx_int8_dynamic")["fidelity"]["target_label"]
     assert probabilities["output_kind"] == "class_scores" and probabilities["top1_agreement"] is not None
+
+
+def test_integer_inputs_keep_the_range_their_eval_data_holds(project):
+    """Bytes 0-256 in the eval data: predict refuses 100000 in one line, as it does a token id."""
+    root, _, shown = project
+    assert "bytes: integers in [0, 257) (the eval data's range)" in shown["jaxlike"]
+    np.savez(root / "bad_bytes.npz", bytes=np.full((1, 16), 100000, np.int32))
+    refused = subprocess.run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "jaxlike"),
+                              "bad_bytes.npz"], cwd=root, capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode == 2 and "holds 100000: values must lie in [0, 257)" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1

@@ -324,7 +324,8 @@ def check_input_values(
     row, and NaN or Inf, give wrong numbers, not errors.
 
     Token ids (`token_ids`, `token_type_ids`) must lie in [0, bounds[name]) (be >= 0 where no bound
-    is known), masks hold 0 and 1 with a 1 in every row, floats are finite unless `allow_nonfinite`
+    is known), masks hold 0 and 1 with a 1 in every row, other integers within the spec's [low, high)
+    where it declares one (`add` takes it from the eval data), floats are finite unless `allow_nonfinite`
     (`nonfinite_hint` says how to allow them). Valid arrays cost a min and a max each, no copies;
     only a refusal looks for the offending row. `arrays` are as check_inputs returns them."""
     for name, spec in specs.items():
@@ -347,6 +348,12 @@ def check_input_values(
                 _refuse(
                     what, name, value, (value < 0) | (value >= bound), f"{ids} must lie in [0, {bound}), {vocabulary}"
                 )
+        elif value.dtype.kind in "iu" and (spec.low is not None or spec.high is not None):
+            low = spec.low if spec.low is not None else -np.inf
+            high = spec.high if spec.high is not None else np.inf
+            if value.min() < low or value.max() >= high:
+                _refuse(what, name, value, (value < low) | (value >= high),
+                        f"values must lie in [{low:g}, {high:g}), the range the model was measured on")  # fmt: skip
         elif value.dtype.kind == "f" and not allow_nonfinite and not np.isfinite([value.min(), value.max()]).all():
             _refuse(what, name, value, ~np.isfinite(value), f"inputs must be finite{nonfinite_hint}")
 

@@ -299,6 +299,12 @@ class Measured(Part):
         return self._lowest("cosine_min")
 
     @property
+    def worst_channel_error(self) -> float | None:
+        """The largest channel error over the mixed-scale grid outputs (what judges them, not the cosine)."""
+        values = [f.channel_error for f in self.outputs.values() if f.channel_error is not None]
+        return max(values) if values else None
+
+    @property
     def worst_output_score(self) -> float | None:
         """The worst output's score (OutputFidelity.score): what ties are broken on and the Pareto front weighs."""
         return self._lowest("score")

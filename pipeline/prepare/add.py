@@ -375,6 +375,7 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
     loaded = load_user_data(inferred.files[EVAL_FILE], specs, "--eval")
     if eval_file.suffix == ".npz":  # text was tokenized to the entry's seq
         take_data_dims(inferred, dims_of(loaded.inputs, specs), flags or {})
+        integer_ranges(inferred, loaded.inputs)
     inferred.entry["eval_data"] = EVAL_FILE
     if loaded.labels is None:
         inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: fidelity only")
@@ -406,6 +407,21 @@ def scalar_values(inferred: Inferred, eval_file: Path) -> None:
             if note.startswith(f"{name}: a scalar input") else note
             for note in inferred.notes
         ]  # fmt: skip
+
+
+def integer_ranges(inferred: Inferred, rows: dict[str, Any]) -> None:
+    """Integer inputs that are plain values (a byte, a category: no token kind, no bound yet) take the
+    range the eval data holds, [min, max + 1): generated inputs stay in it and `predict` refuses a
+    value outside it in one line (a byte value of 100000 was answered, exit 0)."""
+    for name, spec in inferred.entry["inputs"].items():
+        if not spec["shape"] or spec.get("kind", "values") != "values" or "high" in spec or "low" in spec:
+            continue
+        if spec["dtype"].startswith(("int", "uint")) and rows[name].size:
+            low, high = int(rows[name].min()), int(rows[name].max()) + 1
+            spec |= {"low": low, "high": high}
+            inferred.notes.append(
+                f"{name}: integers in [{low}, {high}) (the eval data's range): predict refuses others"
+            )
 
 
 def take_data_dims(inferred: Inferred, found: dict[str, int], flags: dict[str, int]) -> None:

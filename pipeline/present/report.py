@@ -132,9 +132,12 @@ def _loss(variant: str, record: VariantRecord, percentile: str) -> float | None:
 
 
 def _quality(record: VariantRecord) -> str:
-    """The chosen artifact's quality figure: the task metric's delta, else the worst output cosine."""
+    """The chosen artifact's quality figure: the task metric's delta, else a grid's worst channel error,
+    else the worst output cosine."""
     if record.accuracy_delta is not None:
         return f"{record.accuracy_delta:+.4f}"
+    if record.worst_channel_error is not None:
+        return f"channel err {record.worst_channel_error:.3g}"
     return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
 
 

