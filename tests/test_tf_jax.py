@@ -14,7 +14,7 @@ import pytest
 from pipeline import runtimes
 from pipeline.build.passes.base import BuildContext
 from pipeline.core import layout
-from pipeline.core.config import Params
+from pipeline.core.config import ModelConfig, Params
 from pipeline.core.data import DataSet
 from pipeline.core.errors import ConfigError, ModelFileError, NotApplicable, PipelineError
 from pipeline.prepare.export import export_model
@@ -201,6 +201,31 @@ def test_torch_xla_fails_when_torchax_is_there_but_crashes(tiny_project, monkeyp
     with pytest.raises(PipelineError, match=r"torchax does not import .*AttributeError") as raised:
         build(torch_build_context(tiny_project), "torch_xla")
     assert not isinstance(raised.value, NotApplicable)  # a crash is `failed`, never `skipped`
+
+
+@pytest.mark.slow
+def test_torch_compile_builds_a_hugging_face_encoder_with_three_inputs(tmp_path, monkeypatch):
+    """A BERT folder's tokenizer gives token_type_ids too; its forward takes *inputs, which torch.export
+    matches to one parameter ("inputs has 1 elements, but dynamic_shapes has 3" before)."""
+    from pipeline.serve.text import HF_FOLDER_FACTORY
+    from tests.conftest import HF_WORDS, write_hf_folder
+
+    monkeypatch.chdir(tmp_path)
+    write_hf_folder(tmp_path / "models" / "hf_enc" / "hf")
+    tokens = {"shape": ["batch", "seq"], "dtype": "int64"}
+    config = ModelConfig.model_validate({
+        "source": "torch", "factory": HF_FOLDER_FACTORY,
+        "factory_args": {"folder": "models/hf_enc/hf", "task": "feature-extraction"},
+        "inputs": {"input_ids": tokens | {"kind": "token_ids", "high": len(HF_WORDS)},
+                   "attention_mask": tokens | {"kind": "attention_mask"},
+                   "token_type_ids": tokens | {"kind": "token_type_ids", "high": 2}},
+        "outputs": ["embedding"], "dims": {"seq": 8}, "task": "embedding",
+    })  # fmt: skip
+    ctx = exported(tmp_path, "hf_enc", config)
+    result = build(ctx, "torch_compile")
+    rows = ctx.reference().head(4)
+    compiled = runtimes.load("torch", ctx.out_dir / result.entry, 1, {"code_root": str(tmp_path)}).run(rows.inputs)
+    np.testing.assert_allclose(compiled["embedding"], rows.outputs["embedding"], atol=1e-4)
 
 
 @pytest.mark.slow

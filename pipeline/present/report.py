@@ -166,6 +166,16 @@ def judged_outputs(found: Records) -> list[str]:
     return [f"`{name}`: {JUDGED[block.output_kind]}" for name, block in first.outputs.items() if block.output_kind]
 
 
+def what_settled_full_precision(found: Records, chosen: str | None, rejected: dict[str, str]) -> list[str]:
+    """When a full-precision variant ships, the faster ones measured here and why each lost: FP32 is then
+    a conclusion from figures, not a default."""
+    if chosen is None or not found[chosen].ok or not found[chosen].precision.startswith("fp32"):
+        return []
+    mine = found[chosen].p50_ms
+    faster = sorted((r.p50_ms, v) for v, r in found.items() if r.ok and v in rejected and r.p50_ms < mine)
+    return [f"`{v}` ({mine / p50:.2f}x faster by its own run): {rejected[v]}" for p50, v in faster]
+
+
 def plot_data(found: Records, selection: Selection, percentile: str) -> dict[str, list[dict[str, Any]]]:
     """The records behind each plot, for DVC (reports/plots/<kind>/<model>.json) and matplotlib."""
     ok = {v: r for v, r in found.items() if r.ok}
@@ -358,6 +368,9 @@ def model_report(
             markdown_table(rows(found, ordered(params.all_variants), baseline)),
             "",
         ]
+    if settled := what_settled_full_precision(found, selection.chosen, selection.rejected):
+        lines += ["## Why full precision", "", "Each faster variant measured here lost its place:", "",
+                  *(f"- {line}" for line in settled), ""]  # fmt: skip
     if selection.rejected:
         lines += ["## Why not the others", "", "| variant | reason |", "|---|---|"]
         lines += [

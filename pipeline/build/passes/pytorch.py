@@ -69,6 +69,15 @@ class TorchEager(Pass):
         return BuildResult(ENTRY, {"factory": ctx.config.factory, "weights": origin})
 
 
+def takes_varargs(module: Any) -> bool:
+    """Whether the module's forward takes its inputs as *args: torch.export then matches dynamic_shapes
+    to that one parameter, a tuple ("inputs has 1 elements, but dynamic_shapes has 3")."""
+    import inspect
+
+    kinds = [p.kind for p in inspect.signature(module.forward).parameters.values()]
+    return kinds == [inspect.Parameter.VAR_POSITIONAL]
+
+
 class TorchCompile(Pass):
     def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
         import torch
@@ -78,8 +87,11 @@ class TorchCompile(Pass):
         device = torch.device(ctx.target)  # torch_compile_cuda: kernels generated for the GPU
         module = source_module(ctx).to(device)
         example = tuple(torch.from_numpy(v).to(device) for v in ctx.example().values())
+        shapes = dynamic_shapes(ctx.config.inputs, False)
+        if takes_varargs(module):  # forward(*inputs) (a Hugging Face folder): one parameter holds every input
+            shapes = (shapes,)
         with torch.no_grad():
-            program = torch.export.export(module, example, dynamic_shapes=dynamic_shapes(ctx.config.inputs, False))
+            program = torch.export.export(module, example, dynamic_shapes=shapes)
             torch._inductor.aoti_compile_and_package(program, package_path=str(ctx.out_dir / PACKAGE))
         _write(ctx, package=PACKAGE)
         ranges = {str(s): str(r) for s, r in program.range_constraints.items()}

