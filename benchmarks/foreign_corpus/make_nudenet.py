@@ -14,13 +14,13 @@ import cv2
 import numpy as np
 from nudenet.nudenet import NudeDetector, _read_image
 
-from benchmarks.foreign_corpus._common import copy_from_wheel, save_eval, wheel_file, write_readme
+from benchmarks.foreign_corpus._common import copy_from_wheel, pinned, save_eval, wheel_file, write_readme
 
 DIST, MODEL = "nudenet", "nudenet/320n.onnx"
 SKIMAGE = ["astronaut.png", "camera.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycle_left.png",
-           "motorcycle_right.png", "hubble_deep_field.jpg", "retina.jpg", "coins.png", "moon.png", "page.png", "text.png",
-           "gravel.png", "brick.png", "grass.png", "horse.png", "logo.png", "color.png", "clock_motion.png", "ihc.png",
-           "cell.png"]  # fmt: skip
+           "motorcycle_right.png", "hubble_deep_field.jpg", "retina.jpg", "coins.png", "moon.png", "page.png",
+           "text.png", "gravel.png", "brick.png", "grass.png", "horse.png", "logo.png", "color.png", "clock_motion.png",
+           "ihc.png", "cell.png"]  # fmt: skip
 SKLEARN = ["china.jpg", "flower.jpg"]
 SIZE = 320  # the package's default inference_resolution and the export's imgsz
 
@@ -48,16 +48,19 @@ def main(out: Path) -> None:
             "anchors = 40*40+20*20+10*10 = 2100 for 320x320 (strides 8/16/32)",
         ]
 
-    how = f"""{len(paths)} real images shipped inside PyPI wheels: scikit-image (skimage/data/*: {", ".join(SKIMAGE)}) and
-scikit-learn (sklearn/datasets/images/{", ".join(SKLEARN)}). Each went through nudenet's OWN preprocessing
+    how = f"""{len(paths)} real images shipped inside PyPI wheels: {pinned("scikit-image")} (skimage/data/*:
+{", ".join(SKIMAGE)}) and {pinned("scikit-learn")} (sklearn/datasets/images/{", ".join(SKLEARN)}).
+Each went through nudenet's OWN preprocessing
 nudenet.nudenet._read_image(path, {SIZE}): cv2.imread (BGR, 3ch), pad right/bottom with black to a square of the longer
-side, cv2.dnn.blobFromImage(scale 1/255, size {SIZE}x{SIZE}, mean 0, swapRB=True -> RGB, crop=False) -> [1,3,{SIZE},{SIZE}];
-rows stacked on axis 0 -> [{len(paths)},3,{SIZE},{SIZE}] float32 in [0,1]. Saved with np.savez_compressed.
+side, cv2.dnn.blobFromImage(scale 1/255, size {SIZE}x{SIZE}, mean 0, swapRB=True -> RGB, crop=False) ->
+[1,3,{SIZE},{SIZE}]; rows stacked on axis 0 -> [{len(paths)},3,{SIZE},{SIZE}] float32 in [0,1].
+Saved with np.savez_compressed.
 ({SIZE} is the package default inference_resolution and the export imgsz.)
 Original sizes (H,W): {sizes}
 Package's own NudeDetector().detect() result per image (post-NMS) for reference: {found}"""
-    notes = """- Ultralytics 8.2.46 YOLOv8n detection export (metadata_props: author=Ultralytics, task=detect, imgsz=[320,320],
-  batch=1, stride=32, 18 names), producer pytorch 2.3.1, opset 17; weights in initializers (no Constant nodes).
+    notes = """- Ultralytics 8.2.46 YOLOv8n detection export (metadata_props: author=Ultralytics, task=detect,
+  imgsz=[320,320], batch=1, stride=32, 18 names), producer pytorch 2.3.1, opset 17; weights in initializers (no
+  Constant nodes).
 - Input 'images' ['batch', 3, 'height', 'width'] - dynamic batch AND spatial dims (exported with dynamic=True).
 - Output 'output0' ['batch', 22, <anchor-count expression>] - the anchor axis is LAST (channels-first, [B, 4+18, A]);
   its dim_param is a long sympy expression string: '(floor(floor(floor(height/2 - 1/2)/2)/2) + 1)*(...) + ...'

@@ -117,12 +117,12 @@ def main(out: Path) -> None:
     got = capture(pages)
     det, cls, rec = got["det"], got["cls"], got["rec"]
     assert det.shape == (PAGES, 3, SIZE, SIZE), det.shape
-    common = f"""{PAGES} synthetic document pages {SIZE}x{SIZE} RGB (PNG kept in ../sources/ocr_images/), rendered with PIL
-{Image.__version__} using DejaVu TrueType fonts (Sans/Serif/Mono/Bold/Condensed, 18-32 px) on random light backgrounds
-(random.Random(1)), dark ink; text = consecutive words of real license texts in /usr/share/common-licenses (Apache-2.0,
-GPL-3, BSD, Artistic). Each page was run through the package's own end-to-end pipeline RapidOCR()(path) (default
-config.yaml), and the exact tensors it handed to each onnxruntime session were captured by wrapping the session
-objects (opencv-python-headless {cv2.__version__} used for cv2 calls)."""
+    common = f"""{PAGES} synthetic document pages {SIZE}x{SIZE} RGB (PNG kept in ../sources/ocr_images/), rendered with
+PIL {Image.__version__} using DejaVu TrueType fonts (Sans/Serif/Mono/Bold/Condensed, 18-32 px) on random light
+backgrounds (random.Random(1)), dark ink; text = consecutive words of real license texts in
+/usr/share/common-licenses (Apache-2.0, GPL-3, BSD, Artistic). Each page was run through the package's own
+end-to-end pipeline RapidOCR()(path) (default config.yaml), and the exact tensors it handed to each onnxruntime
+session were captured by wrapping the session objects (opencv-python-headless {cv2.__version__} used for cv2 calls)."""
     p2o = """- producer_name EMPTY, producer_version EMPTY (paddle2onnx output; axis names 'p2o.DynamicDimension.N' are
   paddle2onnx's).
 - ALL weights are Constant nodes (0 initializers).
@@ -136,12 +136,13 @@ objects (opencv-python-headless {cv2.__version__} used for cv2 calls)."""
             + f"""
 Det preprocessing (ch_ppocr_det/utils.py DetPreProcess, limit_type=min, limit_side_len=736): resize so min side >= 736
 (already 736 here: ratio 1.0), round H,W to multiples of 32, BGR channel order as loaded by cv2, x/255, (x-0.5)/0.5,
-HWC->CHW, batch 1. The {PAGES} per-page [1,3,{SIZE},{SIZE}] tensors were concatenated on axis 0 -> [{PAGES},3,{SIZE},{SIZE}].
-Saved with np.savez_compressed.
+HWC->CHW, batch 1. The {PAGES} per-page [1,3,{SIZE},{SIZE}] tensors were concatenated on axis 0 ->
+[{PAGES},3,{SIZE},{SIZE}]. Saved with np.savez_compressed.
 OCR texts recognised per page (end-to-end, for reference): {[len(t) for t in got["lines"]]} lines; page 0 first lines:
 {got["lines"][0][:3]}""",
             p2o
-            + """- Input 'x' [N,3,H,W] with H,W symbolic ('p2o.DynamicDimension.1/2'); the network needs H,W multiples of 32.
+            + """- Input 'x' [N,3,H,W] with H,W symbolic ('p2o.DynamicDimension.1/2'); the network needs H,W multiples
+  of 32.
 - Output 'sigmoid_0.tmp_0' [N,1,H,W] probability map (Sigmoid at the end; no softmax). Output dims named
   p2o.DynamicDimension.3..5 (not tied to the input names).""",
             "paddle2onnx: all weights in Constant nodes, empty producer, axes named 'p2o.DynamicDimension.N'; "
@@ -155,14 +156,14 @@ OCR texts recognised per page (end-to-end, for reference): {[len(t) for t in got
             common
             + f"""
 Rec input: the post-det, post-cls text-line crops (get_rotate_crop_image) that the pipeline handed to TextRecognizer;
-{got["crops"]} crops in total, of which {ROWS} with width/height <= 12 were taken evenly spaced, and passed in ONE call of
-the package's TextRecognizer with rec_batch_num={ROWS}, i.e. its own resize_norm_img: imgH=48,
+{got["crops"]} crops in total, of which {ROWS} with width/height <= 12 were taken evenly spaced, and passed in ONE call
+of the package's TextRecognizer with rec_batch_num={ROWS}, i.e. its own resize_norm_img: imgH=48,
 imgW=int(48*max_wh_ratio over the batch) = {rec.shape[3]}, keep aspect (ceil(48*w/h)), cv2.resize, x/255, (x-0.5)/0.5,
 right-pad with 0. Rows are in the package's width-sorted order.
 Decoded texts from that call (package CTC post-process), listed in TENSOR ROW order: {got["rec_texts"]}""",
             p2o
-            + """- Input 'x' declared ['p2o.DynamicDimension.0', 3, '?', 'p2o.DynamicDimension.1']: the HEIGHT axis is named
-  literally '?' (must be 48 in practice).
+            + """- Input 'x' declared ['p2o.DynamicDimension.0', 3, '?', 'p2o.DynamicDimension.1']: the HEIGHT axis is
+  named literally '?' (must be 48 in practice).
 - Output 'softmax_11.tmp_0' [N, T, 6625] = per-timestep class probabilities (T = W/8); Softmax NODE at the end
   (3 Softmax nodes in total, 2 inside attention).
 - Dictionary (6623 chars + blank + space) stored in metadata_props key 'character'.""",

