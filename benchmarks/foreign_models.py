@@ -68,6 +68,12 @@ def side_by_side(root: Path, model: str, chosen: str) -> dict[str, Any]:
             "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
 
 
+def applies_to_kind(reason: str) -> bool:
+    """A not-built reason that is about this model, not about its kind (a torch variant for an ONNX file,
+    a text-generation variant for a single-pass model)."""
+    return "needs a" not in reason and "a text-generation variant" not in reason
+
+
 def judged(record: dict[str, Any]) -> dict[str, Any]:
     """Each output of a measured record: what it was judged as and the figures that judged it."""
     keys = ("output_kind", "cosine_min", "top1_agreement", "channel_error", "worst_channel", "max_rel_diff",
@@ -109,7 +115,7 @@ def one_model(name: str, folder: Path, keep: bool) -> dict[str, Any]:
             "deployed_precision": records[chosen]["precision"] if chosen else None,
             "fidelity_judged": judged(records[chosen] if chosen else records.get("onnx_fp32", {})),
             "rejected": choice["rejected"],
-            "not_built": {v: r for v, r in choice["not_applicable"].items() if "needs a" not in r},
+            "not_built": {v: r for v, r in choice["not_applicable"].items() if applies_to_kind(r)},
             "vs_onnx_fp32": side_by_side(root, name, chosen) if chosen else None,
         }
         return entry | {"wall_s": round(time.perf_counter() - start, 1)}

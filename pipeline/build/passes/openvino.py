@@ -291,7 +291,9 @@ class Validation:
     ) -> None:
         rows: DataSet = ctx.validation()
         self.class_scores = ctx.config.metric if ctx.config.metric != "none" and rows.labels is not None else None
-        self.metric = self.class_scores or "worst-row cosine"
+        grid = any(mixed_scale_channels(v) is not None for v in rows.outputs.values())
+        self.metric = self.class_scores or ("worst-row score (1 - a grid's worst channel error)" if grid
+                                            else "worst-row cosine")  # fmt: skip
         size = ctx.fixed_batch or 1
         chunks = padded_batches(rows.inputs, size)
         starts = range(0, len(rows), size)
