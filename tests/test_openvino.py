@@ -131,6 +131,24 @@ def test_accuracy_control_stops_when_ranking_alone_would_outlast_its_budget(cont
     assert validation.stop_reason.startswith("projected: ranking 63 groups of quantized operations needs about")
 
 
+def test_a_model_with_many_groups_gets_the_budget_its_ranking_needs(context, monkeypatch):
+    """63 groups scored at 12 s each, with seconds_per_group 12: the budget grows to 120 + 63 x 12 s when
+    ranking starts (once), so the ranking goes on where the fixed 120 s stopped it."""
+    now = [0.0]
+    monkeypatch.setattr("pipeline.build.passes.openvino.time.monotonic", lambda: now[0])
+    validation = answering(Validation(context, max_seconds=120, max_drop=0.01, seconds_per_group=12))
+    for value in (1.0, 0.9):
+        validation(compiled=value, items=validation.items)
+    now[0] = 20
+    validation.ranking_started(63)
+    validation.ranking_started(63)  # a second ranking earns nothing more
+    assert validation.max_seconds == 120 + 63 * 12
+    for seconds in (28, 36, 44):
+        now[0] = seconds
+        validation(compiled=0.95, items=validation.items)
+    assert validation.stop_reason is None
+
+
 def test_validation_without_a_task_metric_scores_every_output_by_cosine(context):
     ctx = type(context)("tiny", tiny_config(metric="none"), context.root, context.out_dir)
     validation = Validation(ctx)
