@@ -40,6 +40,22 @@ def init_project(root: Path) -> None:
     shutil.copy(REPO / ".dvc" / "config", root / ".dvc" / "config")
 
 
+def fast_project(root: Path) -> Path:
+    """A copy of the repository at `root` set for the end-to-end tests: fast bench and contest, the CPU
+    alone, single-pass variants only; a git and DVC repo as a user's clone is."""
+    from tests.conftest import copy_project, write_params
+    from tests.helpers import FAST_BENCH, FAST_CONTEST
+
+    copy_project(root)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params |= {"bench": FAST_BENCH, "targets": ["cpu"], "gpu_variants": {}}
+    params["select"]["contest"] = FAST_CONTEST
+    params["variants"] = {k: v for k, v in params["variants"].items() if not k.startswith("lm_")}
+    write_params(root, params)
+    init_project(root)
+    return root
+
+
 def commit_and_repro(root: Path) -> str:
     """Commit everything, then the root pipeline as a user types it; DVC's output."""
     run(["git", "add", "-A"], root)

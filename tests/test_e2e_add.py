@@ -22,14 +22,12 @@ import yaml
 from pipeline.core import registry
 from tests.conftest import (
     HF_WORDS,
-    copy_project,
     write_hf_folder,
     write_params,
     write_sklearn_onnx,
     write_tiny_model,
 )
-from tests.helpers import FAST_BENCH, FAST_CONTEST
-from tests.pipeline_runs import commit_and_repro, init_project, metrics, read, run
+from tests.pipeline_runs import commit_and_repro, fast_project, metrics, read, run
 
 pytestmark = pytest.mark.slow
 
@@ -92,15 +90,7 @@ def onnx_encoder(folder):
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    root = copy_project(tmp_path_factory.mktemp("e2e_add") / "project")
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["bench"] = FAST_BENCH
-    params["select"]["contest"] = FAST_CONTEST
-    params["targets"] = ["cpu"]
-    params["gpu_variants"] = {}
-    params["variants"] = {k: v for k, v in params["variants"].items() if not k.startswith("lm_")}
-    write_params(root, params)
-    init_project(root)
+    root = fast_project(tmp_path_factory.mktemp("e2e_add") / "project")
     elsewhere = root.parent / "elsewhere"
     texts = elsewhere / "sentences.txt"
     texts.parent.mkdir()

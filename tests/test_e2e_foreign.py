@@ -19,9 +19,8 @@ import yaml
 from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.core import registry
-from tests.conftest import copy_project, write_params
-from tests.helpers import FAST_BENCH, FAST_CONTEST
-from tests.pipeline_runs import commit_and_repro, init_project, metrics, read, run
+from tests.conftest import write_params
+from tests.pipeline_runs import commit_and_repro, fast_project, metrics, read, run
 
 pytestmark = pytest.mark.slow
 
@@ -149,15 +148,7 @@ def jaxlike(folder: Path) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    root = copy_project(tmp_path_factory.mktemp("e2e_foreign") / "project")
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["bench"] = FAST_BENCH
-    params["select"]["contest"] = FAST_CONTEST
-    params["targets"] = ["cpu"]
-    params["gpu_variants"] = {}
-    params["variants"] = {k: v for k, v in params["variants"].items() if not k.startswith("lm_")}
-    write_params(root, params)
-    init_project(root)
+    root = fast_project(tmp_path_factory.mktemp("e2e_foreign") / "project")
     elsewhere = root.parent / "elsewhere"
     shown = {}
     for name, write in (("stateful", stateful), ("grid", grid), ("jaxlike", jaxlike)):

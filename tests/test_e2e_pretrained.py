@@ -17,9 +17,8 @@ import pytest
 import yaml
 
 from pipeline.core import registry
-from tests.conftest import copy_project, write_params
-from tests.helpers import FAST_BENCH, FAST_CONTEST
-from tests.pipeline_runs import commit_and_repro, init_project, metrics, read, run
+from tests.conftest import write_params
+from tests.pipeline_runs import commit_and_repro, fast_project, metrics, read, run
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +40,7 @@ def sentences(n: int = 200) -> list[str]:
 def project(tmp_path_factory):
     from models.minilm_l6_pretrained.net import files
 
-    root = copy_project(tmp_path_factory.mktemp("pretrained") / "project")
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["bench"] = FAST_BENCH
-    params["select"]["contest"] = FAST_CONTEST
-    params["targets"] = ["cpu"]
-    params["gpu_variants"] = {}
-    params["variants"] = {k: v for k, v in params["variants"].items() if not k.startswith("lm_")}
-    write_params(root, params)
-    init_project(root)
+    root = fast_project(tmp_path_factory.mktemp("pretrained") / "project")
     text = root.parent / "sentences.txt"
     text.write_text("\n".join(sentences()) + "\n")
     shown = run([sys.executable, "-m", "pipeline", "add", "minilm", str(files()), "--eval", str(text), "--dim",

@@ -163,14 +163,17 @@ def search_score(reference: np.ndarray, output: np.ndarray) -> float:
     return float(cosine_per_sample(ref, got).min())
 
 
-def output_kind(reference: np.ndarray, class_scores: str | None, embedding: bool) -> OutputKind:
+def output_kind(
+    reference: np.ndarray, class_scores: str | None, embedding: bool
+) -> tuple[OutputKind, tuple[int, np.ndarray] | None]:
     """What an output is judged as: the config's word first (class scores, an embedding), then the
-    source's own values (probabilities, mixed-scale channels)."""
+    source's own values (probabilities, mixed-scale channels); with a grid's channel axis and peaks."""
     if class_scores is not None or is_probabilities(reference):
-        return "class_scores"
+        return "class_scores", None
     if embedding:
-        return "embedding"
-    return "channels" if mixed_scale_channels(reference) is not None else "values"
+        return "embedding", None
+    mixed = mixed_scale_channels(reference)
+    return ("channels" if mixed is not None else "values"), mixed
 
 
 def top1_agreement(reference: np.ndarray, output: np.ndarray, metric: str) -> float | None:
@@ -189,7 +192,7 @@ def output_fidelity(
     (None: only when the source's values are probabilities), `embedding` whether the config declares
     the outputs embeddings (neighbour recall)."""
     ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
-    kind = output_kind(ref, class_scores, embedding)
+    kind, mixed = output_kind(ref, class_scores, embedding)
     cosine = cosine_per_sample(ref, got) if len(ref) else np.ones(1)
     scale = float(np.linalg.norm(ref))
     error = float(np.linalg.norm(got - ref))
@@ -206,7 +209,7 @@ def output_fidelity(
         "values_per_row": values_per_row,
         "top1_agreement": top1_agreement(ref, got, class_scores or "accuracy") if kind == "class_scores" else None,
     }
-    if kind == "channels" and (mixed := mixed_scale_channels(ref)) is not None:
+    if mixed is not None:
         block["channel_error"], block["worst_channel"] = channel_errors(ref, got, *mixed)
     if kind == "embedding" and values_per_row > 1:
         block |= neighbour_agreement(ref, got)
