@@ -23,7 +23,6 @@ from typing import Any
 import yaml
 
 from benchmarks.scratch import added_project, scratch_project
-from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.files import write_json
@@ -31,6 +30,7 @@ from pipeline.core.isolate import call
 from pipeline.core.records import Measured
 from pipeline.decide.contest import measure_contenders
 from pipeline.machine.fingerprint import fingerprint
+from pipeline.optimize.stage import build_variant
 
 BASELINE = "onnx_fp32"
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import yaml
 
-from pipeline.build.stage import build_variant
 from pipeline.ci.remeasure import latency_in_fresh_process  # noqa: F401  (re-exported for the scripts)
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params, model_dir
 from pipeline.core.files import read_json
 from pipeline.core.isolate import call
+from pipeline.optimize.stage import build_variant
 from pipeline.prepare.export import export_model
 
 REPO = Path(__file__).resolve().parents[1]

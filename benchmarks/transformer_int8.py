@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scratch import added_project
-from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import load_params
 from pipeline.core.files import write_json
@@ -35,6 +34,7 @@ from pipeline.core.isolate import call
 from pipeline.core.records import Measured
 from pipeline.decide.contest import measure_contenders
 from pipeline.machine.fingerprint import fingerprint
+from pipeline.optimize.stage import build_variant
 
 BASELINE = "onnx_fp32"
 INT8 = ["onnx_int8_dynamic", "onnx_int8_static", "onnx_int8_blockwise", "openvino_int8", "openvino_int8_dynamic",

@@ -70,9 +70,9 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from pipeline.build.knobs import check_variant_params
     from pipeline.core.config import load_params
     from pipeline.core.errors import ConfigError
+    from pipeline.optimize.knobs import check_variant_params
     from pipeline.prepare.check import check_models
     from pipeline.stagefile import require_current
 

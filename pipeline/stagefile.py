@@ -1,7 +1,7 @@
 """dvc.yaml, fingerprint/dvc.yaml and variants/<variant>/dvc.yaml, rendered from the stage list below.
 
 Every stage depends on the project files its code runs and on nothing else, so an edit reruns the
-stages whose code it touches and no others: the plan stage (pipeline.build.plan) hashes each stage
+stages whose code it touches and no others: the plan stage (pipeline.optimize.plan) hashes each stage
 group's import walk into reports/plan/stage_<group>.json, and each variant's pass and runtime code
 into reports/plan/<variant>.json, and the stages depend on those small files (a dvc.lock listing
 every code file of every stage grew to 745 KB, which DVC rewrites after each stage). The plan stage
@@ -90,7 +90,7 @@ def variant_stages(
     `deciding`: the variants whose records a fallback decides from (Params.deciding_records)."""
     up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
     plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
-    # a fallback decides from the records of the variants it rescues (pipeline.build.stage.not_needed)
+    # a fallback decides from the records of the variants it rescues (pipeline.optimize.stage.not_needed)
     decides_from = [f"{DETAILS}/${{item}}/{name}.json" for name in deciding]
     per_model = lambda stage: {"foreach": list(models), "do": {"wdir": up, **stage}}  # noqa: E731
     return {

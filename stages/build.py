@@ -1,8 +1,8 @@
-"""DVC stage: build one variant of one model (see pipeline.build.stage)."""
+"""DVC stage: build one variant of one model (see pipeline.optimize.stage)."""
 
 import sys
 
-from pipeline.build.stage import build_variant
+from pipeline.optimize.stage import build_variant
 from pipeline.stage_runner import run_stage
 
 if __name__ == "__main__":

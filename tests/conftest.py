@@ -127,10 +127,10 @@ def context(tmp_path: Path, tiny_onnx: Path):
     """A build context whose source folder holds the export, labelled reference data and calibration data."""
     import onnxruntime as ort
 
-    from pipeline.build.passes.base import BuildContext
     from pipeline.core import layout
     from pipeline.core.data import DataSet, generate_inputs
     from pipeline.core.files import write_json
+    from pipeline.optimize.passes.base import BuildContext
 
     config = tiny_config()
     source = layout.source_dir("tiny", tmp_path)
@@ -158,10 +158,10 @@ def torch_build_context(project: Path, output_names: tuple[str, ...] = ("output"
     """A build context for the tiny torch model in `project`: its source folder records the output
     names and holds eval inputs (enough for passes that start from the PyTorch module and take
     their example inputs from the eval rows, not from the export)."""
-    from pipeline.build.passes.base import BuildContext
     from pipeline.core import layout
     from pipeline.core.data import DataSet, generate_inputs
     from pipeline.core.files import write_json
+    from pipeline.optimize.passes.base import BuildContext
 
     source = layout.source_dir("tiny", project)
     source.mkdir(parents=True)
@@ -176,7 +176,7 @@ def build(ctx, name: str, **params):
     """Run variant `name`'s pass in this process with `params` as its params.yaml section."""
     import dataclasses
 
-    from pipeline.build.knobs import pass_class, validate_variant_params
+    from pipeline.optimize.knobs import pass_class, validate_variant_params
 
     return pass_class(name)().run(dataclasses.replace(ctx, variant=name), validate_variant_params(name, params))
 

@@ -22,7 +22,7 @@ from tests.pipeline_runs import read, run, stages_run
 
 pytestmark = pytest.mark.slow
 
-PASS_FILE = "pipeline/build/passes/dummy_copy.py"
+PASS_FILE = "pipeline/optimize/passes/dummy_copy.py"
 PASS_CODE = '''
 """A dummy backend's pass: the ONNX export, copied."""
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import shutil
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 
 class CopyConfig(NoConfig):
@@ -57,7 +57,7 @@ ENTRIES = {
     "RUNTIMES: dict[str, Runtime] = {\n": '    "dummy": Runtime("pipeline.runtimes.dummy_rt", ("onnxruntime",)),\n',
     "VARIANTS: dict[str, Variant] = {v.name: v for v in [\n": (
         '    Variant("dummy_copy", "the ONNX export, copied by a dummy pass", "dummy", "fp32",\n'
-        '            "pipeline.build.passes.dummy_copy:CopyExport", requires=("onnx",)),\n'
+        '            "pipeline.optimize.passes.dummy_copy:CopyExport", requires=("onnx",)),\n'
     ),
 }
 REGISTRY = "pipeline/core/registry.py"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.build.knobs import check_variant_params, validate_variant_params
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
+from pipeline.optimize.knobs import check_variant_params, validate_variant_params
 from tests.conftest import REPO
 
 
@@ -184,7 +184,7 @@ def test_knob_mistakes_are_caught_by_the_pass_and_name_file_and_field(tmp_path, 
 def test_reading_params_imports_no_pass_or_runtime():
     code = (
         "import sys; from pipeline.core.config import load_params; load_params('params.yaml'); "
-        "print(sorted(m for m in sys.modules if m.startswith(('pipeline.build', 'pipeline.runtimes'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('pipeline.optimize', 'pipeline.runtimes'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -9,12 +9,12 @@ import shutil
 import numpy as np
 import pytest
 
-from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core.config import Params
 from pipeline.core.errors import ConfigError, ModelFileError, PipelineError
 from pipeline.core.memory import batch_limit, batch_size, peak_rss_growth_mb
 from pipeline.measure.stage import benchmark_variant
+from pipeline.optimize.stage import build_variant
 from pipeline.prepare.check import check_models
 from pipeline.prepare.export import export_model, held_out_sets, token_bounds, user_eval_set
 from tests.conftest import tiny_config
@@ -54,7 +54,7 @@ def test_a_failed_build_keeps_the_childs_stderr_and_a_command_that_reproduces_it
         info["status"] == "failed"
         and f"[log: {log}; reproduce: python stages/build.py tiny onnx_fp32]" in info["reason"]
     )
-    assert "pipeline.build.stage:run_pass failed: " in log.read_text()
+    assert "pipeline.optimize.stage:run_pass failed: " in log.read_text()
     assert not layout.log_file("tiny", "torch_eager", "build", tiny_project).exists()  # only failures leave logs
 
 

@@ -11,11 +11,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxconverter_common import float16
 
-from pipeline.build.plan import variant_code
 from pipeline.ci import remeasure
 from pipeline.machine import fingerprint
 from pipeline.measure.stage import honest_precision
 from pipeline.measure.worker import CpuClock
+from pipeline.optimize.plan import variant_code
 from pipeline.runtimes import ort
 
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from pipeline import runtimes
-from pipeline.build.knobs import pass_class
 from pipeline.core import layout
 from pipeline.core import registry as variants
 from pipeline.core.files import read_json, write_json
 from pipeline.machine.probe import probe
+from pipeline.optimize.knobs import pass_class
 from tests.conftest import REPO, build, tiny_config, torch_build_context
 
 CUDA = probe("cuda:0")

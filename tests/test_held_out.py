@@ -94,7 +94,7 @@ def test_calib_data_that_repeats_eval_rows_marks_calibrated_figures_in_sample(ti
 def test_a_fallback_predicts_the_validation_rows_outputs_with_the_source_only_when_it_asks(tiny_project):
     """The export saves validation inputs and labels; BuildContext.validation runs the source on them,
     as the export runs it on the scoring rows (most builds never tune, so most runs never pay)."""
-    from pipeline.build.passes.base import BuildContext
+    from pipeline.optimize.passes.base import BuildContext
     from pipeline.prepare.sources import load_source
 
     exported(tiny_project)

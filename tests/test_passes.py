@@ -9,8 +9,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pipeline.build.passes.ort_quantize import resolve_reduce_range
 from pipeline.core.data import generate_inputs
+from pipeline.optimize.passes.ort_quantize import resolve_reduce_range
 from tests.conftest import build, tiny_config, torch_build_context
 
 
@@ -106,7 +106,7 @@ def test_preprocessing_falls_back_and_says_so(context, monkeypatch):
 
 
 def test_reduce_range_auto_follows_vnni(monkeypatch):
-    import pipeline.build.passes.ort_quantize as quantize
+    import pipeline.optimize.passes.ort_quantize as quantize
 
     monkeypatch.setattr(quantize, "has_vnni", lambda: False)
     assert quantize.resolve_reduce_range("auto") is True
@@ -116,7 +116,7 @@ def test_reduce_range_auto_follows_vnni(monkeypatch):
 
 
 def test_torch_eager_packages_weights_and_factory(tiny_project):
-    from pipeline.build.passes.pytorch import ENTRY, TorchEager
+    from pipeline.optimize.passes.pytorch import ENTRY, TorchEager
     from pipeline.runtimes import load
 
     ctx = torch_build_context(tiny_project, ("logits",))
@@ -137,7 +137,7 @@ def test_static_int8_lifts_an_old_opset_for_per_channel_weights(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
     from onnxruntime.quantization import QuantFormat, quantize_static
 
-    from pipeline.build.passes.ort_quantize import CalibrationReader, _without_value_info
+    from pipeline.optimize.passes.ort_quantize import CalibrationReader, _without_value_info
 
     rng = np.random.default_rng(0)
     weight = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
@@ -168,8 +168,8 @@ def test_static_int8_lifts_an_old_opset_for_per_channel_weights(tmp_path):
 def test_blockwise_int8_knobs_are_checked_and_a_graph_without_matmuls_does_not_apply(context):
     """block_size must be a power of 2; a Gemm-only graph (the tiny MLP's torch export) has nothing
     MatMulNBits rewrites, recorded as not applicable rather than built as a copy."""
-    from pipeline.build.knobs import validate_variant_params
     from pipeline.core.errors import ConfigError, NotApplicable
+    from pipeline.optimize.knobs import validate_variant_params
 
     with pytest.raises(ConfigError, match=r"variants\.onnx_int8_blockwise\.block_size: 100 is not a power of 2"):
         validate_variant_params("onnx_int8_blockwise", {"block_size": 100})
@@ -193,8 +193,8 @@ def test_dynamic_int8_with_nothing_to_quantize_is_not_applicable(context, tmp_pa
     op_types) would come out as the float model under an INT8 name."""
     from onnx import helper
 
-    from pipeline.build.passes.ort_quantize import dynamic_ops, quantizable_nodes
     from pipeline.core.errors import NotApplicable
+    from pipeline.optimize.passes.ort_quantize import dynamic_ops, quantizable_nodes
 
     result = build(context, "onnx_int8_dynamic")  # the tiny MLP: its layers are quantized
     assert result.details["op_types"] is None and "MatMulInteger" in result.details["top_ops"]

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from pipeline.build.knobs import pass_class
-from pipeline.build.passes.base import Pass
 from pipeline.core import registry
 from pipeline.core.registry import PACKAGES, RUNTIMES, SOURCES, VARIANTS
 from pipeline.machine import fingerprint
+from pipeline.optimize.knobs import pass_class
+from pipeline.optimize.passes.base import Pass
 from tests.conftest import REPO
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -119,7 +119,7 @@ def test_a_missing_optional_package_skips_its_variant_before_any_process(monkeyp
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_every_variants_pass_imports_and_holds_its_knobs(name):
     variant = VARIANTS[name]
-    assert variant.pass_module.startswith("pipeline.build.passes.")
+    assert variant.pass_module.startswith("pipeline.optimize.passes.")
     found = pass_class(name)
     assert issubclass(found, Pass) and issubclass(found.Config, BaseModel)
     assert found.Config.model_config.get("extra") == "forbid", "a misspelt knob must be an error"
@@ -178,7 +178,7 @@ def test_the_declared_links_between_variants_hold():
 # runtimes, source loaders), a child process's entry (pipeline.core.isolate runs the function its
 # caller names: each `call("module:function")` is checked below), the user's model code.
 STRING_IMPORTERS = {
-    "pipeline.build.knobs": "pipeline.build.passes",
+    "pipeline.optimize.knobs": "pipeline.optimize.passes",
     "pipeline.runtimes": "pipeline.runtimes",
     "pipeline.measure.worker": "pipeline.runtimes",
     "pipeline.prepare.sources": "pipeline.prepare.sources",
@@ -247,7 +247,7 @@ def test_string_imports_follow_the_layers():
         "pipeline.core.isolate",
         "pipeline.core.model_code",
     }
-    prefixes = {"pipeline.build.passes": [v.pass_module for v in VARIANTS.values()],
+    prefixes = {"pipeline.optimize.passes": [v.pass_module for v in VARIANTS.values()],
                 "pipeline.runtimes": [r.module for r in RUNTIMES.values()],
                 "pipeline.prepare.sources": [s.loader for s in SOURCES.values() if s.loader]}  # fmt: skip
     for prefix, named in prefixes.items():

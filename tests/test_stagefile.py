@@ -1,5 +1,5 @@
 """dvc.yaml is generated (pipeline.stagefile) and each stage depends on its code through the plan's
-hash of its import walk (pipeline.build.plan): the committed files are current, every stage's code
+hash of its import walk (pipeline.optimize.plan): the committed files are current, every stage's code
 is the code it runs, and an edit reaches only the stages that run it."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.build.plan import STAGE_CODE, stage_code, variant_code, write_plan
 from pipeline.core import layout, registry
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
+from pipeline.optimize.plan import STAGE_CODE, stage_code, variant_code, write_plan
 from pipeline.present.docs import check_or_write as docs_check
 from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render, require_current, stage_file
 from tests.conftest import copy_project
@@ -133,10 +133,10 @@ def test_report_code_reaches_only_the_report_stage():
 def test_a_pass_reaches_only_its_variants():
     """No stage group runs a pass but through the registry (only their shared base): each variant's
     plan file carries its own pass's hash."""
-    shared = {"pipeline/build/passes/__init__.py", "pipeline/build/passes/base.py"}
+    shared = {"pipeline/optimize/passes/__init__.py", "pipeline/optimize/passes/base.py"}
     for group in STAGE_CODE:
-        assert not {p for p in code_of(group) if p.startswith("pipeline/build/passes/")} - shared, group
-    fp16 = Path("pipeline/build/passes/fp16.py")
+        assert not {p for p in code_of(group) if p.startswith("pipeline/optimize/passes/")} - shared, group
+    fp16 = Path("pipeline/optimize/passes/fp16.py")
     users = {v for v in registry.VARIANTS if fp16 in variant_code(v, REPO)}
     assert {"onnx_fp16", "onnx_cuda_fp16"} <= users
     assert not users & {"onnx_fp32", "onnx_int8_static", "openvino_int8", "torch_eager"}

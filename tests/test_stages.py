@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build import stage as build_module
-from pipeline.build.stage import build_variant
 from pipeline.core import layout, records
 from pipeline.core import registry as variants
 from pipeline.core.config import Params
@@ -18,6 +16,8 @@ from pipeline.core.files import write_json
 from pipeline.core.isolate import IsolatedFailure
 from pipeline.core.records import Kind
 from pipeline.measure.stage import benchmark_variant
+from pipeline.optimize import stage as build_module
+from pipeline.optimize.stage import build_variant
 from tests.conftest import tiny_config
 from tests.helpers import metric
 

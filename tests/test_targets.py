@@ -10,8 +10,6 @@ import pytest
 import yaml
 
 from pipeline import runtimes
-from pipeline.build.passes.tensorrt import ort_profile_options, profile_shapes
-from pipeline.build.stage import build_variant
 from pipeline.core import layout
 from pipeline.core import registry as variants
 from pipeline.core.config import Constraints, Params, SelectConfig, validate
@@ -22,6 +20,8 @@ from pipeline.decide.selection import screen
 from pipeline.machine import probe as target_probe
 from pipeline.machine.probe import engine_cache_key, probe
 from pipeline.measure.stage import benchmark_variant
+from pipeline.optimize.passes.tensorrt import ort_profile_options, profile_shapes
+from pipeline.optimize.stage import build_variant
 from pipeline.runtimes import ort
 from tests.conftest import REPO, tiny_config
 from tests.helpers import metric

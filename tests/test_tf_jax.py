@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from pipeline import runtimes
-from pipeline.build.passes.base import BuildContext
 from pipeline.core import layout
 from pipeline.core.config import ModelConfig, Params
 from pipeline.core.data import DataSet
 from pipeline.core.errors import ConfigError, ModelFileError, NotApplicable, PipelineError
+from pipeline.optimize.passes.base import BuildContext
 from pipeline.prepare.export import export_model
 from pipeline.prepare.sources import load_source
 from tests.conftest import build, models_from, tiny_config, torch_build_context

@@ -3,7 +3,7 @@
 The file is grouped by stage (models/catalog, train, export, variants, bench, build). Variant names,
 groups and targets are checked here against the registry's data (pipeline.core.registry); the knobs
 inside a variant's section belong to its pass, whose `Config` validates them in the build layer
-(pipeline.build.knobs: `python -m pipeline check`, the plan stage, the build stage), so reading
+(pipeline.optimize.knobs: `python -m pipeline check`, the plan stage, the build stage), so reading
 params.yaml imports no pass.
 """
 
@@ -611,7 +611,7 @@ class Params(Strict):
         return next((name for name in registry.BENCH_FIRST if name in applies), next(iter(applies), None))
 
     def deciding_records(self, fallback: str) -> list[str]:
-        """The variants whose records decide whether `fallback` is needed (pipeline.build.stage.not_needed):
+        """The variants whose records decide whether `fallback` is needed (pipeline.optimize.stage.not_needed):
         those it rescues that are configured and have a stage for every model `fallback` has one for
         (its build stage depends on their records, and one stage template serves every model)."""
         models = self.applicable_models(fallback)
@@ -647,7 +647,7 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def load_params(path: Path | str = PARAMS_FILE) -> Params:
     """Read and validate params.yaml. The knobs inside variant sections and overrides are the
-    passes' to check (pipeline.build.knobs.check_variant_params): this reads no pass."""
+    passes' to check (pipeline.optimize.knobs.check_variant_params): this reads no pass."""
     path = Path(path)
     try:
         raw = yaml.load(path.read_text(), Loader=SAFE_LOADER)

@@ -1,6 +1,6 @@
 """The project modules a piece of code runs: a static walk of `import` statements (function-level
 ones included), used to derive each DVC stage's code deps (pipeline.stagefile) and each variant's
-code hash (pipeline.build.plan), so that an edit reruns the stages whose code it touches and no others.
+code hash (pipeline.optimize.plan), so that an edit reruns the stages whose code it touches and no others.
 
 Modules named by string (a pass or runtime in the registry, a child process's entry) are not
 seen by the walk: whoever names them passes them in as roots.

@@ -4,7 +4,7 @@ of target), what it needs (its runtime and the packages its pass imports), the v
 and its pass by module path; each runtime names its adapter module and its packages.
 
 This is the one place a backend is registered (docs/development.md, "Adding a backend"). It imports
-nothing it names: the build layer imports passes and validates their knobs (pipeline.build.knobs),
+nothing it names: the build layer imports passes and validates their knobs (pipeline.optimize.knobs),
 pipeline.runtimes imports the adapters, pipeline.prepare.sources the source loaders. Reading it
 costs no framework import, and the packages table is the one list that the environment fingerprint
 (pipeline.machine.fingerprint), the pyproject check (tests/test_registry.py) and skip reasons read.
@@ -136,7 +136,7 @@ class Variant:
     summary: str
     runtime: str  # a RUNTIMES key: the adapter that loads and runs the artifact
     precision: str
-    pass_ref: str  # "module:Class" under pipeline.build.passes: a Pass whose Config holds its params.yaml knobs
+    pass_ref: str  # "module:Class" under pipeline.optimize.passes: a Pass whose Config holds its params.yaml knobs
     sources: frozenset[str] | None = None  # source kinds it applies to; None: any, through the ONNX export
     device: str = "cpu"  # the kind of target it runs on (pipeline.core.targets)
     per_target: bool = False  # its artifact depends on the hardware that builds it: params.yaml machine_variants
@@ -175,103 +175,105 @@ HF = ("transformers", "torch")  # what the decoder passes convert from
 # fmt: off
 VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_fp32", "the ONNX export as is", "onnxruntime", "fp32",
-            "pipeline.build.passes.onnx_export:AsExported", requires=ONNX, onnx_ml=True),
+            "pipeline.optimize.passes.onnx_export:AsExported", requires=ONNX, onnx_ml=True),
     Variant("onnx_opt", "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
-            "onnxruntime", "fp32", "pipeline.build.passes.ort_optimize:OrtOptimize", requires=(*ONNX, "onnxslim"),
+            "onnxruntime", "fp32", "pipeline.optimize.passes.ort_optimize:OrtOptimize", requires=(*ONNX, "onnxslim"),
             onnx_ml=True),
     Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
-            "onnxruntime", "fp16", "pipeline.build.passes.fp16:Float16", should_beat="onnx_fp32", requires=FP16),
+            "onnxruntime", "fp16", "pipeline.optimize.passes.fp16:Float16", should_beat="onnx_fp32", requires=FP16),
     Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
-            "onnxruntime", "int8", "pipeline.build.passes.ort_quantize:DynamicInt8", per_target=True,
+            "onnxruntime", "int8", "pipeline.optimize.passes.ort_quantize:DynamicInt8", per_target=True,
             should_beat="onnx_fp32", requires=ONNX),  # reduce_range: auto reads the building CPU's ISA
     Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
-            "onnxruntime", "int8", "pipeline.build.passes.ort_quantize:StaticInt8", per_target=True,
+            "onnxruntime", "int8", "pipeline.optimize.passes.ort_quantize:StaticInt8", per_target=True,
             should_beat="onnx_fp32", requires=ONNX),
     Variant("onnx_int8_static_search", "onnx_int8_static's recipe with the consumers of the lowest-SQNR "
             "activations left float until the validation rows' worst cosine keeps target_cosine", "onnxruntime",
-            "int8", "pipeline.build.passes.ort_quantize:StaticInt8Search", per_target=True, should_beat="onnx_fp32",
+            "int8", "pipeline.optimize.passes.ort_quantize:StaticInt8Search", per_target=True, should_beat="onnx_fp32",
             requires=ONNX, rescues=("onnx_int8_static",)),
     Variant("onnx_int8_blockwise", "MatMulNBits: 8-bit block-wise MatMul weights, activations quantized per "
             "block at run time (accuracy_level 4)", "onnxruntime", "int8",
-            "pipeline.build.passes.ort_blockwise:MatMulNBits8", should_beat="onnx_fp32", requires=ONNX),
+            "pipeline.optimize.passes.ort_blockwise:MatMulNBits8", should_beat="onnx_fp32", requires=ONNX),
     Variant("openvino_fp32", "OpenVINO IR, FP32 weights, f32 inference pinned", "openvino", "fp32",
-            "pipeline.build.passes.openvino:OpenVinoFp32", requires=("torch",)),  # torch: frontend: source
+            "pipeline.optimize.passes.openvino:OpenVinoFp32", requires=("torch",)),  # torch: frontend: source
     Variant("openvino_fp16", "OpenVINO IR, FP16-compressed weights", "openvino", "fp16",
-            "pipeline.build.passes.openvino:OpenVinoFp16", should_beat="openvino_fp32", requires=("torch",)),
+            "pipeline.optimize.passes.openvino:OpenVinoFp16", should_beat="openvino_fp32", requires=("torch",)),
     Variant("openvino_int8", "OpenVINO IR quantized by nncf.quantize on the calibration split",
-            "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8", should_beat="openvino_fp32",
+            "openvino", "int8", "pipeline.optimize.passes.openvino:NncfInt8", should_beat="openvino_fp32",
             requires=("nncf", "torch")),
     Variant("openvino_int8_dynamic", "OpenVINO IR, INT8 weights (nncf.compress_weights), activations "
             "quantized per group at run time by the CPU plugin", "openvino", "int8",
-            "pipeline.build.passes.openvino:NncfWeightsInt8DynamicActivations", should_beat="openvino_fp32",
+            "pipeline.optimize.passes.openvino:NncfWeightsInt8DynamicActivations", should_beat="openvino_fp32",
             requires=("nncf", "torch")),
     Variant("openvino_int8_acc", "nncf.quantize_with_accuracy_control: INT8 within max_drop on the eval split",
-            "openvino", "int8", "pipeline.build.passes.openvino:NncfInt8AccuracyControl", should_beat="openvino_fp32",
+            "openvino", "int8", "pipeline.optimize.passes.openvino:NncfInt8AccuracyControl",
+            should_beat="openvino_fp32",
             requires=("nncf", "torch"), rescues=("openvino_int8", "openvino_int8_dynamic")),
     Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
-            "pipeline.build.passes.pytorch:TorchEager", frozenset({"torch"})),
+            "pipeline.optimize.passes.pytorch:TorchEager", frozenset({"torch"})),
     Variant("torch_compile", "AOTInductor package of the PyTorch source (torch.export + TorchInductor)",
-            "torch", "fp32", "pipeline.build.passes.pytorch:TorchCompile", frozenset({"torch"}), per_target=True),
+            "torch", "fp32", "pipeline.optimize.passes.pytorch:TorchCompile", frozenset({"torch"}), per_target=True),
     Variant("torch_xla", "PyTorch source converted to JAX by torchax, exported like jax_xla", "jax", "fp32",
-            "pipeline.build.passes.jax_xla:TorchXla", frozenset({"torch"}), requires=("torch", "torchax", "jaxlib")),
+            "pipeline.optimize.passes.jax_xla:TorchXla", frozenset({"torch"}), requires=("torch", "torchax", "jaxlib")),
     Variant("tf_graph", "the TF/Keras source as a SavedModel serving a plain tf.function", "tensorflow", "fp32",
-            "pipeline.build.passes.tf_saved:TfGraph", frozenset({"keras", "savedmodel"})),
+            "pipeline.optimize.passes.tf_saved:TfGraph", frozenset({"keras", "savedmodel"})),
     Variant("tf_xla", "the same with tf.function(jit_compile=True): XLA-compiled at load", "tensorflow", "fp32",
-            "pipeline.build.passes.tf_saved:TfXla", frozenset({"keras", "savedmodel"})),
+            "pipeline.optimize.passes.tf_saved:TfXla", frozenset({"keras", "savedmodel"})),
     Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
-            "pipeline.build.passes.jax_xla:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
+            "pipeline.optimize.passes.jax_xla:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",
-            "pipeline.build.passes.jax_xla:JaxXla", frozenset({"jax"}), requires=("jaxlib",)),
+            "pipeline.optimize.passes.jax_xla:JaxXla", frozenset({"jax"}), requires=("jaxlib",)),
     # Text generation (task: text-generation): a causal LM with its KV cache, greedy decoding.
     Variant("lm_torch", "the Hugging Face model in PyTorch, decoding with its KV cache: the baseline",
-            "transformers", "fp32", "pipeline.build.passes.decoder:LmTorch", frozenset({"transformers"}),
+            "transformers", "fp32", "pipeline.optimize.passes.decoder:LmTorch", frozenset({"transformers"}),
             tasks=GENERATES),
     Variant("lm_onnx_fp32", "ONNX with past key/values by onnxruntime-genai's model builder, run by "
-            "onnxruntime-genai", "onnxruntime-genai", "fp32", "pipeline.build.passes.decoder:GenaiFp32",
+            "onnxruntime-genai", "onnxruntime-genai", "fp32", "pipeline.optimize.passes.decoder:GenaiFp32",
             frozenset({"transformers"}), tasks=GENERATES, requires=(*HF, "onnx")),
     Variant("lm_onnx_int8", "the builder's ONNX with weight-only INT8 MatMulNBits (block-wise, RTN)",
-            "onnxruntime-genai", "int8", "pipeline.build.passes.decoder:GenaiInt8", frozenset({"transformers"}),
+            "onnxruntime-genai", "int8", "pipeline.optimize.passes.decoder:GenaiInt8", frozenset({"transformers"}),
             tasks=GENERATES, should_beat="lm_onnx_fp32", requires=(*HF, "onnx")),
     Variant("lm_onnx_int4", "the builder's ONNX with weight-only INT4 MatMulNBits (block-wise, RTN)",
-            "onnxruntime-genai", "int4", "pipeline.build.passes.decoder:GenaiInt4", frozenset({"transformers"}),
+            "onnxruntime-genai", "int4", "pipeline.optimize.passes.decoder:GenaiInt4", frozenset({"transformers"}),
             tasks=GENERATES, should_beat="lm_onnx_fp32", requires=(*HF, "onnx")),
     Variant("lm_openvino_fp32", "stateful OpenVINO IR (KV cache as model state), f32 inference and KV cache "
-            "pinned, run by openvino-genai", "openvino-genai", "fp32", "pipeline.build.passes.decoder:OvFp32",
+            "pinned, run by openvino-genai", "openvino-genai", "fp32", "pipeline.optimize.passes.decoder:OvFp32",
             frozenset({"transformers"}), tasks=GENERATES, requires=(*HF, "openvino")),
     Variant("lm_openvino_fp16", "the stateful IR with FP16 weights; the CPU plugin's own inference and KV-cache "
             "precision (bf16 and u8 where the CPU has them)", "openvino-genai", "fp16",
-            "pipeline.build.passes.decoder:OvFp16", frozenset({"transformers"}), tasks=GENERATES,
+            "pipeline.optimize.passes.decoder:OvFp16", frozenset({"transformers"}), tasks=GENERATES,
             should_beat="lm_openvino_fp32", requires=(*HF, "openvino")),
     Variant("lm_openvino_int8", "the stateful IR with weights compressed to INT8 by nncf.compress_weights",
-            "openvino-genai", "int8", "pipeline.build.passes.decoder:OvInt8", frozenset({"transformers"}),
+            "openvino-genai", "int8", "pipeline.optimize.passes.decoder:OvInt8", frozenset({"transformers"}),
             tasks=GENERATES, should_beat="lm_openvino_fp32", requires=(*HF, "openvino", "nncf")),
     Variant("lm_openvino_int4", "the stateful IR with weights compressed to INT4 (group-wise) by "
-            "nncf.compress_weights", "openvino-genai", "int4", "pipeline.build.passes.decoder:OvInt4",
+            "nncf.compress_weights", "openvino-genai", "int4", "pipeline.optimize.passes.decoder:OvInt4",
             frozenset({"transformers"}), tasks=GENERATES, should_beat="lm_openvino_fp32",
             requires=(*HF, "openvino", "nncf")),
     # GPU targets (NVIDIA, CUDA): skipped with the target probe's reason where there is none.
     Variant("onnx_cuda_fp32", "the ONNX export on ONNX Runtime's CUDA execution provider", "onnxruntime",
-            "fp32", "pipeline.build.passes.onnx_export:AsExported", device="cuda", per_target=True,
+            "fp32", "pipeline.optimize.passes.onnx_export:AsExported", device="cuda", per_target=True,
             runtime_options=(("provider", "cuda"),), requires=ONNX, onnx_ml=True),
     Variant("onnx_cuda_fp16", "onnx_fp16's FP16 graph on ONNX Runtime's CUDA execution provider", "onnxruntime",
-            "fp16", "pipeline.build.passes.fp16:Float16", device="cuda", per_target=True,
+            "fp16", "pipeline.optimize.passes.fp16:Float16", device="cuda", per_target=True,
             runtime_options=(("provider", "cuda"),), should_beat="onnx_cuda_fp32", requires=FP16),
     Variant("onnx_trt_fp16", "ONNX Runtime's TensorRT execution provider, FP16 enabled, engine cached in "
-            "the artifact", "onnxruntime", "fp16", "pipeline.build.passes.tensorrt:OrtTensorRt", device="cuda",
+            "the artifact", "onnxruntime", "fp16", "pipeline.optimize.passes.tensorrt:OrtTensorRt", device="cuda",
             per_target=True, runtime_options=(("provider", "tensorrt"), ("fp16", True)), requires=ONNX),
     Variant("onnx_trt_int8", "the QDQ INT8 model (onnx_int8_static's recipe) on the TensorRT execution "
             "provider: explicit quantization, no calibration table", "onnxruntime", "int8",
-            "pipeline.build.passes.tensorrt:OrtTensorRtQdq", device="cuda", per_target=True,
+            "pipeline.optimize.passes.tensorrt:OrtTensorRtQdq", device="cuda", per_target=True,
             runtime_options=(("provider", "tensorrt"), ("fp16", True), ("int8", True)),
             should_beat="onnx_trt_fp16", requires=ONNX),
     Variant("tensorrt_fp16", "onnx_fp16's graph built into a TensorRT engine (tensorrt API, strongly typed)",
-            "tensorrt", "fp16", "pipeline.build.passes.tensorrt:EngineFp16", device="cuda", per_target=True,
+            "tensorrt", "fp16", "pipeline.optimize.passes.tensorrt:EngineFp16", device="cuda", per_target=True,
             requires=FP16),
     Variant("tensorrt_int8", "a TensorRT engine of the QDQ INT8 model (explicit quantization)",
-            "tensorrt", "int8", "pipeline.build.passes.tensorrt:EngineInt8", device="cuda", per_target=True,
+            "tensorrt", "int8", "pipeline.optimize.passes.tensorrt:EngineInt8", device="cuda", per_target=True,
             should_beat="tensorrt_fp16", requires=(*ONNX, "onnxruntime")),  # onnxruntime: its QDQ quantizer
     Variant("torch_compile_cuda", "AOTInductor package of the PyTorch source compiled for CUDA", "torch",
-            "fp32", "pipeline.build.passes.pytorch:TorchCompile", frozenset({"torch"}), device="cuda", per_target=True),
+            "fp32", "pipeline.optimize.passes.pytorch:TorchCompile", frozenset({"torch"}), device="cuda",
+            per_target=True),
 ]}
 # fmt: on
 
@@ -311,7 +313,11 @@ KNOWN_DEFECTS: tuple[KnownDefect, ...] = (
 def _check_references() -> None:
     """Every name the tables use is declared, and every module path lies in its layer: a new entry
     with a typo stops at import with the entry's name, not at the first stage that reads it."""
-    layers = {"pass": "pipeline.build.passes.", "runtime": "pipeline.runtimes.", "loader": "pipeline.prepare.sources."}
+    layers = {
+        "pass": "pipeline.optimize.passes.",
+        "runtime": "pipeline.runtimes.",
+        "loader": "pipeline.prepare.sources.",
+    }
 
     def need(ok: bool, where: str, what: str) -> None:
         if not ok:

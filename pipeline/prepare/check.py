@@ -1,7 +1,7 @@
 """`python -m pipeline check`: find what `dvc repro` would stumble on, before any stage runs.
 
 params.yaml is validated as a whole (pipeline.core.config, and each variant's knobs by its pass:
-pipeline.build.knobs, which the command runs before this); then every model that `models` lists has
+pipeline.optimize.knobs, which the command runs before this); then every model that `models` lists has
 its files opened: an ONNX file is checked (by path, so external weights count) and its inputs
 compared with the spec, data files are read and checked against the spec, other model files must
 exist, and a `factory` is imported (its module and name; it is not called, so no model is built).

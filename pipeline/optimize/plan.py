@@ -3,14 +3,14 @@ exactly when what they describe does.
 
 - reports/plan/<variant>.json: a variant's params (its `*variants.<name>` section and every model's
   overrides of it) and a hash of its pass's and runtime's code (named by string in the registry).
-  The plan stage checks every variant's knobs with its pass's Config first (pipeline.build.knobs).
+  The plan stage checks every variant's knobs with its pass's Config first (pipeline.optimize.knobs).
 - reports/plan/stage_<group>.json: a hash of every project file a stage group's code runs (the
   import walk of its entry script, pipeline.core.imports).
 
 Stages depend on these files instead of on params.yaml and on lists of code files: DVC parses
 params.yaml once per stage that declares params, and it rereads and rewrites the whole dvc.lock
 after every stage, which with ~40 code files per stage grew to 745 KB and 5 s a stage. A shared
-dependency on pipeline/build/passes would also rebuild every variant for an edit to one pass. An
+dependency on pipeline/optimize/passes would also rebuild every variant for an edit to one pass. An
 unchanged file keeps its hash, so an edit reruns only the stages whose code or knobs it touches.
 """
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.build.knobs import check_variant_params
 from pipeline.core import layout, registry
 from pipeline.core.config import Params
 from pipeline.core.files import atomic_dir, write_json
 from pipeline.core.imports import code_hash, walk
+from pipeline.optimize.knobs import check_variant_params
 from pipeline.prepare.sources import SOURCE_MODULES
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.build.passes.onnx_export import MODEL_FILE
 from pipeline.core import onnx_files
 from pipeline.core.onnx_files import graph_stats
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.optimize.passes.onnx_export import MODEL_FILE
 
 
 class Float16Config(NoConfig):

@@ -21,7 +21,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from pipeline.build.passes.base import (
+from pipeline.core import onnx_files
+from pipeline.core.errors import NotApplicable
+from pipeline.optimize.passes.base import (
     BuildContext,
     BuildResult,
     NoConfig,
@@ -29,10 +31,8 @@ from pipeline.build.passes.base import (
     run_time_quantization,
     session_runner,
 )
-from pipeline.build.passes.onnx_export import MODEL_FILE
-from pipeline.build.passes.ort_quantize import is_external
-from pipeline.core import onnx_files
-from pipeline.core.errors import NotApplicable
+from pipeline.optimize.passes.onnx_export import MODEL_FILE
+from pipeline.optimize.passes.ort_quantize import is_external
 
 FLOAT_COMPUTE = 1  # MatMulNBits accuracy_level 1: dequantize the weights, multiply in FP32
 

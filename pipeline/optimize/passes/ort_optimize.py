@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.build.passes.onnx_export import MODEL_FILE
 from pipeline.core import onnx_files
 from pipeline.core.onnx_files import graph_stats
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.optimize.passes.onnx_export import MODEL_FILE
 
 
 class OrtOptimizeConfig(NoConfig):

@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass, defect_record, known_defect
-from pipeline.build.passes.onnx_export import MODEL_FILE
-from pipeline.build.passes.ort_optimize import fuse_transformer
-from pipeline.build.passes.ort_sensitivity import Layout, restore_until
 from pipeline.core import onnx_files
 from pipeline.core.config import PARAMS_FILE
 from pipeline.core.data import Arrays, padded_batches
 from pipeline.core.errors import ConfigError, NotApplicable, first_line
 from pipeline.core.onnx_files import graph_stats
 from pipeline.machine.fingerprint import has_vnni
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass, defect_record, known_defect
+from pipeline.optimize.passes.onnx_export import MODEL_FILE
+from pipeline.optimize.passes.ort_optimize import fuse_transformer
+from pipeline.optimize.passes.ort_sensitivity import Layout, restore_until
 
 if TYPE_CHECKING:
     from pipeline.core.records import VariantRecord
@@ -64,7 +64,7 @@ class StaticConfig(DynamicConfig):
 class SearchConfig(StaticConfig):
     """The static recipe, then: below this worst-row cosine on the validation rows, the lowest-SQNR
     activations' consumers are kept in float, 1, 2, 4, ... up to max_excluded tensors
-    (pipeline.build.passes.ort_sensitivity)."""
+    (pipeline.optimize.passes.ort_sensitivity)."""
 
     format: Literal["qdq"] = "qdq"  # the search excludes nodes around Q/DQ pairs
     target_cosine: float = Field(default=0.995, gt=0, le=1)
@@ -410,7 +410,7 @@ class StaticInt8(Pass):
 
 class StaticInt8Search(StaticInt8):
     """onnx_int8_static's fallback: its recipe with the sensitivity search, built only when the plain
-    model misses the model's quality constraints (registry `rescues`, pipeline.build.stage.not_needed)."""
+    model misses the model's quality constraints (registry `rescues`, pipeline.optimize.stage.not_needed)."""
 
     Config = SearchConfig
 

@@ -15,11 +15,11 @@ import importlib
 
 from pydantic import BaseModel
 
-from pipeline.build.passes.base import Pass
 from pipeline.core import registry
 from pipeline.core.config import Params
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.validation import validate
+from pipeline.optimize.passes.base import Pass
 
 
 def pass_class(variant: str | registry.Variant) -> type[Pass]:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.core import layout
 from pipeline.core.errors import NotApplicable, PipelineError, one_line
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 if TYPE_CHECKING:
     import openvino as ov

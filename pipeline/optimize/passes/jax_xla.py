@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.core.config import model_dir
 from pipeline.core.errors import PipelineError, Unavailable, first_line
 from pipeline.core.files import write_json
 from pipeline.core.registry import not_installed
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 ENTRY = "jax_model.json"
 PARAMS = "params.msgpack"

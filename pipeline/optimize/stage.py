@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.build import knobs
-from pipeline.build.passes.base import BuildContext, Pass
 from pipeline.core import layout, onnx_files, records
 from pipeline.core import registry as variants
 from pipeline.core.config import PARAMS_FILE, Params, load_params
@@ -23,6 +21,8 @@ from pipeline.core.quality import quality_violations
 from pipeline.core.records import Kind
 from pipeline.core.targets import target_for
 from pipeline.machine.probe import recorded_probe
+from pipeline.optimize import knobs
+from pipeline.optimize.passes.base import BuildContext, Pass
 
 
 def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: str = "cpu") -> dict[str, Any]:
@@ -169,7 +169,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
         else:
             try:
                 info |= call(
-                    "pipeline.build.stage:run_pass",
+                    "pipeline.optimize.stage:run_pass",
                     {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root), "target": target},
                     timeout=params.build.timeout_s,
                     log=layout.log_file(model, variant, "build", root),

@@ -19,7 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from pipeline.build.passes.base import (
+from pipeline.core.config import PARAMS_FILE
+from pipeline.core.data import Arrays, DataSet, padded_batches
+from pipeline.core.errors import ConfigError, PipelineError
+from pipeline.core.evaluate import cosine_per_sample, mixed_scale_channels, predictions, search_score
+from pipeline.optimize.passes.base import (
     BuildContext,
     BuildResult,
     NoConfig,
@@ -27,10 +31,6 @@ from pipeline.build.passes.base import (
     run_time_quantization,
     session_runner,
 )
-from pipeline.core.config import PARAMS_FILE
-from pipeline.core.data import Arrays, DataSet, padded_batches
-from pipeline.core.errors import ConfigError, PipelineError
-from pipeline.core.evaluate import cosine_per_sample, mixed_scale_channels, predictions, search_score
 
 if TYPE_CHECKING:
     import openvino as ov
@@ -96,7 +96,7 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
         raise PipelineError(f"frontend 'source' converts PyTorch models; {ctx.model} is a {ctx.config.source} model")
     import torch
 
-    from pipeline.build.passes.pytorch import source_module
+    from pipeline.optimize.passes.pytorch import source_module
 
     module = source_module(ctx)
     example = tuple(torch.from_numpy(v) for v in ctx.example().values())

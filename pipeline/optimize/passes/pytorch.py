@@ -17,9 +17,9 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.core.config import model_dir
 from pipeline.core.files import write_json
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 ENTRY = "torch_model.json"
 WEIGHTS = "weights.pt"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.core import onnx_files
 from pipeline.core.onnx_files import graph_stats
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 MODEL_FILE = "model.onnx"
 

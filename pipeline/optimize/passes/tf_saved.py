@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 SAVED_MODEL = "saved_model"
 

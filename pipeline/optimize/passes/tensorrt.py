@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.build.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.build.passes.fp16 import Float16, Float16Config
-from pipeline.build.passes.onnx_export import MODEL_FILE, AsExported
-from pipeline.build.passes.ort_quantize import StaticConfig, StaticInt8
 from pipeline.core.files import write_json
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.optimize.passes.fp16 import Float16, Float16Config
+from pipeline.optimize.passes.onnx_export import MODEL_FILE, AsExported
+from pipeline.optimize.passes.ort_quantize import StaticConfig, StaticInt8
 
 ENGINE, ENGINE_INFO = "model.engine", "engine.json"
 Shape = tuple[int, ...]
