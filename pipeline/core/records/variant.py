@@ -23,12 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
 from pipeline.core.outcome import Kind, Status
-
-
-class Part(BaseModel):
-    """A typed piece of a record: an unknown key is an error, so a renamed field fails the fast tests."""
-
-    model_config = ConfigDict(extra="forbid")
+from pipeline.core.records.base import Part
 
 
 class LatencyStats(Part):
@@ -465,49 +460,6 @@ class Metrics(BaseModel):
 
 
 Records = dict[str, VariantRecord]  # one model's variants, keyed by variant name
-
-
-class Choice(Part):
-    """The select stage's decision for one model (reports/selection/<model>.json, committed): what the
-    gate compares between revisions and the report and summary quote."""
-
-    status: Literal["ok", "none"]
-    chosen: str  # "none" when nothing met the constraints
-    runtime: str = ""
-    objective: str = ""
-    value: float | None = None
-    latency_ms: float | None = None
-    measured: str = ""  # how the latency was measured: side by side, or the stored figures
-    tied_with: list[str] = Field(default_factory=list)
-    accuracy_delta: float | None = None
-    ppl_increase_pct: float | None = None
-    fidelity: float | None = None
-    size_mb: float | None = None
-    feasible: int = 0
-    candidates: int = 0
-    reason: str = ""
-    why: str = ""
-    rejected: dict[str, str] = Field(default_factory=dict)
-    pareto_front: list[str] = Field(default_factory=list)
-    # the configured variants that can never apply to this model (no stages: params.not_applicable), with why
-    not_applicable: dict[str, str] = Field(default_factory=dict)
-
-
-def write_choice(model: str, choice: Choice, root: Path = Path(".")) -> None:
-    """Every field, a missing figure as null (the decision says what it lacked); perplexity for decoders only."""
-    text_only = {"ppl_increase_pct"} if choice.ppl_increase_pct is None else set()
-    write_json(layout.selection_file(model, root), choice.model_dump(mode="json", exclude=text_only))
-
-
-def load_choice(model: str, root: Path = Path("."), lenient: bool = False) -> Choice | None:
-    """The recorded decision for `model`, or None before the select stage ran."""
-    path = layout.selection_file(model, root)
-    return parse_choice(read_json(path), lenient) if path.exists() else None
-
-
-def parse_choice(data: dict[str, Any], lenient: bool = False) -> Choice:
-    """`lenient`: an older revision's decision (the gate's base), keys this version dropped ignored."""
-    return Choice.model_validate({k: v for k, v in data.items() if k in Choice.model_fields} if lenient else data)
 
 
 def parse(data: dict[str, Any], lenient: bool = False) -> VariantRecord:
