@@ -268,11 +268,10 @@ def stage_project(tmp_path: Path) -> Path:
 
 def record_this_machine(root: Path) -> None:
     """reports/env.json as the env stage writes it here (with the cpu target): bench stages need it."""
-    from pipeline.core import layout
-    from pipeline.core.files import write_json
+    from pipeline.core.records import env
     from pipeline.machine.naming import current
 
-    write_json(layout.env_file(root), {"machine": current(), "targets": {"cpu": {"available": True, "reason": ""}}})
+    env.write(env.Env(machine=current(), targets={"cpu": env.Probe(available=True)}), root)
 
 
 @pytest.fixture

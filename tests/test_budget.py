@@ -97,11 +97,11 @@ def test_eval_rows_keep_labels_and_cut_unlabelled_rows():
 
 def test_eval_batch_is_the_peak_batch_capped_and_the_fixed_batch_for_fixed_models():
     bench = BenchConfig()  # eval_batch 64
-    assert eval_batch(8, bench, {}, None) == 8
-    assert eval_batch(128, bench, {}, None) == 64
-    assert eval_batch(None, bench, {}, None) == 64  # no sweep: as before
-    assert eval_batch(32, bench, {"max_batch": 16}, None) == 16
-    assert eval_batch(None, bench, {}, 1) == eval_batch(128, bench, {}, 4) - 3 == 1
+    assert eval_batch(8, bench, None, None) == 8
+    assert eval_batch(128, bench, None, None) == 64
+    assert eval_batch(None, bench, None, None) == 64  # no sweep: as before
+    assert eval_batch(32, bench, 16, None) == 16
+    assert eval_batch(None, bench, None, 1) == eval_batch(128, bench, None, 4) - 3 == 1
 
 
 def test_contention_ratio_is_validated():

@@ -132,9 +132,9 @@ def test_batch_limit_follows_the_measured_activation_memory():
         return np.ones(n * 20 * 1_000_000 // 8).sum()  # 20 MB per sample
 
     limit = batch_limit(run, budget_mb=200, fixed_batch=None)
-    assert 7 <= limit["max_batch"] <= 11 and 17 <= limit["per_sample_mb"] <= 23
-    assert batch_size(256, limit, None) == limit["max_batch"] and batch_size(4, limit, None) == 4
-    assert batch_size(256, limit, fixed_batch=1) == 1
+    assert 7 <= limit.max_batch <= 11 and 17 <= limit.per_sample_mb <= 23
+    assert batch_size(256, limit.max_batch, None) == limit.max_batch and batch_size(4, limit.max_batch, None) == 4
+    assert batch_size(256, limit.max_batch, fixed_batch=1) == 1
     with pytest.raises(PipelineError, match=r"one batch of 1 needs about .* MB of activations"):
         batch_limit(run, budget_mb=10, fixed_batch=None)
 

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxconverter_common import float16
 
 from pipeline.ci import remeasure
+from pipeline.core.records.build import BuildFacts
 from pipeline.machine import fingerprint
 from pipeline.measure.stage import honest_precision
 from pipeline.measure.worker import CpuClock
@@ -106,11 +107,10 @@ def test_gate_remeasure_runs_with_the_bench_thread_environment(monkeypatch):
 
 
 def test_an_int8_variant_whose_runtime_kept_float_activations_says_so():
-    build = {
-        "activations_quantized_at_run_time": False,
-        "activations_check": "outputs do not differ from group size 0's",
-    }
+    build = BuildFacts(
+        activations_quantized_at_run_time=False, activations_check="outputs do not differ from group size 0's"
+    )
     label = honest_precision("int8", "bf16", build)
     assert label["precision"] == "int8+bf16"
     assert label["precision_note"].startswith("INT8 weights, float matrix products: outputs do not differ")
-    assert honest_precision("int8", None, {"activations_quantized_at_run_time": True}) == {}
+    assert honest_precision("int8", None, BuildFacts(activations_quantized_at_run_time=True)) == {}

@@ -11,6 +11,8 @@ import numpy as np
 from pipeline.core import layout
 from pipeline.core.config import Params
 from pipeline.core.data import DataSet, rows_in
+from pipeline.core.records import source as records_source
+from pipeline.core.records.build import BuildFacts
 from pipeline.decide.selection import Selection
 from pipeline.measure.stage import in_sample
 from pipeline.prepare.export import export_model
@@ -80,11 +82,11 @@ def test_calib_data_that_repeats_eval_rows_marks_calibrated_figures_in_sample(ti
     held_out, sets = exported(tiny_project, calib_data="calib.npz")
     assert len(sets["scoring"]) == 64  # with calib_data every eval row scores
     assert held_out["calibration"]["rows_in_scoring"] == 32  # calib_data is split: half calibrates
-    source = {"held_out": held_out}
-    assert in_sample({"calibration_origin": "calib.npz"}, source) == {
+    source = records_source.load("tiny", tiny_project)
+    assert in_sample(BuildFacts(calibration_origin="calib.npz"), source) == {
         "in_sample": "32 of the scoring rows are calibration rows"
     }
-    assert in_sample({}, source) == {}  # an uncalibrated variant is still held out
+    assert in_sample(BuildFacts(), source) == {}  # an uncalibrated variant is still held out
     metrics = {"onnx_int8_static": metric(1.0, in_sample="32 of the scoring rows are calibration rows")}
     [warning] = [w for w in traps(metrics, {}, Selection(None, "", [], {}, [])) if "in-sample" in w]
     assert "`onnx_int8_static`" in warning and "32 of the scoring rows" in warning

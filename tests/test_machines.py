@@ -19,15 +19,15 @@ from pipeline.core import layout
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
 from pipeline.core.layout import short_name
+from pipeline.core.records.env import Cpu, Env, MachineName
 from pipeline.machine import naming as machines
 from pipeline.present.compare import key_variants
 from tests.conftest import copy_project, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST, metric
 
 
-def fingerprint(vendor="GenuineIntel", family="6", model_id="143", cores=16, gpus="none", name="Xeon") -> dict:
-    return {"cpu": {"vendor": vendor, "family": family, "model_id": model_id, "cores": cores, "model": name},
-            "gpus": gpus}  # fmt: skip
+def fingerprint(vendor="GenuineIntel", family="6", model_id="143", cores=16, gpus="none", name="Xeon") -> Env:
+    return Env(cpu=Cpu(vendor=vendor, family=family, model_id=model_id, cores=cores, model=name), gpus=gpus)
 
 
 def test_hardware_names_come_from_the_fingerprint():
@@ -41,9 +41,9 @@ def test_hardware_names_come_from_the_fingerprint():
 def test_the_environment_names_a_machine_and_a_bad_name_is_one_error(monkeypatch):
     monkeypatch.delenv(machines.ENV_VAR, raising=False)
     derived = machines.current()
-    assert derived["source"] == "fingerprint" and derived["name"] == derived["hardware"]
+    assert derived.source == "fingerprint" and derived.name == derived.hardware
     monkeypatch.setenv(machines.ENV_VAR, "gpu-server.a100")
-    assert machines.current() == {"name": "gpu-server.a100", "source": "MODELOPT_MACHINE", "hardware": derived["name"]}
+    assert machines.current() == MachineName(name="gpu-server.a100", source="MODELOPT_MACHINE", hardware=derived.name)
     monkeypatch.setenv(machines.ENV_VAR, "Bad Name")
     with pytest.raises(ConfigError, match="MODELOPT_MACHINE: machine name 'Bad Name'"):
         machines.current()
@@ -56,8 +56,8 @@ def test_a_measurement_refuses_an_env_json_from_other_hardware(tmp_path, machine
     write_json(env, {"machine": {"name": "box", "hardware": "amd-25-17-64c"}})
     with pytest.raises(ConfigError, match=r"machine\.hardware: amd-25-17-64c, this is"):
         machines.require_same_hardware(tmp_path)
-    write_json(env, {"machine": machines.current()})
-    assert machines.require_same_hardware(tmp_path)["name"] == "box"
+    write_json(env, {"machine": machines.current().model_dump()})
+    assert machines.require_same_hardware(tmp_path).name == "box"
 
 
 def test_key_variants_are_the_choice_the_baseline_and_the_fastest_per_target_and_precision():

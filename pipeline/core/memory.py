@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 
 from pipeline.core.errors import PipelineError
+from pipeline.core.records.source import Batching
 
 
 def _hwm_mb() -> float | None:
@@ -122,7 +123,7 @@ def peak_rss_growth_mb(call: Callable[[], Any]) -> float:
 
 def batch_limit(
     run_batch: Callable[[int], Any], budget_mb: float, fixed_batch: int | None, largest: int = 256
-) -> dict[str, Any]:
+) -> Batching:
     """The largest batch whose activations fit `budget_mb`, measured on the model.
 
     `run_batch(n)` runs the model on n samples. After one warm call (batch 1: weights, arenas),
@@ -145,16 +146,16 @@ def batch_limit(
             f"one batch of {fixed_batch or 1} needs about {per_sample * (fixed_batch or 1):,.0f} MB of activations: "
             f"more than export.memory_budget_mb ({budget_mb:,.0f}) or the {available:,.0f} MB available"
         )
-    return {
-        "max_batch": fixed_batch or max(1, int(budget_mb // per_sample)),
-        "per_sample_mb": per_sample,
-        "probe_batch": probe,
-        "warm_up_mb": warm - baseline,
-        "budget_mb": budget_mb,
-        "how": "peak RSS of the source model over a doubling probe batch above its warm level, sampled every 0.5 ms",
-    }
+    return Batching(
+        max_batch=fixed_batch or max(1, int(budget_mb // per_sample)),
+        per_sample_mb=per_sample,
+        probe_batch=probe,
+        warm_up_mb=warm - baseline,
+        budget_mb=budget_mb,
+        how="peak RSS of the source model over a doubling probe batch above its warm level, sampled every 0.5 ms",
+    )
 
 
-def batch_size(wanted: int, batching: dict[str, Any], fixed_batch: int | None) -> int:
-    """`wanted`, capped to what fits; exactly the fixed batch for models that fix theirs."""
-    return fixed_batch or max(1, min(wanted, int(batching.get("max_batch", wanted))))
+def batch_size(wanted: int, max_batch: int | None, fixed_batch: int | None) -> int:
+    """`wanted`, capped to what fits (`max_batch`; None: not measured); exactly a fixed-batch model's batch."""
+    return fixed_batch or max(1, min(wanted, max_batch or wanted))

@@ -20,8 +20,14 @@ from typing import Any
 from pipeline import __version__
 from pipeline.core import layout, records
 from pipeline.core.config import Params
-from pipeline.core.files import atomic_dir, iter_files, read_json, sha256, write_json
-from pipeline.core.records import Records, VariantRecord, load_env
+from pipeline.core.files import atomic_dir, iter_files, read_json, sha256
+from pipeline.core.records import Records, VariantRecord
+from pipeline.core.records import build as build_record
+from pipeline.core.records import env as records_env
+from pipeline.core.records import manifest as manifest_record
+from pipeline.core.records import source as source_record
+from pipeline.core.records.manifest import Manifest, SourceFacts, TextFacts
+from pipeline.core.records.source import SourceRecord
 from pipeline.core.registry import RUNTIMES
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import Candidate, decided_by
@@ -41,14 +47,22 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
     decision = decide(model, found, params, root)
     chosen = found[decision.chosen] if decision.chosen else None
     with atomic_dir(layout.deploy_dir(model, results)) as tmp:
-        manifest = {"model": model, "variant": decision.chosen, "machine": machine}
+        package = {}
         if decision.chosen and chosen:
             artifact = layout.variant_dir(model, decision.chosen, root)
-            manifest |= _package(model, artifact, chosen, params, root, tmp)
-        manifest["selection"] = _explanation(decision, found, params, model)
-        manifest["environment"] = load_env(results)
-        manifest["pipeline_version"] = __version__
-        write_json(tmp / layout.MANIFEST, manifest)
+            package = _package(model, artifact, chosen, params, root, tmp)
+        manifest_record.write(
+            Manifest(
+                model=model,
+                variant=decision.chosen,
+                machine=machine,
+                **package,
+                selection=_explanation(decision, found, params, model),
+                environment=records_env.load(results),
+                pipeline_version=__version__,
+            ),
+            tmp,
+        )
     winner = Candidate.from_record(decision.chosen, chosen, config.percentile) if decision.chosen and chosen else None
     latency = decision.latency_ms.get(decision.chosen or "", winner.latency_ms if winner else None)
     measured = "side by side with its contenders" if decision.contest else "stored benchmark figures"
@@ -84,45 +98,44 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
 
 def _package(model: str, artifact: Path, record: VariantRecord, params: Params, root: Path, out: Path) -> dict:
     """Copy the chosen artifact (and the code it imports) into `out`; describe it for the manifest."""
-    build = read_json(artifact / layout.BUILD_INFO)
+    build = build_record.load(artifact)
     for path in artifact.iterdir():
         if path.name != layout.BUILD_INFO:
             (shutil.copytree if path.is_dir() else shutil.copy2)(path, out / path.name)
-    entry = out / build["entry"]
-    factory = read_json(entry).get("factory") if entry.suffix == ".json" else None
+    entry = out / build.entry
+    factory = read_json(entry).get("factory") if entry.suffix == ".json" else None  # a code artifact's entry
     if factory:
         copy_module_code(factory.partition(":")[0], root, out / CODE)
     config = params.model(model)
-    source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
-    runtime = RUNTIMES[build["runtime"]]
+    source = source_record.load(model, root)
     return {
-        "runtime": build["runtime"],
-        "runtime_version": _version(runtime.distribution),
+        "runtime": build.runtime,
+        "runtime_version": _version(RUNTIMES[build.runtime].distribution),
         "precision": record.precision,  # as executed (bench stage)
-        "precision_declared": build["precision"],
-        "device": build.get("target", "cpu"),  # where it was measured; pipeline.serve.predict loads it there
-        "entry": build["entry"],
-        "runtime_config": build["runtime_config"],
+        "precision_declared": build.precision,
+        "device": build.target,
+        "entry": build.entry,
+        "runtime_config": build.runtime_config,
         "code": CODE if factory else None,
-        "inputs": source["inputs"],  # symbolic dimensions take any size; a fixed batch is padded to
-        "token_bounds": source.get("token_bounds", {}),  # each token input's vocabulary: predict checks ids
-        "fixed_batch": source["fixed_batch"],
-        "dims": source["dims"],  # the values the metrics were measured at
-        "outputs": source["output_names"],
-        "source": {"kind": config.source, "metric": config.metric, "task": config.task},
+        "inputs": source.inputs,
+        "token_bounds": source.token_bounds,
+        "fixed_batch": source.fixed_batch,
+        "dims": source.dims,
+        "outputs": source.output_names,
+        "source": SourceFacts(kind=config.source, metric=config.metric, task=config.task),
         **(generation_facts(source, root) if config.generates else {}),
         **text_facts(config.factory, config.factory_args, root, out),
-        "metrics": record.model_dump(mode="json", exclude_unset=True),
-        "build": build["build"],
+        "metrics": record,
+        "build": build.build,
         "files": {str(p.relative_to(out)): sha256(p) for p in iter_files(out)},
     }
 
 
-def generation_facts(source: dict[str, Any], root: Path) -> dict[str, Any]:
+def generation_facts(source: SourceRecord, root: Path) -> dict[str, Any]:
     """What predict needs to generate text: the context length and the end-of-text token."""
-    hf = read_json(layout.source_dir(source["model"], root) / layout.HF_DIR / "config.json")
+    hf = read_json(layout.source_dir(source.model, root) / layout.HF_DIR / "config.json")  # Hugging Face's
     eos = hf.get("eos_token_id")
-    return {"context": source["family"]["context"], "eos_token_id": eos[0] if isinstance(eos, list) else eos}
+    return {"context": source.family.context, "eos_token_id": eos[0] if isinstance(eos, list) else eos}
 
 
 NOT_TOKENIZER = (".safetensors", ".bin", ".h5", ".msgpack", ".pt", ".onnx", ".dvc")  # weights, DVC's pointers
@@ -140,7 +153,7 @@ def text_facts(factory: str | None, args: dict[str, Any], root: Path, out: Path)
         if path.is_file() and path.suffix not in NOT_TOKENIZER and not path.name.startswith("."):
             shutil.copy2(path, out / TOKENIZER / path.name)
     labels = read_json(folder / "config.json").get("id2label") if args["task"] != "feature-extraction" else None
-    return {"text": {"task": args["task"], "tokenizer": TOKENIZER, "labels": labels}}
+    return {"text": TextFacts(task=args["task"], tokenizer=TOKENIZER, labels=labels)}
 
 
 def copy_module_code(module: str, root: Path, dest: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core import registry
+from pipeline.core.records.env import Cpu, Env
 
 # ISA features that decide which precisions can be fast on a CPU.
 ISA_FLAGS = (
@@ -61,7 +62,7 @@ def _cpuinfo() -> dict[str, str]:
 
 @cache
 def cpu_flags() -> frozenset[str]:
-    return frozenset(_cpuinfo().get("flags", "").split())
+    return frozenset(_cpuinfo().get("flags", "").split())  # /proc/cpuinfo: a third-party file
 
 
 def has_vnni() -> bool:
@@ -139,24 +140,26 @@ def software() -> dict[str, Any]:
     }
 
 
-def fingerprint() -> dict[str, Any]:
-    info = _cpuinfo()
+def fingerprint() -> Env:
+    """This machine's hardware and software (the env stage adds its name and target probes)."""
+    info = {"model name": platform.processor() or "unknown", "vendor_id": "unknown", "cpu family": "", "model": ""}
+    info |= _cpuinfo()  # /proc/cpuinfo's fields, where it has them
     flags = cpu_flags()
-    return {
-        "cpu": {
-            "model": info.get("model name", platform.processor() or "unknown"),
-            "vendor": info.get("vendor_id", "unknown"),
-            "family": info.get("cpu family", ""),
-            "model_id": info.get("model", ""),
-            "arch": platform.machine(),
-            "cores": cores(),
-            "isa": {flag: flag in flags for flag in ISA_FLAGS},
-            "vnni": has_vnni(),
-            "native_fp16": has_native_fp16(),
-        },
-        "memory_gib": _memory_gib(),
-        "gpus": ", ".join(gpus()) or "none",
-        "os": platform.system(),
-        "python": platform.python_version(),
-        "packages": {name: _installed(name) for name in (*PACKAGES, *GPU_PACKAGES)},
-    }
+    return Env(
+        cpu=Cpu(
+            model=info["model name"],
+            vendor=info["vendor_id"],
+            family=info["cpu family"],
+            model_id=info["model"],
+            arch=platform.machine(),
+            cores=cores(),
+            isa={flag: flag in flags for flag in ISA_FLAGS},
+            vnni=has_vnni(),
+            native_fp16=has_native_fp16(),
+        ),
+        memory_gib=_memory_gib(),
+        gpus=", ".join(gpus()) or "none",
+        os=platform.system(),
+        python=platform.python_version(),
+        packages={name: _installed(name) for name in (*PACKAGES, *GPU_PACKAGES)},
+    )

@@ -19,6 +19,8 @@ from typing import Any
 
 from pipeline.core import layout
 from pipeline.core.errors import ConfigError
+from pipeline.core.records import env as records_env
+from pipeline.core.records.env import Env, MachineName
 
 BRANCH_PREFIX = "results/"  # each machine class's figures: git branch results/<name>
 ENV_VAR = "MODELOPT_MACHINE"
@@ -30,17 +32,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def hardware_name(fingerprint: dict[str, Any]) -> str:
+def hardware_name(fingerprint: Env) -> str:
     """The machine class of a fingerprint (pipeline.machine.fingerprint): CPU vendor-family-model, cores,
     then each GPU model, e.g. `intel-6-167-2c` or `amd-25-17-16c-nvidia-h100-80gb-hbm3`."""
-    cpu = fingerprint["cpu"]
-    vendor = VENDORS.get(cpu["vendor"], _slug(cpu["vendor"]))
-    if cpu.get("family") and cpu.get("model_id"):
-        parts = [vendor, cpu["family"], cpu["model_id"]]
-    else:  # no x86 family/model numbers (Arm, say): the model name
-        parts = [vendor, _slug(cpu["model"])]
-    parts.append(f"{cpu['cores']}c")
-    gpus = Counter(g.strip() for g in fingerprint.get("gpus", "none").split(",") if g.strip() != "none")
+    cpu = fingerprint.cpu
+    vendor = VENDORS.get(cpu.vendor, _slug(cpu.vendor))
+    # no x86 family/model numbers (Arm, say): the model name
+    parts = [vendor, cpu.family, cpu.model_id] if cpu.family and cpu.model_id else [vendor, _slug(cpu.model)]
+    parts.append(f"{cpu.cores}c")
+    gpus = Counter(g.strip() for g in fingerprint.gpus.split(",") if g.strip() != "none")
     parts += [(f"{n}x-" if n > 1 else "") + _slug(gpu) for gpu, n in sorted(gpus.items())]
     return "-".join(p for p in parts if p)[:64].rstrip("-")
 
@@ -51,27 +51,25 @@ def check_name(name: str, source: str) -> str:
     return name
 
 
-def current() -> dict[str, str]:
-    """This machine: {name, source, hardware}. `hardware` is always the fingerprint's class."""
+def current() -> MachineName:
+    """This machine: its name, where the name came from, and the fingerprint's hardware class."""
     from pipeline.machine.fingerprint import fingerprint
 
     hardware = hardware_name(fingerprint())
     if os.environ.get(ENV_VAR):
-        return {"name": check_name(os.environ[ENV_VAR], ENV_VAR), "source": ENV_VAR, "hardware": hardware}
-    return {"name": hardware, "source": "fingerprint", "hardware": hardware}
+        return MachineName(name=check_name(os.environ[ENV_VAR], ENV_VAR), source=ENV_VAR, hardware=hardware)
+    return MachineName(name=hardware, source="fingerprint", hardware=hardware)
 
 
-def require_same_hardware(root: Path = Path(".")) -> dict[str, str]:
+def require_same_hardware(root: Path = Path(".")) -> MachineName:
     """This machine, refusing when reports/env.json (what the measurements depend on) was written on
     other hardware: `dvc repro` reruns the env stage first; a stage run by hand does not."""
-    from pipeline.core.files import read_json
-
     here = current()
-    env = layout.env_file(root)
-    recorded = read_json(env).get("machine", {}).get("hardware") if env.exists() else None
-    if recorded != here["hardware"]:
+    env = records_env.load(root)
+    recorded = env.machine.hardware if env and env.machine else None
+    if recorded != here.hardware:
         raise ConfigError(
-            f"{env}: machine.hardware: {recorded or 'missing'}, this is {here['hardware']}: "
+            f"{layout.env_file(root)}: machine.hardware: {recorded or 'missing'}, this is {here.hardware}: "
             "run `dvc repro` (its env stage records this machine first)"
         )
     return here
@@ -89,6 +87,6 @@ def write_env(params: Any, root: Path = Path(".")) -> dict[str, Any]:
     here = current()
     probes = probe_all(params.targets)
     write_json(layout.software_file(root), software())
-    write_json(layout.env_file(root), fingerprint() | {"machine": here, "targets": probes})
-    usable = [name for name, probe in probes.items() if probe["available"]]
-    return {"status": "ok", "reason": f"{here['name']}; targets usable here: {', '.join(usable) or 'none'}"}
+    records_env.write(fingerprint().model_copy(update={"machine": here, "targets": probes}), root)
+    usable = [name for name, probe in probes.items() if probe.available]
+    return {"status": "ok", "reason": f"{here.name}; targets usable here: {', '.join(usable) or 'none'}"}

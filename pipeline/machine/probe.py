@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.onnx_files import external_files as external_weights
+from pipeline.core.records import env as records_env
+from pipeline.core.records.env import Probe
 from pipeline.core.targets import Target
 
 PROBE_TIMEOUT_S = 120
@@ -74,19 +76,16 @@ def gpu_facts(index: int) -> dict[str, Any]:
     }
 
 
-def probe_all(targets: list[str]) -> dict[str, dict[str, Any]]:
-    return {str(Target.parse(name)): probe(name) for name in targets}
+def probe_all(targets: list[str]) -> dict[str, Probe]:
+    return {str(Target.parse(name)): Probe.model_validate(probe(name)) for name in targets}
 
 
 def recorded_probe(target: str, root: Path = Path(".")) -> dict[str, Any]:
     """The env stage's probe of `target` (in reports/env.json under `root`, which builds and
     benchmarks depend on); probed now when the file has none (a stage run by hand)."""
-    from pipeline.core import layout
-    from pipeline.core.files import read_json
-
-    env = layout.env_file(root)
-    recorded = read_json(env).get("targets", {}) if env.exists() else {}
-    return recorded.get(target) or probe(target)
+    env = records_env.load(root)
+    recorded = env.targets.get(target) if env else None
+    return recorded.model_dump(exclude_none=True) if recorded else probe(target)
 
 
 def engine_cache_key(model: Path, tensorrt_version: str, gpu: dict[str, Any]) -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pipeline.core import records
 from pipeline.core.config import BenchConfig, Constraints, Params, UnlabelledRows
@@ -148,8 +147,8 @@ def eval_rows(available: int, labelled: bool, config: UnlabelledRows, short: boo
     return EvalRows(used=n, available=available, rule=f"the first {n} unlabelled rows: {bound}")
 
 
-def eval_batch(peak_batch: int | None, bench: BenchConfig, batching: dict[str, Any], fixed: int | None) -> int:
+def eval_batch(peak_batch: int | None, bench: BenchConfig, max_batch: int | None, fixed: int | None) -> int:
     """The batch the accuracy and fidelity pass runs at: the variant's peak-throughput batch when it had a
     sweep (where it runs fast), at most `bench.eval_batch`, else `bench.eval_batch`; capped to what fits,
     exactly the fixed batch of a fixed-batch model."""
-    return batch_size(min(peak_batch or bench.eval_batch, bench.eval_batch), batching, fixed)
+    return batch_size(min(peak_batch or bench.eval_batch, bench.eval_batch), max_batch, fixed)

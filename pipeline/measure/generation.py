@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.core import layout
 from pipeline.core.config import GenerationBench
-from pipeline.core.files import read_json
 from pipeline.core.memory import RssSampler
 from pipeline.core.records import Generation, Measured, Throughput
+from pipeline.core.records import source as source_record
 from pipeline.measure.stats import LatencyStats, median_interval
 from pipeline.measure.worker import latency_figures, load_variant
 from pipeline.runtimes.generator import Generator
@@ -108,8 +107,8 @@ def executed_precision(runtime: dict[str, Any]) -> str | None:
 
 def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
     base = Path(root)
-    source = read_json(layout.source_dir(model, base) / layout.SOURCE_INFO)
-    context = source["family"].get("context")
+    family = source_record.load(model, base).family
+    context = family.context
     with RssSampler() as sampler:
         baseline_mb = sampler.now_mb()
         loaded = load_variant(model, Path(artifact), base, sampler)
@@ -139,8 +138,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
     }
     peak_key = max(tokens_per_s, key=tokens_per_s.__getitem__)
     peak_rss = max(sampler.peaks["load"], sampler.peaks["generate"])
-    family = source["family"]
-    kv_bytes_per_token = 2 * family["layers"] * family["kv_heads"] * family["head_dim"] * 4
+    kv_bytes_per_token = 2 * (family.layers or 0) * (family.kv_heads or 0) * (family.head_dim or 0) * 4
     interval = median_interval([1000 * s for s in steps], tpot.p50)
     measured = Measured(
         load_ms=loaded.load_ms,

@@ -17,7 +17,8 @@ from pathlib import Path
 import onnx
 
 from pipeline.core import layout
-from pipeline.core.files import iter_files, read_json
+from pipeline.core.files import iter_files
+from pipeline.core.records import build as build_record
 
 
 def _openvino_xml(path: Path) -> bytes:
@@ -43,8 +44,8 @@ def _onnx(path: Path) -> bytes:
 
 def signature(artifact: Path) -> str:
     """sha256 over the artifact's executable content and its runtime settings."""
-    build = read_json(artifact / layout.BUILD_INFO)
-    digest = hashlib.sha256(json.dumps([build["runtime"], build.get("runtime_config", {})], sort_keys=True).encode())
+    build = build_record.load(artifact)
+    digest = hashlib.sha256(json.dumps([build.runtime, build.runtime_config.as_dict()], sort_keys=True).encode())
     for path in sorted(iter_files(artifact)):
         relative = path.relative_to(artifact).as_posix()
         if relative == layout.BUILD_INFO:

@@ -33,7 +33,7 @@ import numpy as np
 from pipeline.core import layout
 from pipeline.core.config import ContestConfig
 from pipeline.core.data import sample_batch
-from pipeline.core.files import read_json
+from pipeline.core.records import source as source_record
 from pipeline.measure.harness import clock, no_gc, seconds_per_call, warm_up
 from pipeline.measure.stats import Interval, paired_ratio_interval
 from pipeline.measure.worker import load_variant
@@ -85,8 +85,7 @@ def contest(
     its variant folder (a benchmark's recipes)."""
     settings = ContestConfig.model_validate(config)
     base = Path(root)
-    source = read_json(layout.source_dir(model, base) / layout.SOURCE_INFO)
-    calls, runtimes, rows = {}, {}, source.get("fixed_batch") or batch
+    calls, runtimes, rows = {}, {}, source_record.load(model, base).fixed_batch or batch
     for variant in variants:
         folder = Path(folders[variant]) if folders else layout.variant_dir(model, variant, base)
         loaded = load_variant(model, folder, base)

@@ -13,9 +13,15 @@ from typing import Any
 
 from pipeline.core import layout, records
 from pipeline.core.config import Params
-from pipeline.core.files import read_json, size_mb, write_json
+from pipeline.core.files import size_mb, write_json
 from pipeline.core.isolate import IsolatedFailure, call
 from pipeline.core.records import Kind, VariantRecord
+from pipeline.core.records import build as build_record
+from pipeline.core.records import profile as profile_record
+from pipeline.core.records import source as source_record
+from pipeline.core.records.build import BuildFacts
+from pipeline.core.records.profile import Profile
+from pipeline.core.records.source import SourceRecord
 from pipeline.machine.lock import machine_lock
 from pipeline.machine.naming import require_same_hardware
 from pipeline.machine.probe import recorded_probe
@@ -54,23 +60,23 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
     """Measure `variant` of `model` here; refused when reports/env.json describes other hardware."""
     here = require_same_hardware(root)
     artifact = layout.variant_dir(model, variant, root)
-    build = read_json(artifact / layout.BUILD_INFO)
+    build = build_record.load(artifact)
     facts: dict[str, Any] = {
-        "status": build["status"],
-        **({"kind": build["kind"]} if "kind" in build else {}),  # an older build.json: the record derives it
-        "reason": build["reason"],
-        "runtime": build["runtime"],
-        "precision": build["precision"],
-        "device": build.get("target", "cpu"),
+        "status": build.status,
+        "kind": build.kind,
+        "reason": build.reason,
+        "runtime": build.runtime,
+        "precision": build.precision,
+        "device": build.target,
         "threads": params.bench.resolved_threads(),
-        "machine": here["name"],
-        "build": build["build"],
+        "machine": here.name,
+        "build": build.build,
     }
-    probe = recorded_probe(facts["device"], root)
+    probe = recorded_probe(build.target, root)
     if "gpu" in probe:  # a usable GPU target: which GPU the figures belong to
         facts["gpu"] = {k: probe[k] for k in ("gpu", "driver", "compute_capability")}
-    profile: dict[str, Any] = {"reason": f"not measured: the variant is {build['status']}"}
-    if build["status"] == "ok":
+    profile = Profile(reason=f"not measured: the variant is {build.status}")
+    if build.ok:
         facts["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))
         try:
             with machine_lock(exclusive=True) as waited:  # the machine to itself: no build, no other benchmark
@@ -88,9 +94,9 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                 "process_s": round(time.perf_counter() - start, 3),
                 "waited_s": round(waited, 3),  # for the machine lock: builds or a benchmark were running
             }
-            profile = result["profile"]
-            facts |= honest_precision(build["precision"], measured.get("inference_precision"), build["build"])
-            facts |= in_sample(build["build"], read_json(layout.source_dir(model, root) / layout.SOURCE_INFO))
+            profile = Profile.model_validate(result["profile"])
+            facts |= honest_precision(build.precision, measured.get("inference_precision"), build.build)
+            facts |= in_sample(build.build, source_record.load(model, root))
         except IsolatedFailure as failure:
             command = f"python stages/bench.py {model} {variant}"
             facts |= {
@@ -98,9 +104,9 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                 "kind": Kind.FAILED,
                 "reason": f"benchmark failed: {failure.evidence(command)}",
             }
-            profile = {"reason": "not measured: the benchmark failed"}
+            profile = Profile(reason="not measured: the benchmark failed")
     record = VariantRecord.model_validate(facts)
-    write_json(layout.profile_file(model, variant, root), profile)
+    profile_record.write(model, variant, profile, root)
     records.write(model, variant, record, root)
     return record
 
@@ -108,7 +114,7 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
 OV_PRECISIONS = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 
 
-def honest_precision(declared: str, executed: str | None, build: dict[str, Any] | None = None) -> dict[str, str]:
+def honest_precision(declared: str, executed: str | None, build: BuildFacts | None = None) -> dict[str, str]:
     """`precision` as executed, from what the runtime reports (`inference_precision`, optionally
     "name (note)"): OpenVINO's CPU plugin runs float parts in bf16 on CPUs with AVX512-BF16/AMX
     unless pinned, so an `fp16` IR runs as bf16 and an INT8 model as int8 + bf16; ONNX Runtime's CPU
@@ -116,8 +122,8 @@ def honest_precision(declared: str, executed: str | None, build: dict[str, Any] 
     An INT8 variant whose build found that the runtime did not quantize its activations at run time
     here (`activations_quantized_at_run_time`) ran float matrix products on INT8 weights: noted."""
     notes = []
-    if (build or {}).get("activations_quantized_at_run_time") is False:
-        notes.append(f"INT8 weights, float matrix products: {build['activations_check']}")  # type: ignore[index]
+    if build is not None and build.activations_quantized_at_run_time is False:
+        notes.append(f"INT8 weights, float matrix products: {build.activations_check}")
     if executed is None and not notes:
         return {}
     name, _, note = (executed or declared).partition(" (")
@@ -129,13 +135,13 @@ def honest_precision(declared: str, executed: str | None, build: dict[str, Any] 
     )
 
 
-def in_sample(build: dict[str, Any], source: dict[str, Any]) -> dict[str, str]:
+def in_sample(build: BuildFacts, source: SourceRecord) -> dict[str, str]:
     """`in_sample`: why this variant's figures are not held out (the user's calib_data repeats
     scoring rows), or nothing. Calibrated variants record calibration_origin, tuned ones validation_origin."""
-    held_out = source.get("held_out", {})
+    used = {"calibration": build.calibration_origin, "validation": build.validation_origin}
     shared = [
-        f"{held_out[role]['rows_in_scoring']} of the scoring rows are {role} rows"
-        for role, used in (("calibration", "calibration_origin"), ("validation", "validation_origin"))
-        if used in build and held_out.get(role, {}).get("rows_in_scoring")
+        f"{rows.rows_in_scoring} of the scoring rows are {role} rows"
+        for role, rows in source.held_out.items()
+        if used.get(role) is not None and rows.rows_in_scoring
     ]
     return {"in_sample": "; ".join(shared)} if shared else {}

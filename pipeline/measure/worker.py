@@ -29,10 +29,12 @@ from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, BenchConfig, ModelConfig, Params, ThroughputConfig, load_params
 from pipeline.core.data import Arrays, DataSet, generate_inputs, run_batched, sample_batch
 from pipeline.core.evaluate import accuracy_block, fidelity_block
-from pipeline.core.files import read_json
 from pipeline.core.memory import RssSampler
 from pipeline.core.records import Accuracy, Measured, Stability, Throughput
 from pipeline.core.records import LatencyStats as LatencyFigures
+from pipeline.core.records import build as build_record
+from pipeline.core.records import source as source_record
+from pipeline.core.records.source import SourceRecord
 from pipeline.core.registry import RUNTIMES
 from pipeline.measure.budget import ContentionScreen, contention_screen, eval_batch, eval_rows
 from pipeline.measure.energy import EnergyMeter
@@ -91,19 +93,19 @@ def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | N
     """Load the variant built in folder `artifact` (pipeline.core.layout.built_dir) for `model`."""
     params = load_params(root / PARAMS_FILE)
     threads = params.bench.resolved_threads()
-    build = read_json(artifact / layout.BUILD_INFO)
-    target = build.get("target", "cpu")
+    build = build_record.load(artifact)
+    target = build.target
     reference = DataSet.load(layout.source_dir(model, root) / layout.REFERENCE)
 
     start = time.perf_counter()
-    adapter = importlib.import_module(RUNTIMES[build["runtime"]].module)
+    adapter = importlib.import_module(RUNTIMES[build.runtime].module)
     import_ms = 1000 * (time.perf_counter() - start)
     runtime_rss_mb = psutil.Process().memory_info().rss / 1e6
 
     start = time.perf_counter()
     with sampler.phase("load") if sampler else nullcontext():
-        session = in_layout(adapter.load(artifact / build["entry"], threads, build["runtime_config"], target),
-                            build["runtime_config"])  # fmt: skip
+        session = in_layout(adapter.load(artifact / build.entry, threads, build.runtime_config, target),
+                            build.runtime_config)  # fmt: skip
     load_ms = 1000 * (time.perf_counter() - start)
     return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target)
 
@@ -186,7 +188,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
         baseline_mb = sampler.now_mb()
         loaded = load_variant(model, Path(artifact), Path(root), sampler)
         load_rss_mb = sampler.now_mb()
-        source = read_json(layout.source_dir(model, Path(root)) / layout.SOURCE_INFO)
+        source = source_record.load(model, Path(root))
         config = loaded.params.model(model)
         screen = contention_screen(loaded.params, model, Path(artifact).name, Path(root))
         return measure_loaded(loaded, config, source, sampler, baseline_mb, load_rss_mb, screen)
@@ -195,7 +197,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
 def measure_loaded(
     loaded: Loaded,
     config: ModelConfig,
-    source: dict[str, Any],
+    source: SourceRecord,
     sampler: RssSampler,
     baseline_mb: float,
     load_rss_mb: float,
@@ -207,7 +209,7 @@ def measure_loaded(
     stops there and the three sweeps are skipped."""
     session, reference, bench = loaded.session, loaded.reference, loaded.params.bench
     screen = screen or ContentionScreen()
-    fixed, batching = source.get("fixed_batch"), source.get("batching", {})
+    fixed, max_batch = source.fixed_batch, source.batching.max_batch
     one = sample_batch(reference.inputs, fixed or 1)  # "batch 1" is the fixed batch for fixed-batch models
 
     latency_cpu, sweep_cpu, phases = CpuClock(), CpuClock(), PhaseTimes()
@@ -223,7 +225,7 @@ def measure_loaded(
             latency = measure_latency(call, bench.latency, screen.stop)
             energy = meter.stop(latency.stats.n)
     verdict = screen.judge(latency.p50_interval)
-    sizes = [fixed] if fixed else [b for b in bench.throughput.batches if b <= batching.get("max_batch", b)]
+    sizes = [fixed] if fixed else [b for b in bench.throughput.batches if b <= (max_batch or b)]
     sweeps: dict[str, Any] = {}
     if verdict.budget == "full":
         sweeps = measure_sweeps(loaded, config, source, one, sizes or [1], sampler, phases, sweep_cpu)
@@ -231,7 +233,7 @@ def measure_loaded(
     labelled = reference.labels is not None and config.metric != "none"
     rows = eval_rows(len(reference), labelled, bench.unlabelled_rows, short=verdict.budget == "short")
     scored = reference.head(rows.used)
-    batch = eval_batch(peak, bench, batching, fixed)
+    batch = eval_batch(peak, bench, max_batch, fixed)
     with phases.timed("accuracy"):
         outputs = run_batched(session.run, scored.inputs, batch, fixed is not None)
         accuracy = accuracy_block(config.metric, scored.labels, scored.outputs, outputs)
@@ -259,7 +261,7 @@ def measure_loaded(
         cpu_util_pct={"latency": latency_cpu.util_pct} | ({"sweep": sweep_cpu.util_pct} if sweeps else {}),
         energy=energy,
         **(meter.figures() if isinstance(meter, GpuMeter) else {}),
-        dims=source.get("dims", {}),
+        dims=source.dims,
         fixed_batch=fixed,
         accuracy=Accuracy(**accuracy, eval_samples=rows.used, eval_origin=reference.origin),
         fidelity=fidelity,
@@ -285,7 +287,8 @@ def measure_loaded(
             **latency_cpu.other_load(),
         ),
         runtime_settings=runtime_details,
-        batching=batching | {"eval_batch": batch, "sweep": [f"b{b}" for b in sizes] if sweeps else []},
+        batching=source.batching.model_dump(exclude_none=True)
+        | {"eval_batch": batch, "sweep": [f"b{b}" for b in sizes] if sweeps else []},
     )
     return {"measured": measured.model_dump(mode="json", exclude_unset=True), "profile": profile}
 
@@ -293,7 +296,7 @@ def measure_loaded(
 def measure_sweeps(
     loaded: Loaded,
     config: ModelConfig,
-    source: dict[str, Any],
+    source: SourceRecord,
     one: Arrays,
     sizes: list[int],
     sampler: RssSampler,
@@ -307,7 +310,7 @@ def measure_sweeps(
         with phases.timed("sweep"):
             sweep = throughput_sweep(session, loaded.reference, sizes, bench.throughput, sampler)
         with phases.timed("concurrent"):
-            concurrent = concurrent_throughput(session, one, source.get("fixed_batch") or 1, bench)
+            concurrent = concurrent_throughput(session, one, source.fixed_batch or 1, bench)
     with phases.timed("dim_sweep"):
         by_dim = latency_by_dim(session, config, source, bench)
     by_batch = sweep["by_batch"]
@@ -393,7 +396,7 @@ def concurrent_throughput(session: Session, one: Arrays, batch: int, bench: Benc
     }
 
 
-def latency_by_dim(session: Session, config: ModelConfig, source: dict[str, Any], bench: Any) -> dict[str, Any]:
+def latency_by_dim(session: Session, config: ModelConfig, source: SourceRecord, bench: Any) -> dict[str, Any]:
     """Batch-1 latency at each value of `dim_sweep`'s dimensions (timed as the batch-1 figure), on
     inputs generated at that size; the other dimensions keep their values. Keys are the values
     (a dict: DVC drops lists)."""
@@ -401,8 +404,8 @@ def latency_by_dim(session: Session, config: ModelConfig, source: dict[str, Any]
     for dim, values in config.dim_sweep.items():
         result[dim] = {}
         for value in values:
-            dims = source.get("dims", {}) | {dim: value}
-            inputs = generate_inputs(config.inputs, source.get("fixed_batch") or 1, 0, dims, source.get("vocab_size"))
+            dims = source.dims | {dim: value}
+            inputs = generate_inputs(config.inputs, source.fixed_batch or 1, 0, dims, source.vocab_size)
             call = session.prepare(inputs)
             warm_up(call, bench.warmup)
             measured = measure_latency(call, bench.latency)

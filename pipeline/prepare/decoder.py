@@ -23,11 +23,13 @@ from typing import Any
 import numpy as np
 
 from pipeline.core import layout
-from pipeline.core.config import PARAMS_FILE, ModelConfig, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, InputSpec, ModelConfig, Params, model_dir
 from pipeline.core.data import DataSet, load_user_data
 from pipeline.core.errors import ModelFileError, first_line
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.model_code import import_object
+from pipeline.core.records import source as source_record
+from pipeline.core.records.source import Family, HeldOut, SourceRecord
 
 LOGIT_VALUES = 8_000_000  # float16 logits kept for the cosine: at most this many values (16 MB)
 COPIED = ("*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.py")
@@ -110,21 +112,21 @@ def reference_outputs(model: Any, ids: np.ndarray) -> dict[str, np.ndarray]:
     return {"top1": np.stack(top1), "logprob": np.stack(logprob), "logits": np.stack(logits)}
 
 
-def architecture(config: Any) -> dict[str, Any]:
+def architecture(config: Any) -> Family:
     """What the builds and the KV-cache figure need from the model's config."""
     heads = config.num_attention_heads
-    return {
-        "model_type": "decoder",
-        "architecture": (config.architectures or [type(config).__name__])[0],
-        "hf_model_type": config.model_type,
-        "layers": config.num_hidden_layers,
-        "heads": heads,
-        "kv_heads": getattr(config, "num_key_value_heads", None) or heads,
-        "head_dim": getattr(config, "head_dim", None) or config.hidden_size // heads,
-        "hidden_size": config.hidden_size,
-        "vocab_size": config.vocab_size,
-        "context": getattr(config, "max_position_embeddings", None),
-    }
+    return Family(
+        model_type="decoder",
+        architecture=(config.architectures or [type(config).__name__])[0],
+        hf_model_type=config.model_type,
+        layers=config.num_hidden_layers,
+        heads=heads,
+        kv_heads=getattr(config, "num_key_value_heads", None) or heads,
+        head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
+        hidden_size=config.hidden_size,
+        vocab_size=config.vocab_size,
+        context=getattr(config, "max_position_embeddings", None),
+    )
 
 
 def from_factory(name: str, config: ModelConfig, root: Path, out: Path) -> Path:
@@ -161,12 +163,12 @@ def export_folder(name: str, params: Params, root: Path, folder: Path, field: st
     load_s = time.perf_counter() - start
     kv_cache = require_kv_cache(model, folder, field)
     family = architecture(model.config)
-    seq = min(128, family["context"] or 128)
-    scoring = token_windows(name, params, root, family["vocab_size"], seq)
-    if family["context"] and scoring.inputs["input_ids"].shape[1] > family["context"]:
+    seq = min(128, family.context or 128)
+    scoring = token_windows(name, params, root, family.vocab_size, seq)
+    if family.context and scoring.inputs["input_ids"].shape[1] > family.context:
         raise ModelFileError(
             f"{config.eval_data}: windows of {scoring.inputs['input_ids'].shape[1]} tokens exceed the model's "
-            f"context of {family['context']} ({PARAMS_FILE}: catalog.{name}.eval_data)"
+            f"context of {family.context} ({PARAMS_FILE}: catalog.{name}.eval_data)"
         )
     start = time.perf_counter()
     scoring.outputs = reference_outputs(model, scoring.inputs["input_ids"])
@@ -190,25 +192,23 @@ def export_folder(name: str, params: Params, root: Path, folder: Path, field: st
             for file in folder.glob(pattern):
                 shutil.copy2(file, tmp / layout.HF_DIR / file.name)
         scoring.save(tmp / layout.REFERENCE)
-        write_json(
-            tmp / layout.SOURCE_INFO,
-            {
-                "model": name,
-                "status": "ok",
-                "task": config.task,
-                "config": config.model_dump(mode="json"),
-                "inputs": {"input_ids": {"shape": ["batch", "seq"], "dtype": "int64", "kind": "token_ids"}},
-                "output_names": ["logits"],
-                "dims": report["dims"],
-                "fixed_batch": None,
-                "vocab_size": family["vocab_size"],
-                "batching": {},
-                "model_digest": tree_digest(model_dir(name, root)),  # its files, or the factory's code
-                "eval_origin": scoring.origin,
-                "held_out": {"scoring": {"rows": len(scoring), "origin": scoring.origin}},
-                "family": family,
-                "export": {k: v for k, v in report.items() if k not in ("source_load_s", "reference_s")},
-            },
+        source_record.write(
+            SourceRecord(
+                model=name,
+                status="ok",
+                task=config.task,
+                config=config,
+                inputs={"input_ids": InputSpec(shape=["batch", "seq"], dtype="int64", kind="token_ids")},
+                output_names=["logits"],
+                dims=report["dims"],
+                vocab_size=family.vocab_size,
+                model_digest=tree_digest(model_dir(name, root)),  # its files, or the factory's code
+                eval_origin=scoring.origin,
+                held_out={"scoring": HeldOut(rows=len(scoring), origin=scoring.origin)},
+                family=family,
+                export={k: v for k, v in report.items() if k not in ("source_load_s", "reference_s")},
+            ),
+            tmp,
         )
     write_json(layout.export_report(name, root), report)
     return report

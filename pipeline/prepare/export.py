@@ -44,6 +44,8 @@ from pipeline.core.evaluate import task_metric
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.isolate import IsolatedFailure, call
 from pipeline.core.memory import batch_limit, batch_size
+from pipeline.core.records import source as source_record
+from pipeline.core.records.source import SourceRecord
 from pipeline.prepare.decoder import export_decoder
 from pipeline.prepare.family import model_family
 from pipeline.prepare.sources import load_source
@@ -236,7 +238,7 @@ def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str,
         reason = f"loading the source failed: {type(error).__name__}: {first_line(error)}"
     report = {"status": "failed", "reason": reason, "source": params.model(name).source}
     with atomic_dir(layout.source_dir(name, root)) as tmp:
-        write_json(tmp / layout.SOURCE_INFO, {"model": name, "status": "failed", "reason": reason, "export": report})
+        source_record.write(SourceRecord(model=name, status="failed", reason=reason, export=report), tmp)
     write_json(layout.export_report(name, root), report)
     return report
 
@@ -300,7 +302,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         batching = batch_limit(
             lambda n: source.predict(sample_batch(evaluation.inputs, n)), params.export.memory_budget_mb, fixed
         )
-        batch = batch_size(PREDICT_BATCH, batching, fixed)
+        batch = batch_size(PREDICT_BATCH, batching.max_batch, fixed)
         start = time.perf_counter()
         evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
         reference_s = time.perf_counter() - start  # validation's outputs: only a fallback needs them
@@ -315,7 +317,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
             "held_out": held_out_record(sets),
             "dims": dims,
             "fixed_batch": fixed,
-            "max_batch": batching["max_batch"],
+            "max_batch": batching.max_batch,
             "source_load_s": load_s,
             "source_predict_ms_per_sample": 1000 * reference_s / len(evaluation),
             **exported,
@@ -354,51 +356,47 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
                 leftover.unlink()
         declared = {k: v for k in ("num_heads", "hidden_size") if (v := getattr(config, k)) is not None}
         shapes = {name: spec.model_shape(fixed or 1, dims) for name, spec in config.inputs.items()}
-        report["family"] = model_family(onnx_path, config.model_type, source.attention | declared, shapes)
-        write_json(
-            tmp / layout.SOURCE_INFO,
-            {
-                "model": name,
-                "status": "ok",
-                "config": config.model_dump(mode="json"),
-                "inputs": _effective_inputs(config, fixed),
-                "output_names": source.output_names,
-                **({"output_batch_axes": source.output_batch_axes} if source.output_batch_axes else {}),
-                "dims": dims,
-                "fixed_batch": fixed,
-                "vocab_size": source.vocab_size or token_vocab(config),
-                **({"token_bounds": bounds} if bounds else {}),  # absent: source.json unchanged for other models
-                "batching": batching,
-                "model_digest": tree_digest(folder),  # any change to the model's folder rebuilds its variants
-                "eval_origin": evaluation.origin,
-                "calib_origin": calibration.origin,
-                "held_out": report["held_out"],
-                "family": report["family"],
-                "export": {k: v for k, v in report.items() if k not in TIMINGS},
-            },
+        family = model_family(onnx_path, config.model_type, source.attention | declared, shapes)
+        report["family"] = family.model_dump(mode="json", exclude_none=True)
+        source_record.write(
+            SourceRecord(
+                model=name,
+                status="ok",
+                config=config,
+                inputs=_effective_inputs(config, fixed),
+                output_names=source.output_names,
+                output_batch_axes=source.output_batch_axes,
+                dims=dims,
+                fixed_batch=fixed,
+                vocab_size=source.vocab_size or token_vocab(config),
+                token_bounds=bounds,
+                batching=batching,
+                model_digest=tree_digest(folder),  # any change to the model's folder rebuilds its variants
+                eval_origin=evaluation.origin,
+                calib_origin=calibration.origin,
+                held_out=report["held_out"],
+                family=family,
+                export={k: v for k, v in report.items() if k not in TIMINGS},
+            ),
+            tmp,
         )
     report["export_stage_s"] = time.perf_counter() - began  # the reference outputs and checks included
     write_json(layout.export_report(name, root), report)
     return report
 
 
-def source_outputs(name: str, config: ModelConfig, root: Path, source_info: dict[str, Any], inputs: Arrays) -> Arrays:
+def source_outputs(name: str, config: ModelConfig, root: Path, source_info: SourceRecord, inputs: Arrays) -> Arrays:
     """The FP32 source's outputs on `inputs`, predicted as the export predicts the scoring rows'. The
     export saves the validation rows without them: only a fallback tunes on them, and it asks here
     (BuildContext.validation) in the rare build that runs."""
-    source = load_source(name, config, root, source_info["dims"])
+    source = load_source(name, config, root, source_info.dims)
     fixed = config.fixed_batch  # the source's own batch (the export may have relaxed the ONNX file's)
-    batch = batch_size(PREDICT_BATCH, source_info.get("batching", {}), fixed)
+    batch = batch_size(PREDICT_BATCH, source_info.batching.max_batch, fixed)
     return run_batched(source.predict, inputs, batch, fixed is not None)
 
 
-def _effective_inputs(config: ModelConfig, fixed: int | None) -> dict[str, Any]:
+def _effective_inputs(config: ModelConfig, fixed: int | None) -> dict[str, InputSpec]:
     """The input spec the artifacts accept: the catalog's, with a batch axis made dynamic if it was."""
-    specs = {  # a batch axis in first place goes unsaid, as in every record before it could be elsewhere
-        name: spec.model_dump(mode="json", exclude_none=True, exclude={"batch_axis"} if not spec.batch_axis else None)
-        for name, spec in config.inputs.items()
-    }
-    if fixed is None and config.fixed_batch is not None:
-        for spec in specs.values():
-            spec["shape"] = ["batch", *spec["shape"][1:]]
-    return specs
+    if fixed is not None or config.fixed_batch is None:
+        return config.inputs
+    return {name: spec.model_copy(update={"shape": ["batch", *spec.shape[1:]]}) for name, spec in config.inputs.items()}

@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.records.source import Family
+
 FUSED_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention"}
 LAYER_NORMS = {"LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization"}
 
@@ -84,14 +86,14 @@ def conv_share(model: Any, shapes: dict[str, tuple[int, ...]]) -> float | None:
 
 def model_family(
     onnx_path: Path | None, declared: str, attention: dict[str, Any], shapes: dict[str, tuple[int, ...]] | None = None
-) -> dict[str, Any]:
+) -> Family:
     """The `family` record of source.json: model type (declared, or detected with the inputs at `shapes`)
     and, for transformers, num_heads / hidden_size (declared in the catalog, else the model's config; 0: ORT
     detects them) and the architecture its config names (`bert`, `vit`: which of ORT's fusions apply), if any."""
     if declared != "auto":
-        family = {"model_type": declared, "how": "declared (catalog model_type)"}
+        family = Family(model_type=declared, how="declared (catalog model_type)")
     elif onnx_path is None or not onnx_path.exists():
-        family = {"model_type": "other", "how": "no ONNX graph to read"}
+        family = Family(model_type="other", how="no ONNX graph to read")
     else:
         import onnx
 
@@ -99,8 +101,8 @@ def model_family(
         ops = Counter(node.op_type for node in model.graph.node)
         share = conv_share(model, shapes or {}) if ops["Conv"] else None
         model_type, evidence = detect(ops, share)
-        family = {"model_type": model_type, "how": f"detected: {evidence}"}
-    if family["model_type"] == "transformer":
-        family |= {"num_heads": attention.get("num_heads", 0), "hidden_size": attention.get("hidden_size", 0)}
-        family |= {"architecture": attention["architecture"]} if "architecture" in attention else {}
+        family = Family(model_type=model_type, how=f"detected: {evidence}")
+    if family.model_type == "transformer":
+        known = {key: value for key, value in attention.items() if value is not None}  # 0: ORT detects them
+        family = family.model_copy(update={"num_heads": 0, "hidden_size": 0} | known)
     return family

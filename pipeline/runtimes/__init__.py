@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core import registry
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.registry import RUNTIMES
 from pipeline.runtimes.base import Session
 
@@ -27,9 +28,12 @@ def unavailable_reason(name: str, target: str = "cpu") -> str | None:
     return importlib.import_module(RUNTIMES[name].module).unavailable_on(target)
 
 
-def load(name: str, artifact: Path, threads: int, config: dict[str, Any] | None = None, target: str = "cpu") -> Session:
-    """Load an artifact (the file or folder its build recorded as entry) with runtime `name` on `target`."""
+def load(
+    name: str, artifact: Path, threads: int, config: RuntimeConfig | dict[str, Any] | None = None, target: str = "cpu"
+) -> Session:
+    """Load an artifact (the file or folder its build recorded as entry) with runtime `name` on `target`;
+    `config` is its build's runtime config (a dict: as a pass returns it)."""
     from pipeline.runtimes.layout import in_layout
 
-    config = config or {}
-    return in_layout(importlib.import_module(RUNTIMES[name].module).load(artifact, threads, config, target), config)
+    settings = RuntimeConfig.model_validate(config or {})
+    return in_layout(importlib.import_module(RUNTIMES[name].module).load(artifact, threads, settings, target), settings)

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pipeline.core.data import Arrays
+from pipeline.core.records.build import RuntimeConfig
 
 
-def code_root(config: dict[str, Any]) -> Path:
+def code_root(config: RuntimeConfig) -> Path:
     """Where a factory-based artifact imports the model's code from: the copy a deploy folder
     carries (`code_root`, set by pipeline.serve.predict), else the project root (the working directory)."""
-    return Path(config.get("code_root", Path.cwd()))
+    return Path(config.code_root or Path.cwd())
 
 
 @dataclass(frozen=True)

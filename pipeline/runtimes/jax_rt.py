@@ -19,11 +19,12 @@ from flax import serialization
 from pipeline.core.data import Arrays
 from pipeline.core.files import read_json
 from pipeline.core.model_code import as_list, import_object
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import Session, code_root
 
 
 class JaxSession(Session):
-    def __init__(self, entry: Path, threads: int, config: dict[str, Any]) -> None:
+    def __init__(self, entry: Path, threads: int, config: RuntimeConfig) -> None:
         spec = read_json(entry)
         state = serialization.msgpack_restore((entry.parent / spec["params"]).read_bytes())
         if spec["kind"] == "export":
@@ -34,7 +35,7 @@ class JaxSession(Session):
             function, params = jax.jit(apply), serialization.from_state_dict(template, state)
         self._function, self._params = function, jax.device_put(params)
         self.input_names, self.output_names, self._kind = spec["inputs"], spec["outputs"], spec["kind"]
-        if config.get("compile_at_load"):  # one batch-1 call: jit compiles and caches per input shape
+        if config.compile_at_load:  # one batch-1 call: jit compiles and caches per input shape
             zeros = [np.zeros((1, *s["shape"]), s["dtype"]) for s in spec["input_specs"].values()]
             jax.block_until_ready(self._function(self._params, *zeros))
 
@@ -48,8 +49,8 @@ class JaxSession(Session):
         return lambda: jax.block_until_ready(function(params, *arrays))
 
     def details(self) -> dict[str, Any]:
-        return {"kind": self._kind, "backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
+        return {"kind": self._kind, "backend": jax.default_backend(), "xla_flags": os.getenv("XLA_FLAGS", "")}
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> JaxSession:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> JaxSession:
     return JaxSession(artifact, threads, config)

@@ -17,26 +17,22 @@ from typing import Any
 
 from pipeline.core.config import InputSpec
 from pipeline.core.data import Arrays, outputs_rows_first, to_model_layout
+from pipeline.core.records.build import ModelLayout, RuntimeConfig
 from pipeline.runtimes.base import AsyncQueue, OpTime, Session
 
-LAYOUT = "layout"  # the runtime config's key: {"inputs": {name: InputSpec fields}, "outputs": {name: batch axis}}
 
-
-def layout_config(inputs: dict[str, InputSpec], output_axes: dict[str, int]) -> dict[str, Any]:
-    """The runtime config entry for a model not rows first; empty for one that is (nothing recorded)."""
-    moved = {name: spec.model_dump() for name, spec in inputs.items() if not spec.rows_first}
-    if not moved and not output_axes:
-        return {}
-    return {LAYOUT: {"inputs": moved, "outputs": dict(output_axes)}}
+def model_layout(inputs: dict[str, InputSpec], output_axes: dict[str, int]) -> ModelLayout | None:
+    """The runtime config's `layout` for a model not rows first; None for one that is (nothing recorded)."""
+    moved = {name: spec for name, spec in inputs.items() if not spec.rows_first}
+    return ModelLayout(inputs=moved, outputs=output_axes) if moved or output_axes else None
 
 
 class RowsFirst(Session):
     """A session that takes and returns rows first, whatever layout its model has."""
 
-    def __init__(self, inner: Session, layout: dict[str, Any]) -> None:
-        self.inner = inner
-        self.specs = {name: InputSpec.model_validate(spec) for name, spec in layout["inputs"].items()}
-        self.output_axes: dict[str, int] = layout["outputs"]
+    def __init__(self, inner: Session, layout: ModelLayout) -> None:
+        self.inner, self.layout = inner, layout
+        self.specs, self.output_axes = layout.inputs, layout.outputs
         self.input_names, self.output_names = inner.input_names, inner.output_names
 
     def _in(self, inputs: Arrays) -> Arrays:
@@ -50,8 +46,7 @@ class RowsFirst(Session):
 
     def request_sessions(self, requests: int, threads: int) -> tuple[list[Session], str]:
         sessions, how = self.inner.request_sessions(requests, threads)
-        layout = {"inputs": {n: s.model_dump() for n, s in self.specs.items()}, "outputs": self.output_axes}
-        return [RowsFirst(s, layout) for s in sessions], how
+        return [RowsFirst(s, self.layout) for s in sessions], how
 
     def async_queue(self, inputs: Arrays, requests: int, threads: int) -> AsyncQueue:
         return self.inner.async_queue(self._in(inputs), requests, threads)
@@ -66,6 +61,6 @@ class RowsFirst(Session):
         return self.inner.details() | {"layout": "the model's own (scalars, batch axes) at the runtime's door"}
 
 
-def in_layout(session: Session, config: dict[str, Any]) -> Session:
+def in_layout(session: Session, config: RuntimeConfig) -> Session:
     """`session` wrapped to take rows first when its runtime config records a layout."""
-    return RowsFirst(session, config[LAYOUT]) if config.get(LAYOUT) else session
+    return RowsFirst(session, config.layout) if config.layout else session

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import onnxruntime_genai as og
 
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.generator import Generation, Generator
 
 NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(bfloat16)": np.float32}
@@ -69,5 +70,5 @@ class GenaiGenerator(Generator):
         return {"threads": self.threads, "onnxruntime_genai": og.__version__, "provider": "cpu"}
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> GenaiGenerator:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> GenaiGenerator:
     return GenaiGenerator(artifact, threads)

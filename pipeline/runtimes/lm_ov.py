@@ -16,15 +16,16 @@ import openvino as ov
 import openvino_genai as ov_genai
 
 from pipeline.core import layout
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.generator import Generation, Generator
 
 
-def properties(threads: int, config: dict[str, Any]) -> dict[str, Any]:
+def properties(threads: int, config: RuntimeConfig) -> dict[str, Any]:
     props: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
-    if config.get("inference_precision", "auto") != "auto":
-        props["INFERENCE_PRECISION_HINT"] = config["inference_precision"]
-    if config.get("kv_cache_precision", "auto") != "auto":
-        props["KV_CACHE_PRECISION"] = config["kv_cache_precision"]
+    if config.inference_precision not in (None, "auto"):
+        props["INFERENCE_PRECISION_HINT"] = config.inference_precision
+    if config.kv_cache_precision not in (None, "auto"):
+        props["KV_CACHE_PRECISION"] = config.kv_cache_precision
     return props
 
 
@@ -44,7 +45,7 @@ class Stamps(ov_genai.StreamerBase):
 
 
 class OpenVinoGenerator(Generator):
-    def __init__(self, folder: Path, threads: int, config: dict[str, Any]) -> None:
+    def __init__(self, folder: Path, threads: int, config: RuntimeConfig) -> None:
         self.folder, self.props = folder, properties(threads, config)
         # no prefix caching: a repeated prompt would skip its prefill and time a cache hit, not the model
         scheduler = ov_genai.SchedulerConfig()
@@ -91,5 +92,5 @@ class OpenVinoGenerator(Generator):
                 "plugin_chose": used}  # fmt: skip
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> OpenVinoGenerator:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> OpenVinoGenerator:
     return OpenVinoGenerator(artifact, threads, config)

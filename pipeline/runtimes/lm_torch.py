@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.generator import Generation, Generator
 
 
@@ -41,5 +42,5 @@ class TorchGenerator(Generator):
         return {"threads": torch.get_num_threads(), "attention": self.model.config._attn_implementation}
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> TorchGenerator:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> TorchGenerator:
     return TorchGenerator(artifact, threads)

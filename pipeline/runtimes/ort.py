@@ -22,6 +22,7 @@ import onnx
 import onnxruntime as ort
 
 from pipeline.core.data import Arrays
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import OpTime, Session
 
 
@@ -38,32 +39,32 @@ PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "te
 CACHE_DIR = "trt_cache"
 
 
-def providers(path: Path, target: str, config: dict[str, Any]) -> list[Any]:
+def providers(path: Path, target: str, config: RuntimeConfig) -> list[Any]:
     """The provider list for `target`: the one asked for first, then CUDA and CPU for the nodes it
     leaves (ONNX Runtime assigns each node to the first provider that takes it)."""
     if target == "cpu":
         return [PROVIDERS["cpu"]]
     device = {"device_id": int(target.partition(":")[2] or 0)}
     chain: list[Any] = [(PROVIDERS["cuda"], device), PROVIDERS["cpu"]]
-    if config.get("provider") == "tensorrt":
+    if config.provider == "tensorrt":
         chain.insert(0, (PROVIDERS["tensorrt"], device | tensorrt_options(path, target, config)))
     return chain
 
 
-def tensorrt_options(path: Path, target: str, config: dict[str, Any]) -> dict[str, Any]:
+def tensorrt_options(path: Path, target: str, config: RuntimeConfig) -> dict[str, Any]:
     from pipeline.machine.probe import engine_cache_key, probe_cuda
 
     gpu = probe_cuda(int(target.partition(":")[2] or 0))
     cache = path.parent / CACHE_DIR / engine_cache_key(path, tensorrt_version(), gpu)
     cache.mkdir(parents=True, exist_ok=True)
     return {
-        "trt_fp16_enable": bool(config.get("fp16")),
-        "trt_int8_enable": bool(config.get("int8")),  # with a QDQ model: explicit scales, no calibration table
+        "trt_fp16_enable": bool(config.fp16),
+        "trt_int8_enable": bool(config.int8),  # with a QDQ model: explicit scales, no calibration table
         "trt_engine_cache_enable": True,
         "trt_engine_cache_path": str(cache),
         "trt_timing_cache_enable": True,
         "trt_timing_cache_path": str(cache),
-        **{k: v for k, v in config.items() if k.startswith("trt_")},  # the build's profile shapes, workspace
+        **{k: v for k, v in config.as_dict().items() if k.startswith("trt_")},  # the build's profile shapes, workspace
     }
 
 
@@ -85,12 +86,13 @@ def unavailable_on(target: str) -> str | None:
 
 
 class OrtSession(Session):
-    def __init__(self, path: Path, threads: int, target: str = "cpu", config: dict[str, Any] | None = None) -> None:
-        self._path, self._target, self._providers = path, target, providers(path, target, config or {})
+    def __init__(self, path: Path, threads: int, target: str = "cpu", config: RuntimeConfig | None = None) -> None:
+        config = config or RuntimeConfig()
+        self._path, self._target, self._providers = path, target, providers(path, target, config)
         self._session = self._load(session_options(threads))
         self.input_names = [i.name for i in self._session.get_inputs()]
         self.output_names = [o.name for o in self._session.get_outputs()]
-        self._threads, self._config = threads, config or {}
+        self._threads, self._config = threads, config
 
     def _load(self, options: ort.SessionOptions) -> ort.InferenceSession:
         session = ort.InferenceSession(str(self._path), options, providers=self._providers)
@@ -181,5 +183,5 @@ def _has_fp16_weights(path: Path) -> bool:
     return any(i.data_type == onnx.TensorProto.FLOAT16 for i in graph.initializer)
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> OrtSession:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> OrtSession:
     return OrtSession(artifact, threads, target, config)

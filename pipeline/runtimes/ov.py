@@ -22,6 +22,7 @@ import numpy as np
 import openvino as ov
 
 from pipeline.core.data import Arrays
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import OpTime, Session
 
 DEVICE = "CPU"
@@ -37,10 +38,10 @@ def compile_properties(hint: str, threads: int, precision: str, group_size: int 
 
 
 class OpenVinoSession(Session):
-    def __init__(self, path: Path, threads: int, config: dict[str, Any]) -> None:
+    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
         self._path, self._threads = path, threads
-        self._precision = config.get("inference_precision", "auto")
-        self._group_size: int | None = config.get("dynamic_quantization_group_size")
+        self._precision = config.inference_precision or "auto"
+        self._group_size = config.dynamic_quantization_group_size
         self._cache = tempfile.mkdtemp(prefix="ov-cache-")
         self._compiled = self._compile("LATENCY", ov.Core())
         self._request = self._compiled.create_infer_request()
@@ -145,5 +146,5 @@ class OpenVinoQueue:
         }
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> OpenVinoSession:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> OpenVinoSession:
     return OpenVinoSession(artifact, threads, config)

@@ -14,13 +14,14 @@ import numpy as np
 import tensorflow as tf
 
 from pipeline.core.data import Arrays
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import Session
 
 SIGNATURE = "serving_default"
 
 
 class TfSession(Session):
-    def __init__(self, path: Path, threads: int, config: dict[str, Any]) -> None:
+    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
         try:
             tf.config.threading.set_intra_op_parallelism_threads(threads)
             tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -30,7 +31,7 @@ class TfSession(Session):
         self._signature = self._loaded.signatures[SIGNATURE]
         self.input_names = list(self._signature.structured_input_signature[1])
         self.output_names = list(self._signature.structured_outputs)
-        self._compile_at_load = bool(config.get("compile_at_load"))
+        self._compile_at_load = bool(config.compile_at_load)
         if self._compile_at_load:
             specs = self._signature.structured_input_signature[1]
             self._signature(**{n: tf.zeros([1, *s.shape[1:]], s.dtype) for n, s in specs.items()})
@@ -54,5 +55,5 @@ class TfSession(Session):
         }
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> TfSession:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> TfSession:
     return TfSession(artifact, threads, config)

@@ -14,6 +14,7 @@ import torch
 
 from pipeline.core.data import Arrays
 from pipeline.core.files import read_json
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import OpTime, Session, code_root
 from pipeline.runtimes.torch_module import as_tuple, build_module
 
@@ -28,7 +29,7 @@ def unavailable_on(target: str) -> str | None:
 
 
 class TorchSession(Session):
-    def __init__(self, entry: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> None:
+    def __init__(self, entry: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> None:
         self._device = torch.device(target)
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
@@ -86,5 +87,5 @@ class TorchSession(Session):
         return {"intra_op_threads": self._threads, "mode": self._mode, "device": str(self._device)}
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cpu") -> TorchSession:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> TorchSession:
     return TorchSession(artifact, threads, config, target)

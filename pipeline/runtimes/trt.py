@@ -20,6 +20,7 @@ from cuda.bindings import runtime as cudart
 
 from pipeline.core.data import Arrays
 from pipeline.core.files import read_json
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import Session
 
 
@@ -101,5 +102,5 @@ class TrtSession(Session):
         return {"tensorrt": trt.__version__, "stream": "a CUDA stream per prepared call, synchronized per call"}
 
 
-def load(artifact: Path, threads: int, config: dict[str, Any], target: str = "cuda:0") -> TrtSession:
+def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cuda:0") -> TrtSession:
     return TrtSession(artifact, target)

@@ -19,14 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.core import layout
-from pipeline.core.config import InputSpec
 from pipeline.core.data import Arrays, check_input_values, check_inputs, outputs_to_model, rows_first, run_batched
 from pipeline.core.errors import ModelFileError
-from pipeline.core.files import read_json, sha256
+from pipeline.core.files import sha256
+from pipeline.core.records import manifest as manifest_record
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
-from pipeline.runtimes.layout import LAYOUT
 from pipeline.serve.text import labelled, token_labelled, tokenize
 
 NONFINITE_HINT = " (predict --allow-nonfinite, or load(..., allow_nonfinite=True), lets NaN and Inf through)"
@@ -44,33 +42,26 @@ class Predictor:
         check_values: bool = True,
         allow_nonfinite: bool = False,
     ) -> None:
-        manifest_path = folder / layout.MANIFEST
-        if not manifest_path.is_file():
-            raise ModelFileError(f"{manifest_path}: not found (is {folder} a deploy/<model> folder?)")
-        self.folder, self.manifest = folder, read_json(manifest_path)
-        if not self.manifest.get("variant"):
-            why = self.manifest.get("selection", {}).get("why", "")
-            raise ModelFileError(f"{folder}: no artifact was chosen for {self.manifest.get('model')}: {why}")
+        self.folder, self.manifest = folder, manifest_record.load(folder)
+        if not self.manifest.variant:
+            why = self.manifest.selection.why
+            raise ModelFileError(f"{folder}: no artifact was chosen for {self.manifest.model}: {why}")
         if verify:
-            for name, digest in self.manifest["files"].items():
+            for name, digest in self.manifest.files.items():
                 if not (folder / name).is_file() or sha256(folder / name) != digest:
                     raise ModelFileError(f"{folder / name}: missing or changed since selection (sha256 mismatch)")
-        self.inputs = {name: InputSpec.model_validate(spec) for name, spec in self.manifest["inputs"].items()}
+        self.inputs = self.manifest.inputs
         # Each token input's vocabulary, recorded at deploy; a manifest from before has none, and then
         # only the checks that need no bound run (ids >= 0, masks, finite floats).
-        self.bounds: dict[str, int] = self.manifest.get("token_bounds", {})
+        self.bounds = self.manifest.token_bounds
         self.check_values, self.allow_nonfinite = check_values, allow_nonfinite
-        config = dict(self.manifest["runtime_config"])
-        if self.manifest.get("code"):
-            config["code_root"] = str(folder / self.manifest["code"])
+        config = self.manifest.runtime_config
+        if self.manifest.code:
+            config = config.model_copy(update={"code_root": str(folder / self.manifest.code)})
         self.session = load_runtime(
-            self.manifest["runtime"],
-            folder / self.manifest["entry"],
-            threads or cores(),
-            config,
-            self.manifest.get("device", "cpu"),
+            self.manifest.runtime, folder / self.manifest.entry, threads or cores(), config, self.manifest.device
         )
-        self.output_names: list[str] = self.manifest["outputs"]
+        self.output_names = self.manifest.outputs
 
     def __call__(self, inputs: Arrays | np.ndarray, batch: int = 256, source: str = "inputs") -> Arrays:
         """Outputs by name; `source` names where the inputs came from in error messages.
@@ -85,9 +76,10 @@ class Predictor:
         checked = check_inputs(rows_first(inputs, self.inputs), self.inputs, source)
         if self.check_values:
             check_input_values(checked, self.inputs, source, self.bounds, self.allow_nonfinite, NONFINITE_HINT)
-        fixed = self.manifest.get("fixed_batch")
+        fixed = self.manifest.fixed_batch
         outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
-        axes = self.manifest["runtime_config"].get(LAYOUT, {}).get("outputs", {})  # a state's batch axis
+        layout = self.manifest.runtime_config.layout
+        axes = layout.outputs if layout else {}  # a state's batch axis
         return outputs_to_model({name: outputs[name] for name in self.output_names}, axes)
 
     def on_text(self, texts: list[str]) -> Arrays:
@@ -98,12 +90,12 @@ class Predictor:
         """Greedy continuation of `prompt` (text-generation models), cut at the end-of-text token."""
         from tokenizers import Tokenizer
 
-        if not self.manifest.get("context"):
-            raise ModelFileError(f"{self.manifest['model']}: --prompt: not a text-generation model; give an input file")
-        entry = self.folder / self.manifest["entry"]
+        context = self.manifest.context
+        if not context:
+            raise ModelFileError(f"{self.manifest.model}: --prompt: not a text-generation model; give an input file")
+        entry = self.folder / self.manifest.entry
         tokenizer = Tokenizer.from_file(str(entry / "tokenizer.json"))
         ids = tokenizer.encode(prompt).ids
-        context = self.manifest["context"]
         if not ids:
             raise ModelFileError("--prompt: empty: give some text to continue")
         if len(ids) + max_new_tokens > context:
@@ -111,7 +103,7 @@ class Predictor:
                 f"--prompt: {len(ids)} tokens + {max_new_tokens} new exceed the model's context of {context} tokens"
             )
         tokens = self.session.generate(np.array([ids], dtype=np.int64), max_new_tokens).tokens[0].tolist()
-        eos = self.manifest.get("eos_token_id")
+        eos = self.manifest.eos_token_id
         if eos in tokens:
             tokens = tokens[: tokens.index(eos)]
         return tokenizer.decode(tokens)
@@ -179,7 +171,7 @@ def run_cli(
         )
     predictor = load(folder, threads, allow_nonfinite=allow_nonfinite)
     manifest = predictor.manifest
-    heading = f"{manifest['model']}: {manifest['variant']} on {manifest['runtime']} {manifest['runtime_version']}"
+    heading = f"{manifest.model}: {manifest.variant} on {manifest.runtime} {manifest.runtime_version}"
     if prompt is not None:
         text = predictor.generate(prompt, max_new_tokens)
         print(heading)
@@ -189,13 +181,14 @@ def run_cli(
         inputs = tokenize(folder, texts, list(predictor.inputs))  # Predictor.on_text, keeping the ids
         outputs = predictor(inputs, source="--text")
         print(heading)
-        task = (manifest.get("text") or {}).get("task")
-        if task == "text-classification" and not output:
-            for text, (label, probability) in zip(texts, labelled(outputs, manifest["text"]), strict=True):
+        text_facts = manifest.text
+        task = text_facts.task if text_facts else None
+        if text_facts and task == "text-classification" and not output:
+            for text, (label, probability) in zip(texts, labelled(outputs, text_facts), strict=True):
                 print(f"{label} ({probability:.3f}): {text}")
             return outputs
-        if task == "token-classification" and not output:
-            for tagged in token_labelled(folder, inputs["input_ids"], outputs, manifest["text"]):
+        if text_facts and task == "token-classification" and not output:
+            for tagged in token_labelled(folder, inputs["input_ids"], outputs, text_facts):
                 print(tagged)
             return outputs
     else:

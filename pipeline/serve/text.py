@@ -13,6 +13,7 @@ import numpy as np
 
 from pipeline.core.data import Arrays
 from pipeline.core.errors import ModelFileError
+from pipeline.core.records.manifest import TextFacts
 
 HF_FOLDER_FACTORY = "pipeline.prepare.hf_folder:build"  # the factory `add` writes for a Hugging Face folder
 TOKENIZER = "tokenizer"  # the deployment's copy of the folder, weights left out
@@ -37,7 +38,7 @@ def tokenize(folder: Path, texts: list[str], names: list[str]) -> Arrays:
     return {name: encoded[name].astype(np.int64) for name in names}
 
 
-def labelled(outputs: Arrays, text: dict[str, Any]) -> list[tuple[str, float]]:
+def labelled(outputs: Arrays, text: TextFacts) -> list[tuple[str, float]]:
     """Each row's label name and probability (softmax of the logits): a sequence classifier's answer."""
     logits = next(iter(outputs.values())).astype(np.float64)
     probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
@@ -46,12 +47,12 @@ def labelled(outputs: Arrays, text: dict[str, Any]) -> list[tuple[str, float]]:
     return [(label_name(text, i), float(p[i])) for i, p in zip(best, probabilities, strict=True)]
 
 
-def label_name(text: dict[str, Any], index: Any) -> str:
+def label_name(text: TextFacts, index: Any) -> str:
     """config.json's id2label name of class `index`, else the index itself."""
-    return (text.get("labels") or {}).get(str(int(index)), str(int(index)))
+    return (text.labels or {}).get(str(int(index)), str(int(index)))
 
 
-def token_labelled(folder: Path, input_ids: np.ndarray, outputs: Arrays, text: dict[str, Any]) -> list[str]:
+def token_labelled(folder: Path, input_ids: np.ndarray, outputs: Arrays, text: TextFacts) -> list[str]:
     """Each row's tokens with their label names (`token/LABEL`, the argmax of each token's logits),
     special and padding tokens left out: a token classifier's answer, on the ids it was given."""
     tokenizer = _tokenizer(folder)

@@ -24,6 +24,7 @@ from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
 from pipeline.core.outcome import Kind, Status
 from pipeline.core.records.base import Part
+from pipeline.core.records.build import BuildFacts
 
 
 class LatencyStats(Part):
@@ -337,8 +338,9 @@ class VariantRecord(Measured):
     threads: int | None = Field(None, description="intra-op threads of the benchmark")
     machine: str | None = Field(None, description="the machine name the figures belong to")
     gpu: dict[str, Any] | None = Field(None, description="which GPU, driver and compute capability (GPU targets)")
-    build: dict[str, Any] = Field(
-        default_factory=dict, description="the pass's own facts (build.json): settings, node counts, recipes, seconds"
+    build: BuildFacts = Field(
+        default_factory=BuildFacts,
+        description="the pass's own facts (build.json): settings, node counts, recipes, seconds",
     )
     size_mb: float | None = Field(None, description="the artifact's files on disk, MB")
     in_sample: str | None = Field(None, description="why accuracy and fidelity are not held out, when they are not")

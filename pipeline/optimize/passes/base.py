@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.core import layout
 from pipeline.core.config import ModelConfig
 from pipeline.core.data import Arrays, DataSet, outputs_rows_first, to_model_layout
-from pipeline.core.files import read_json
+from pipeline.core.records import source as source_record
+from pipeline.core.records.source import Family, SourceRecord
 from pipeline.core.registry import KNOWN_DEFECTS, KnownDefect
-from pipeline.runtimes.layout import layout_config
+from pipeline.runtimes.layout import model_layout
 
 if TYPE_CHECKING:
     from pipeline.core.records import VariantRecord
@@ -47,28 +48,29 @@ class BuildContext:
         return self.source_dir / layout.EXPORTED_ONNX
 
     @cached_property
-    def source_info(self) -> dict[str, Any]:
-        return read_json(self.source_dir / layout.SOURCE_INFO)
+    def source_info(self) -> SourceRecord:
+        return source_record.load(self.model, self.root)
 
     @property
     def fixed_batch(self) -> int | None:
         """The batch the exported model is fixed to (None: any); calibration runs in batches of it."""
-        return self.source_info.get("fixed_batch")
+        return self.source_info.fixed_batch
 
     @property
-    def family(self) -> dict[str, Any]:
+    def family(self) -> Family:
         """model_type (transformer | cnn | other) and, for transformers, num_heads / hidden_size."""
-        return self.source_info.get("family", {"model_type": "other"})
+        return self.source_info.family
 
     @property
     def transformer(self) -> bool:
-        return self.family["model_type"] == "transformer"
+        return self.family.model_type == "transformer"
 
     @property
     def layout(self) -> dict[str, Any]:
         """The runtime config entry that gives a model not rows first (a scalar input, a state's batch
         axis) its own layout (pipeline.runtimes.layout); {} for every other model."""
-        return layout_config(self.config.inputs, self.source_info.get("output_batch_axes", {}))
+        found = model_layout(self.config.inputs, self.source_info.output_batch_axes)
+        return {"layout": found.model_dump(mode="json")} if found else {}
 
     def model_inputs(self, rows: Arrays) -> Arrays:
         """Rows-first arrays as the exported model takes them: what a pass feeds a library that runs
@@ -77,13 +79,13 @@ class BuildContext:
 
     def rows_out(self, outputs: Arrays) -> Arrays:
         """A graph's outputs, run by a library, rows first."""
-        return outputs_rows_first(outputs, self.source_info.get("output_batch_axes", {}))
+        return outputs_rows_first(outputs, self.source_info.output_batch_axes)
 
     def max_batch(self, wanted: int) -> int:
         """`wanted`, capped to what fits the model's memory budget (exactly a fixed batch)."""
         from pipeline.core.memory import batch_size
 
-        return batch_size(wanted, self.source_info.get("batching", {}), self.fixed_batch)
+        return batch_size(wanted, self.source_info.batching.max_batch, self.fixed_batch)
 
     def example(self, n: int = 2) -> Arrays:
         """`n` real eval rows (the fixed batch, if any): for tracers that specialise size-1 axes, n >= 2."""
