@@ -169,7 +169,8 @@ class Variant:
         return tuple(dict.fromkeys((*RUNTIMES[self.runtime].requires, *self.requires)))
 
 
-ONNX, FP16 = ("onnx",), ("onnx", "onnxconverter-common")  # what the ONNX graph passes import
+ONNX = ("onnx",)  # what the ONNX graph passes import
+FP16 = (*ONNX, "onnxruntime")  # the FP16 pass converts with onnxruntime.transformers.float16
 HF = ("transformers", "torch")  # what the decoder passes convert from
 
 # fmt: off
@@ -179,7 +180,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_opt", "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
             "onnxruntime", "fp32", "pipeline.optimize.passes.onnxruntime.optimize:OrtOptimize",
             requires=(*ONNX, "onnxslim"), onnx_ml=True),
-    Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
+    Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxruntime.transformers.float16)",
             "onnxruntime", "fp16", "pipeline.optimize.passes.onnxruntime.fp16:Float16", should_beat="onnx_fp32",
             requires=FP16),
     Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
