@@ -400,13 +400,13 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     report_code = root / "pipeline" / "present" / "report.py"
     report_code.write_text(report_code.read_text() + "\n# an edit\n")
     assert rerun() == ALWAYS_RUN | {"plan", "report"}  # the plan rehashes the code: only report's hash moved
-    fp16_pass = root / "pipeline" / "build" / "passes" / "fp16.py"
+    fp16_pass = root / "pipeline" / "optimize" / "passes" / "onnxruntime" / "fp16.py"
     fp16_pass.write_text(fp16_pass.read_text() + "\n# an edit\n")
     ran = rerun()
     from pipeline.optimize.plan import variant_code
 
     configured = [*params["variants"], *params["machine_variants"], *params["gpu_variants"]]
-    uses_fp16 = {v for v in configured if Path("pipeline/optimize/passes/fp16.py") in variant_code(v, root)}
+    uses_fp16 = {v for v in configured if Path("pipeline/optimize/passes/onnxruntime/fp16.py") in variant_code(v, root)}
     assert "onnx_fp16" in uses_fp16 and "onnx_int8_static" not in uses_fp16
     assert {n for n in ran if n.startswith("build@")} == {f"build@{m}-{v}" for v in uses_fp16 for m in applies(v)}
     assert {n.partition("-")[2] for n in ran if n.startswith("bench@")} <= uses_fp16

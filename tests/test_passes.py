@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 
 from pipeline.core.data import generate_inputs
-from pipeline.optimize.passes.ort_quantize import resolve_reduce_range
+from pipeline.optimize.passes.onnxruntime.quantize_recipe import resolve_reduce_range
 from tests.conftest import build, tiny_config, torch_build_context
 
 
@@ -106,7 +106,7 @@ def test_preprocessing_falls_back_and_says_so(context, monkeypatch):
 
 
 def test_reduce_range_auto_follows_vnni(monkeypatch):
-    import pipeline.optimize.passes.ort_quantize as quantize
+    import pipeline.optimize.passes.onnxruntime.quantize_recipe as quantize
 
     monkeypatch.setattr(quantize, "has_vnni", lambda: False)
     assert quantize.resolve_reduce_range("auto") is True
@@ -137,7 +137,8 @@ def test_static_int8_lifts_an_old_opset_for_per_channel_weights(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
     from onnxruntime.quantization import QuantFormat, quantize_static
 
-    from pipeline.optimize.passes.ort_quantize import CalibrationReader, _without_value_info
+    from pipeline.optimize.passes.onnxruntime.quantize_recipe import without_value_info
+    from pipeline.optimize.passes.onnxruntime.quantize_static import CalibrationReader
 
     rng = np.random.default_rng(0)
     weight = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
@@ -159,7 +160,7 @@ def test_static_int8_lifts_an_old_opset_for_per_channel_weights(tmp_path):
 
     with pytest.raises(Exception, match="axis"):  # why the lift exists: ORT's own output does not load
         ort.InferenceSession(str(quantized(str(old), "direct.onnx")), providers=["CPUExecutionProvider"])
-    lifted = _without_value_info(SimpleNamespace(out_dir=tmp_path, exported_onnx=old), old)
+    lifted = without_value_info(SimpleNamespace(out_dir=tmp_path, exported_onnx=old), old)
     assert onnx.load(lifted).opset_import[0].version == 13
     session = ort.InferenceSession(str(quantized(lifted, "lifted.onnx")), providers=["CPUExecutionProvider"])
     assert session.run(None, {"x": rows["x"][:1]})[0].shape == (1, 4, 8, 8)
@@ -194,7 +195,7 @@ def test_dynamic_int8_with_nothing_to_quantize_is_not_applicable(context, tmp_pa
     from onnx import helper
 
     from pipeline.core.errors import NotApplicable
-    from pipeline.optimize.passes.ort_quantize import dynamic_ops, quantizable_nodes
+    from pipeline.optimize.passes.onnxruntime.quantize_dynamic import dynamic_ops, quantizable_nodes
 
     result = build(context, "onnx_int8_dynamic")  # the tiny MLP: its layers are quantized
     assert result.details["op_types"] is None and "MatMulInteger" in result.details["top_ops"]

@@ -136,7 +136,7 @@ def test_a_pass_reaches_only_its_variants():
     shared = {"pipeline/optimize/passes/__init__.py", "pipeline/optimize/passes/base.py"}
     for group in STAGE_CODE:
         assert not {p for p in code_of(group) if p.startswith("pipeline/optimize/passes/")} - shared, group
-    fp16 = Path("pipeline/optimize/passes/fp16.py")
+    fp16 = Path("pipeline/optimize/passes/onnxruntime/fp16.py")
     users = {v for v in registry.VARIANTS if fp16 in variant_code(v, REPO)}
     assert {"onnx_fp16", "onnx_cuda_fp16"} <= users
     assert not users & {"onnx_fp32", "onnx_int8_static", "openvino_int8", "torch_eager"}

@@ -20,7 +20,7 @@ from pipeline.core.data import DataSet
 from pipeline.core.errors import ConfigError, NotApplicable
 from pipeline.core.evaluate import fidelity_block
 from pipeline.optimize.passes.base import BuildContext
-from pipeline.optimize.passes.ort_optimize import optimizer_type
+from pipeline.optimize.passes.onnxruntime.optimize import optimizer_type
 from pipeline.prepare.export import export_model
 from pipeline.prepare.family import detect
 from tests.conftest import build, models_from
@@ -170,7 +170,7 @@ def test_every_int8_recipe_separates_from_a_destroyed_output(bert):
 
 
 def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cosine_holds(bert):
-    from pipeline.optimize.passes.ort_sensitivity import worst_cosine
+    from pipeline.optimize.passes.onnxruntime.sensitivity import worst_cosine
 
     details, _ = built(bert, "onnx_int8_static_search", "sensitive", target_cosine=0.999999, max_excluded=2)
     search = details["sensitivity"]
@@ -194,7 +194,7 @@ def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cos
 
 def test_sensitivity_search_keeps_fewer_float_layers_on_a_tie(monkeypatch, tmp_path):
     """Equal validation cosines: the try with fewer layers in float is the one kept (and rewritten)."""
-    from pipeline.optimize.passes import ort_sensitivity
+    from pipeline.optimize.passes.onnxruntime import sensitivity as ort_sensitivity
 
     written: list[list[str]] = []
     cosines = {0: 0.90, 1: 0.97, 2: 0.97, 4: 0.96}

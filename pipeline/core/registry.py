@@ -169,44 +169,46 @@ class Variant:
         return tuple(dict.fromkeys((*RUNTIMES[self.runtime].requires, *self.requires)))
 
 
-ONNX, FP16 = ("onnx",), ("onnx", "onnxconverter-common")  # what the ONNX graph passes import
+ONNX = ("onnx",)  # what the ONNX graph passes import
+FP16 = (*ONNX, "onnxruntime")  # the FP16 pass converts with onnxruntime.transformers.float16
 HF = ("transformers", "torch")  # what the decoder passes convert from
 
 # fmt: off
 VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("onnx_fp32", "the ONNX export as is", "onnxruntime", "fp32",
-            "pipeline.optimize.passes.onnx_export:AsExported", requires=ONNX, onnx_ml=True),
+            "pipeline.optimize.passes.onnxruntime.export:AsExported", requires=ONNX, onnx_ml=True),
     Variant("onnx_opt", "ONNX Runtime offline graph optimization (+ onnxslim where it removes nodes)",
-            "onnxruntime", "fp32", "pipeline.optimize.passes.ort_optimize:OrtOptimize", requires=(*ONNX, "onnxslim"),
-            onnx_ml=True),
-    Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)",
-            "onnxruntime", "fp16", "pipeline.optimize.passes.fp16:Float16", should_beat="onnx_fp32", requires=FP16),
+            "onnxruntime", "fp32", "pipeline.optimize.passes.onnxruntime.optimize:OrtOptimize",
+            requires=(*ONNX, "onnxslim"), onnx_ml=True),
+    Variant("onnx_fp16", "float16 weights and compute, FP32 inputs/outputs kept (onnxruntime.transformers.float16)",
+            "onnxruntime", "fp16", "pipeline.optimize.passes.onnxruntime.fp16:Float16", should_beat="onnx_fp32",
+            requires=FP16),
     Variant("onnx_int8_dynamic", "INT8 weights, activations quantized at run time (quantize_dynamic)",
-            "onnxruntime", "int8", "pipeline.optimize.passes.ort_quantize:DynamicInt8", per_target=True,
+            "onnxruntime", "int8", "pipeline.optimize.passes.onnxruntime.quantize_dynamic:DynamicInt8", per_target=True,
             should_beat="onnx_fp32", requires=ONNX),  # reduce_range: auto reads the building CPU's ISA
     Variant("onnx_int8_static", "INT8 QDQ calibrated on the calibration split (quantize_static)",
-            "onnxruntime", "int8", "pipeline.optimize.passes.ort_quantize:StaticInt8", per_target=True,
+            "onnxruntime", "int8", "pipeline.optimize.passes.onnxruntime.quantize_static:StaticInt8", per_target=True,
             should_beat="onnx_fp32", requires=ONNX),
     Variant("onnx_int8_static_search", "onnx_int8_static's recipe with the consumers of the lowest-SQNR "
             "activations left float until the validation rows' worst cosine keeps target_cosine", "onnxruntime",
-            "int8", "pipeline.optimize.passes.ort_quantize:StaticInt8Search", per_target=True, should_beat="onnx_fp32",
-            requires=ONNX, rescues=("onnx_int8_static",)),
+            "int8", "pipeline.optimize.passes.onnxruntime.quantize_static:StaticInt8Search", per_target=True,
+            should_beat="onnx_fp32", requires=ONNX, rescues=("onnx_int8_static",)),
     Variant("onnx_int8_blockwise", "MatMulNBits: 8-bit block-wise MatMul weights, activations quantized per "
             "block at run time (accuracy_level 4)", "onnxruntime", "int8",
-            "pipeline.optimize.passes.ort_blockwise:MatMulNBits8", should_beat="onnx_fp32", requires=ONNX),
+            "pipeline.optimize.passes.onnxruntime.blockwise:MatMulNBits8", should_beat="onnx_fp32", requires=ONNX),
     Variant("openvino_fp32", "OpenVINO IR, FP32 weights, f32 inference pinned", "openvino", "fp32",
-            "pipeline.optimize.passes.openvino:OpenVinoFp32", requires=("torch",)),  # torch: frontend: source
+            "pipeline.optimize.passes.openvino.convert:OpenVinoFp32", requires=("torch",)),  # torch: frontend: source
     Variant("openvino_fp16", "OpenVINO IR, FP16-compressed weights", "openvino", "fp16",
-            "pipeline.optimize.passes.openvino:OpenVinoFp16", should_beat="openvino_fp32", requires=("torch",)),
+            "pipeline.optimize.passes.openvino.convert:OpenVinoFp16", should_beat="openvino_fp32", requires=("torch",)),
     Variant("openvino_int8", "OpenVINO IR quantized by nncf.quantize on the calibration split",
-            "openvino", "int8", "pipeline.optimize.passes.openvino:NncfInt8", should_beat="openvino_fp32",
+            "openvino", "int8", "pipeline.optimize.passes.openvino.quantize:NncfInt8", should_beat="openvino_fp32",
             requires=("nncf", "torch")),
     Variant("openvino_int8_dynamic", "OpenVINO IR, INT8 weights (nncf.compress_weights), activations "
             "quantized per group at run time by the CPU plugin", "openvino", "int8",
-            "pipeline.optimize.passes.openvino:NncfWeightsInt8DynamicActivations", should_beat="openvino_fp32",
+            "pipeline.optimize.passes.openvino.quantize:NncfWeightsInt8DynamicActivations", should_beat="openvino_fp32",
             requires=("nncf", "torch")),
     Variant("openvino_int8_acc", "nncf.quantize_with_accuracy_control: INT8 within max_drop on the eval split",
-            "openvino", "int8", "pipeline.optimize.passes.openvino:NncfInt8AccuracyControl",
+            "openvino", "int8", "pipeline.optimize.passes.openvino.accuracy_control:NncfInt8AccuracyControl",
             should_beat="openvino_fp32",
             requires=("nncf", "torch"), rescues=("openvino_int8", "openvino_int8_dynamic")),
     Variant("torch_eager", "the PyTorch source model itself: the baseline", "torch", "fp32",
@@ -214,15 +216,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("torch_compile", "AOTInductor package of the PyTorch source (torch.export + TorchInductor)",
             "torch", "fp32", "pipeline.optimize.passes.pytorch:TorchCompile", frozenset({"torch"}), per_target=True),
     Variant("torch_xla", "PyTorch source converted to JAX by torchax, exported like jax_xla", "jax", "fp32",
-            "pipeline.optimize.passes.jax_xla:TorchXla", frozenset({"torch"}), requires=("torch", "torchax", "jaxlib")),
+            "pipeline.optimize.passes.jax:TorchXla", frozenset({"torch"}), requires=("torch", "torchax", "jaxlib")),
     Variant("tf_graph", "the TF/Keras source as a SavedModel serving a plain tf.function", "tensorflow", "fp32",
-            "pipeline.optimize.passes.tf_saved:TfGraph", frozenset({"keras", "savedmodel"})),
+            "pipeline.optimize.passes.tensorflow:TfGraph", frozenset({"keras", "savedmodel"})),
     Variant("tf_xla", "the same with tf.function(jit_compile=True): XLA-compiled at load", "tensorflow", "fp32",
-            "pipeline.optimize.passes.tf_saved:TfXla", frozenset({"keras", "savedmodel"})),
+            "pipeline.optimize.passes.tensorflow:TfXla", frozenset({"keras", "savedmodel"})),
     Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
-            "pipeline.optimize.passes.jax_xla:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
+            "pipeline.optimize.passes.jax:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",
-            "pipeline.optimize.passes.jax_xla:JaxXla", frozenset({"jax"}), requires=("jaxlib",)),
+            "pipeline.optimize.passes.jax:JaxXla", frozenset({"jax"}), requires=("jaxlib",)),
     # Text generation (task: text-generation): a causal LM with its KV cache, greedy decoding.
     Variant("lm_torch", "the Hugging Face model in PyTorch, decoding with its KV cache: the baseline",
             "transformers", "fp32", "pipeline.optimize.passes.decoder:LmTorch", frozenset({"transformers"}),
@@ -252,10 +254,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             requires=(*HF, "openvino", "nncf")),
     # GPU targets (NVIDIA, CUDA): skipped with the target probe's reason where there is none.
     Variant("onnx_cuda_fp32", "the ONNX export on ONNX Runtime's CUDA execution provider", "onnxruntime",
-            "fp32", "pipeline.optimize.passes.onnx_export:AsExported", device="cuda", per_target=True,
+            "fp32", "pipeline.optimize.passes.onnxruntime.export:AsExported", device="cuda", per_target=True,
             runtime_options=(("provider", "cuda"),), requires=ONNX, onnx_ml=True),
     Variant("onnx_cuda_fp16", "onnx_fp16's FP16 graph on ONNX Runtime's CUDA execution provider", "onnxruntime",
-            "fp16", "pipeline.optimize.passes.fp16:Float16", device="cuda", per_target=True,
+            "fp16", "pipeline.optimize.passes.onnxruntime.fp16:Float16", device="cuda", per_target=True,
             runtime_options=(("provider", "cuda"),), should_beat="onnx_cuda_fp32", requires=FP16),
     Variant("onnx_trt_fp16", "ONNX Runtime's TensorRT execution provider, FP16 enabled, engine cached in "
             "the artifact", "onnxruntime", "fp16", "pipeline.optimize.passes.tensorrt:OrtTensorRt", device="cuda",

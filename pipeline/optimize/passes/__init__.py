@@ -1,1 +1,2 @@
-"""Passes: one module per transformation, each turning the export (or the source) into an artifact."""
+"""Passes, grouped by backend (onnxruntime/, openvino/, tensorrt, pytorch, tensorflow, jax, decoder):
+each turns the export (or the source) into an artifact."""

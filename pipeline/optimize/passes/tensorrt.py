@@ -24,9 +24,9 @@ from pydantic import Field
 
 from pipeline.core.files import write_json
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.optimize.passes.fp16 import Float16, Float16Config
-from pipeline.optimize.passes.onnx_export import MODEL_FILE, AsExported
-from pipeline.optimize.passes.ort_quantize import StaticConfig, StaticInt8
+from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE, AsExported
+from pipeline.optimize.passes.onnxruntime.fp16 import Float16, Float16Config
+from pipeline.optimize.passes.onnxruntime.quantize_static import StaticConfig, StaticInt8
 
 ENGINE, ENGINE_INFO = "model.engine", "engine.json"
 Shape = tuple[int, ...]

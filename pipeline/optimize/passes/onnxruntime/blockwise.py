@@ -31,8 +31,8 @@ from pipeline.optimize.passes.base import (
     run_time_quantization,
     session_runner,
 )
-from pipeline.optimize.passes.onnx_export import MODEL_FILE
-from pipeline.optimize.passes.ort_quantize import is_external
+from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
+from pipeline.optimize.passes.onnxruntime.quantize_recipe import is_external
 
 FLOAT_COMPUTE = 1  # MatMulNBits accuracy_level 1: dequantize the weights, multiply in FP32
 

@@ -14,7 +14,7 @@ from pydantic import Field
 from pipeline.core import onnx_files
 from pipeline.core.onnx_files import graph_stats
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.optimize.passes.onnx_export import MODEL_FILE
+from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
 
 
 class Float16Config(NoConfig):

@@ -1,72 +1,27 @@
-"""OpenVINO IR variants (model.xml + model.bin), converted with openvino.convert_model.
+"""openvino_int8_acc: nncf.quantize_with_accuracy_control, INT8 with operations reverted to float
+until the validation rows' metric drops by at most max_drop, and the search's budget.
 
-Conversion starts from the checked ONNX export by default (`frontend: onnx`): that file passed the
-parity check against the source, and the same path serves every source kind, ONNX files
-included. `frontend: source` converts a PyTorch source module directly (OpenVINO's PyTorch front
-end), for comparison.
-
-The CPU plugin picks its own inference precision (bf16 on CPUs with AVX512-BF16 or AMX) unless
-told otherwise, so `openvino_fp32` pins f32 by default and every variant records the precision
-the plugin actually used.
+NNCF's search has no time bound and no report of what it reverted: Validation (its validation
+function) keeps the budget and stops a search that cannot finish in it (SearchStopped), and two
+patches of NNCF internals, each undone on exit, tell it when NNCF ranks groups of quantized
+operations and keep the restorer's report.
 """
 
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
-from pipeline.core.config import PARAMS_FILE
 from pipeline.core.data import Arrays, DataSet, padded_batches
-from pipeline.core.errors import ConfigError, PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.core.evaluate import cosine_per_sample, mixed_scale_channels, predictions, search_score
-from pipeline.optimize.passes.base import (
-    BuildContext,
-    BuildResult,
-    NoConfig,
-    Pass,
-    run_time_quantization,
-    session_runner,
-)
-
-if TYPE_CHECKING:
-    import openvino as ov
-
-MODEL_FILE = "model.xml"
-GROUP_SIZE = "dynamic_quantization_group_size"  # the runtime config key (pipeline.runtimes.ov)
-Precision = Literal["f32", "bf16", "f16", "auto"]
-
-
-class OpenVinoConfig(NoConfig):
-    frontend: Literal["onnx", "source"] = "onnx"
-    inference_precision: Precision = "auto"
-
-
-class Fp32Config(OpenVinoConfig):
-    inference_precision: Precision = "f32"
-
-
-class IgnoredScope(NoConfig):
-    """Operations NNCF leaves in float (nncf.IgnoredScope): OpenVINO operation names, types, regexes."""
-
-    names: list[str] = Field(default_factory=list)
-    types: list[str] = Field(default_factory=list)
-    patterns: list[str] = Field(default_factory=list)
-
-
-class Int8Config(OpenVinoConfig):
-    # auto: NNCF's own default, `mixed` (asymmetric activations, for GELU's skewed outputs) for
-    # transformer graphs, `performance` (symmetric) otherwise
-    preset: Literal["auto", "performance", "mixed"] = "auto"
-    subset_size: int = Field(default=300, ge=1)
-    fast_bias_correction: bool = True
-    ignored_scope: IgnoredScope = Field(default_factory=IgnoredScope)
-    # SmoothQuant's alpha on transformer MatMuls (NNCF applies it for ModelType.TRANSFORMER; it moves
-    # activation outliers into the weights); -1 turns it off. Ignored for other models.
-    smooth_quant_alpha: float = Field(default=0.95, ge=-1, le=1)
+from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
+from pipeline.optimize.passes.openvino.convert import convert, save
+from pipeline.optimize.passes.openvino.quantize import Int8Config, calibration_dataset, int8_details, quantize_kwargs
 
 
 class Int8AccuracyConfig(Int8Config):
@@ -77,185 +32,6 @@ class Int8AccuracyConfig(Int8Config):
     # each group of quantized operations NNCF ranks adds this to max_seconds: a model with many layers gets
     # a budget that fits it (a paddle2onnx detector's 71 groups stopped at 120 s, 34 s short of ranking them)
     seconds_per_group: float = Field(default=2.0, ge=0)
-
-
-class DynamicQuantizationConfig(OpenVinoConfig):
-    mode: Literal["int8_asym", "int8_sym"] = "int8_asym"  # nncf.compress_weights: per output channel
-    # DYNAMIC_QUANTIZATION_GROUP_SIZE: activations quantized in groups of this many values at run
-    # time (smaller: closer to float, slower); 0 turns it off (weights INT8, float matrix products)
-    group_size: int = Field(default=64, ge=0)
-
-
-def convert(ctx: BuildContext, frontend: str) -> ov.Model:
-    """An ov.Model from the ONNX export, or from the PyTorch source module."""
-    import openvino as ov
-
-    if frontend == "onnx":
-        return ov.convert_model(ctx.exported_onnx)
-    if ctx.config.source != "torch":
-        raise PipelineError(f"frontend 'source' converts PyTorch models; {ctx.model} is a {ctx.config.source} model")
-    import torch
-
-    from pipeline.optimize.passes.pytorch import source_module
-
-    module = source_module(ctx)
-    example = tuple(torch.from_numpy(v) for v in ctx.example().values())
-    shapes = [
-        ov.PartialShape([d if isinstance(d, int) else -1 for d in spec.shape]) for spec in ctx.config.inputs.values()
-    ]
-    model = ov.convert_model(module, example_input=example, input=shapes)
-    for port, name in zip(model.inputs, ctx.config.inputs, strict=True):  # the spec's names, as in ONNX
-        port.get_tensor().set_names({name})
-    for port, name in zip(model.outputs, ctx.source_info["output_names"], strict=True):
-        port.get_tensor().set_names({name})
-    return model
-
-
-def save(
-    ctx: BuildContext, model: ov.Model, compress_to_fp16: bool, config: OpenVinoConfig, **details: Any
-) -> BuildResult:
-    import openvino as ov
-
-    ov.save_model(model, str(ctx.out_dir / MODEL_FILE), compress_to_fp16=compress_to_fp16)
-    ops = [op.get_type_name() for op in model.get_ops()]
-    return BuildResult(
-        MODEL_FILE,
-        {
-            "frontend": config.frontend,
-            "compress_to_fp16": compress_to_fp16,
-            "ops": len(ops),
-            "fake_quantize_ops": ops.count("FakeQuantize"),
-            **details,
-        },
-        runtime_config={"inference_precision": config.inference_precision},
-    )
-
-
-class OpenVinoFp32(Pass):
-    Config = Fp32Config
-
-    def run(self, ctx: BuildContext, config: Fp32Config) -> BuildResult:
-        return save(ctx, convert(ctx, config.frontend), compress_to_fp16=False, config=config)
-
-
-class OpenVinoFp16(Pass):
-    Config = OpenVinoConfig
-
-    def run(self, ctx: BuildContext, config: OpenVinoConfig) -> BuildResult:
-        return save(ctx, convert(ctx, config.frontend), compress_to_fp16=True, config=config)
-
-
-class NncfWeightsInt8DynamicActivations(Pass):
-    """INT8 weights (nncf.compress_weights: data-free, per output channel) and INT8 matrix products
-    whose activations the CPU plugin quantizes per group of `group_size` values at run time: a
-    per-token outlier costs one group its precision, not the whole tensor (static INT8's one scale
-    per tensor). The group size is stored in the IR (rt_info runtime_options, which the CPU plugin
-    reads at compile) and in the runtime config, so `predict` and any OpenVINO user run it the same way.
-
-    Whether the matrix products ran in INT8 is read from what the plugin computed: its execution
-    graph names the same FullyConnected kernel and u8 weights either way, so the pass compares the
-    outputs with group size 0 (off) on a calibration batch."""
-
-    Config = DynamicQuantizationConfig
-
-    def run(self, ctx: BuildContext, config: DynamicQuantizationConfig) -> BuildResult:
-        import nncf
-
-        compressed = nncf.compress_weights(convert(ctx, config.frontend), mode=nncf.CompressWeightsMode(config.mode))
-        compressed.set_rt_info(str(config.group_size), ["runtime_options", "DYNAMIC_QUANTIZATION_GROUP_SIZE"])
-        result = save(ctx, compressed, compress_to_fp16=False, config=config, mode=config.mode)
-        result.runtime_config[GROUP_SIZE] = config.group_size
-        int8 = {"u8", "i8"}
-        weights = sum(op.get_type_name() == "Constant" and op.get_element_type().get_type_name() in int8
-                      for op in compressed.get_ops())  # fmt: skip
-        result.details |= {"group_size": config.group_size, "int8_weight_tensors": weights}
-        if not config.group_size:
-            result.details |= {"activations_quantized_at_run_time": False, "activations_check": "group_size 0: off"}
-            return result
-        path, precision = ctx.out_dir / MODEL_FILE, config.inference_precision
-        run = {
-            size: session_runner("openvino", path, {"inference_precision": precision, GROUP_SIZE: size} | ctx.layout)
-            for size in (config.group_size, 0)
-        }
-        result.details |= run_time_quantization(ctx, run[config.group_size], run[0], "group size 0")
-        return result
-
-
-def calibration_dataset(ctx: BuildContext) -> Any:
-    """The calibration split one sample per item, as NNCF expects (a fixed batch's worth for
-    models that fix their batch axis)."""
-    import nncf
-
-    chunks = padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)
-    return nncf.Dataset([ctx.model_inputs(chunk) for chunk, _ in chunks])
-
-
-def resolved_preset(ctx: BuildContext, config: Int8Config) -> str:
-    if config.preset != "auto":
-        return config.preset
-    return "mixed" if ctx.transformer else "performance"
-
-
-def quantize_kwargs(
-    ctx: BuildContext, config: Int8Config, model: ov.Model, advanced: str = "advanced_parameters"
-) -> dict[str, Any]:
-    """nncf.quantize's arguments: preset, subset, the transformer model type for transformer graphs
-    (pipeline.prepare.family: NNCF then keeps attention-sensitive operations in float), the ignored scope.
-    `advanced` names the advanced-parameters argument (quantize_with_accuracy_control calls it
-    advanced_quantization_parameters)."""
-    import nncf
-    from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
-
-    scope = config.ignored_scope
-    known = {op.get_friendly_name() for op in model.get_ops()}
-    missing = [name for name in scope.names if name not in known]
-    if missing:
-        raise ConfigError(
-            f"{PARAMS_FILE}: ignored_scope.names (variants section or catalog.{ctx.model}.overrides): "
-            f"{', '.join(missing)} not operations of the OpenVINO model of {ctx.model}"
-        )
-    return {
-        "preset": nncf.QuantizationPreset(resolved_preset(ctx, config)),
-        "subset_size": config.subset_size,
-        "fast_bias_correction": config.fast_bias_correction,
-        "model_type": nncf.ModelType.TRANSFORMER if ctx.transformer else None,
-        advanced: AdvancedQuantizationParameters(
-            smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=config.smooth_quant_alpha)
-        )
-        if ctx.transformer
-        else None,
-        "ignored_scope": nncf.IgnoredScope(names=scope.names, types=scope.types, patterns=scope.patterns)
-        if scope != IgnoredScope()
-        else None,
-    }
-
-
-class NncfInt8(Pass):
-    """nncf.quantize: post-training INT8 (FakeQuantize) calibrated on the calibration split."""
-
-    Config = Int8Config
-
-    def run(self, ctx: BuildContext, config: Int8Config) -> BuildResult:
-        import nncf
-
-        dataset = calibration_dataset(ctx)
-        model = convert(ctx, config.frontend)
-        quantized = nncf.quantize(model, dataset, **quantize_kwargs(ctx, config, model))
-        return save(ctx, quantized, compress_to_fp16=False, config=config, **_int8_details(ctx, config))
-
-
-def _int8_details(ctx: BuildContext, config: Int8Config) -> dict[str, Any]:
-    calibration = ctx.calibration()
-    return {
-        "preset": resolved_preset(ctx, config),
-        **({"preset_why": "auto: NNCF's default for this model type"} if config.preset == "auto" else {}),
-        "model_type": "transformer" if ctx.transformer else "default",
-        **({"smooth_quant_alpha": config.smooth_quant_alpha} if ctx.transformer else {}),
-        "subset_size": min(config.subset_size, len(calibration)),
-        "fast_bias_correction": config.fast_bias_correction,
-        "calibration_origin": calibration.origin,
-        **({"ignored_scope": config.ignored_scope.model_dump()} if config.ignored_scope != IgnoredScope() else {}),
-    }
 
 
 class SearchStopped(Exception):
@@ -488,7 +264,7 @@ class NncfInt8AccuracyControl(Pass):
         int8_value, _ = validation(core.compile_model(quantized, "CPU"), validation.items)
         drop = fp32_value - int8_value if config.drop_type == "absolute" else (fp32_value - int8_value) / fp32_value
         details = {
-            **_int8_details(ctx, config),
+            **int8_details(ctx, config),
             "max_drop": config.max_drop,
             "drop_type": config.drop_type,
             "validation_metric": validation.metric,

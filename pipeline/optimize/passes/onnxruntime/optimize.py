@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pipeline.core import onnx_files
 from pipeline.core.onnx_files import graph_stats
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
-from pipeline.optimize.passes.onnx_export import MODEL_FILE
+from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
 
 
 class OrtOptimizeConfig(NoConfig):

@@ -1,0 +1,1 @@
+"""ONNX Runtime passes: the ONNX export as is, graph optimization, FP16, and onnxruntime.quantization's INT8."""

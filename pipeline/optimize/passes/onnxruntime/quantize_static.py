@@ -1,0 +1,200 @@
+"""onnx_int8_static and onnx_int8_static_search: onnxruntime.quantization.quantize_static, INT8 QDQ
+calibrated on the calibration split with quantize_recipe's recipe; the search variant keeps the
+lowest-SQNR activations' consumers in float until the validation rows keep target_cosine
+(pipeline.optimize.passes.onnxruntime.sensitivity).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from pipeline.core.data import Arrays, padded_batches
+from pipeline.core.errors import NotApplicable
+from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass, defect_record, known_defect
+from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
+from pipeline.optimize.passes.onnxruntime.quantize_recipe import (
+    DynamicConfig,
+    QuantType,
+    finish,
+    is_external,
+    prepare,
+    qtype,
+    recipe,
+    resolve_reduce_range,
+)
+from pipeline.optimize.passes.onnxruntime.sensitivity import Layout, restore_until
+
+if TYPE_CHECKING:
+    from pipeline.core.records import VariantRecord
+
+Quantize = Callable[[list[str]], Path]  # quantize with these nodes also kept float; the model written
+
+
+class StaticConfig(DynamicConfig):
+    format: Literal["qdq", "qoperator"] = "qdq"
+    activation_type: QuantType = "quint8"
+    per_channel: bool | Literal["auto"] = True
+    calibration_method: Literal["minmax", "entropy", "percentile", "distribution"] = "minmax"
+    calibration_samples: int = Field(default=256, ge=1)
+    calibration_batch: int = Field(default=32, ge=1)
+
+
+class SearchConfig(StaticConfig):
+    """The static recipe, then: below this worst-row cosine on the validation rows, the lowest-SQNR
+    activations' consumers are kept in float, 1, 2, 4, ... up to max_excluded tensors
+    (pipeline.optimize.passes.onnxruntime.sensitivity)."""
+
+    format: Literal["qdq"] = "qdq"  # the search excludes nodes around Q/DQ pairs
+    target_cosine: float = Field(default=0.995, gt=0, le=1)
+    max_excluded: int = Field(default=16, ge=1)
+
+
+class CalibrationReader:
+    """Feeds the calibration split to ORT's calibrator in batches.
+
+    ORT's CalibrationDataReader accepts any class with `get_next` (its __subclasshook__), so this
+    module need not import onnxruntime until a model is actually quantized.
+    """
+
+    def __init__(self, inputs: Arrays, batch: int, to_model: Callable[[Arrays], Arrays] = dict) -> None:
+        """`inputs` rows first; `to_model` gives each batch the model's own layout (BuildContext.model_inputs)."""
+        self._batches = [to_model(chunk) for chunk, _ in padded_batches(inputs, batch)]  # every batch the same size
+        self._next = iter(self._batches)
+
+    def get_next(self) -> Arrays | None:
+        return next(self._next, None)
+
+    def rewind(self) -> None:
+        self._next = iter(self._batches)
+
+    def __iter__(self) -> CalibrationReader:
+        return self
+
+    def __next__(self) -> Arrays:
+        batch = self.get_next()
+        if batch is None:
+            raise StopIteration
+        return batch
+
+
+class StaticInt8(Pass):
+    Config = StaticConfig
+
+    def run(self, ctx: BuildContext, config: StaticConfig) -> BuildResult:
+        from onnxruntime.quantization import CalibrationMethod, QuantFormat, quantize_static
+
+        used = recipe(ctx, config, static=True)
+        calibration = ctx.calibration().head(config.calibration_samples)
+        reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch), ctx.model_inputs)
+        model, preprocess = prepare(ctx, config)
+
+        fixed_kwargs = {  # every try of the sensitivity search differs only in nodes_to_exclude
+            "calibration_data_reader": reader,
+            "quant_format": QuantFormat.QDQ if config.format == "qdq" else QuantFormat.QOperator,
+            "op_types_to_quantize": used.op_types,
+            "per_channel": used.per_channel,
+            "reduce_range": resolve_reduce_range(config.reduce_range),
+            "activation_type": qtype(config.activation_type),
+            "weight_type": qtype(config.weight_type),
+            "calibrate_method": {
+                "minmax": CalibrationMethod.MinMax,
+                "entropy": CalibrationMethod.Entropy,
+                "percentile": CalibrationMethod.Percentile,
+                "distribution": CalibrationMethod.Distribution,
+            }[config.calibration_method],
+            "extra_options": used.extra_options,
+            "use_external_data_format": is_external(ctx),
+        }
+
+        retried: dict[str, Any] = {}
+
+        def quantize(excluded: list[str]) -> Path:
+            for attempt in (1, 2):  # a second time only around a known defect (registry.KNOWN_DEFECTS)
+                reader.rewind()
+                (ctx.out_dir / (MODEL_FILE + ".data")).unlink(missing_ok=True)  # onnx appends to a side file
+                try:
+                    quantize_static(model, str(ctx.out_dir / MODEL_FILE),
+                                    nodes_to_exclude=used.nodes_to_exclude + excluded, **fixed_kwargs)  # fmt: skip
+                    break
+                except Exception as error:
+                    defect = known_defect(error, ctx.variant)
+                    if defect is None or attempt == 2:
+                        raise
+                    retried.update(defect_record(defect, error))
+                    fixed_kwargs["extra_options"] = {
+                        **fixed_kwargs["extra_options"],
+                        defect.option[0]: defect.option[1],
+                    }
+            return ctx.out_dir / MODEL_FILE
+
+        sensitivity = self.quantize(ctx, config, quantize, Path(model), used.op_types)
+        return finish(
+            ctx,
+            config,
+            used,
+            preprocess,
+            {
+                "format": config.format,
+                "activation_type": config.activation_type,
+                "calibration_method": config.calibration_method,
+                "calibration_samples": len(calibration),
+                "calibration_origin": calibration.origin,
+                **({"sensitivity": sensitivity} if sensitivity else {}),
+                **({"known_defect_retry": retried} if retried else {}),
+            },
+        )
+
+    def quantize(
+        self, ctx: BuildContext, config: StaticConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None
+    ) -> dict[str, Any]:
+        """One quantization with the recipe; returns what the build details record of the search (none)."""
+        quantize([])
+        return {}
+
+
+class StaticInt8Search(StaticInt8):
+    """onnx_int8_static's fallback: its recipe with the sensitivity search, built only when the plain
+    model misses the model's quality constraints (registry `rescues`, pipeline.optimize.stage.not_needed)."""
+
+    Config = SearchConfig
+
+    def nothing_to_gain(self, config: SearchConfig, rescued: str, record: VariantRecord) -> str | None:
+        """The search raises the worst row's cosine; a model that already keeps target_cosine on every
+        scoring row missed another constraint (neighbour recall, accuracy): searching would rebuild it."""
+        worst = record.worst_cosine
+        if worst is None or worst < config.target_cosine:
+            return None
+        return nothing_to_search(f"{rescued} already keeps", config.target_cosine, "its worst scoring row", worst)
+
+    def quantize(
+        self, ctx: BuildContext, config: SearchConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None
+    ) -> dict[str, Any]:
+        validation = ctx.validation()
+        found = restore_until(
+            quantize,
+            float_model,
+            validation,
+            ctx.max_batch(config.calibration_batch),
+            op_types,
+            config.target_cosine,
+            config.max_excluded,
+            fixed=ctx.fixed_batch is not None,
+            layout=Layout(ctx.model_inputs, ctx.rows_out),
+        )
+        first = found["tries"][0]["validation_cosine"]
+        if first >= config.target_cosine:  # scoring rows said otherwise, the validation rows agree with it
+            where = f"the {len(validation)} validation rows"
+            raise NotApplicable(nothing_to_search("its recipe already keeps", config.target_cosine, where, first))
+        return {"target_cosine": config.target_cosine, "validation_rows": len(validation), **found}
+
+
+def nothing_to_search(who: str, target: float, where: str, cosine: float) -> str:
+    """Why the search is skipped: the model it would start from already keeps its target."""
+    return (
+        f"nothing to search: {who} target_cosine {target:g} on {where} ({cosine:.5g}); the constraint it "
+        "misses is not one the search measures (raise target_cosine to search anyway)"
+    )
