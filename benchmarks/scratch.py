@@ -53,7 +53,8 @@ def added_project(name: str, folder: Path, text: list[str], seq: int) -> Path:
     """A temporary DVC project (no git) holding Hugging Face encoder `folder` added by `add` as a
     user does (pipeline.prepare.add: feature extraction, `text` as its eval data at `seq` tokens),
     exported; no variant built."""
-    from pipeline.prepare.add import Flags, add_model
+    from pipeline.prepare.add.command import add_model
+    from pipeline.prepare.add.flags import Flags
 
     root = Path(tempfile.mkdtemp(prefix=f"scratch-{name}-"))
     params = yaml.safe_load((REPO / PARAMS_FILE).read_text())

@@ -96,7 +96,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from pipeline.prepare.add import Flags, add_model, describe, parse_assignments, parse_dims
+    from pipeline.prepare.add.command import add_model, describe
+    from pipeline.prepare.add.flags import Flags, parse_assignments, parse_dims
     from pipeline.stagefile import check_or_write
 
     flags = Flags(args.eval, parse_dims(args.dim), args.vocab, args.metric, args.task, args.weights, args.sample,

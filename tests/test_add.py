@@ -15,7 +15,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.cli import main
 from pipeline.core.config import load_params
-from pipeline.prepare.add import with_entry
+from pipeline.prepare.add.flags import Flags, parse_dims
+from pipeline.prepare.add.inspect.onnx_file import inspect_onnx
+from pipeline.prepare.add.params_text import with_entry
 from pipeline.stagefile import missing_stages
 from tests.conftest import copy_project, models_from, write_fixed_batch_onnx, write_hf_folder, write_tiny_model
 
@@ -103,10 +105,8 @@ def odd_axes_file(folder: Path, axes: list, scalar: bool = False) -> Path:
     ],
 )  # fmt: skip
 def test_add_takes_axes_by_the_names_the_file_uses(tmp_path, axes, flags, expected):
-    from pipeline.prepare.add import inspect_onnx, parse_dims
-
-    inferred = inspect_onnx(odd_axes_file(tmp_path, axes), parse_dims(flags), None)
-    assert (inferred.entry["inputs"]["x"]["shape"], inferred.entry["dims"]) == expected
+    inferred = inspect_onnx("x", odd_axes_file(tmp_path, axes), Flags(dims=parse_dims(flags)))
+    assert (inferred.entry.inputs["x"].shape, inferred.entry.dims) == expected
     if "." in axes[2]:  # renamed: the note says both names
         assert any("the file calls it 'p2o.DynamicDimension.1'" in note for note in inferred.notes)
 
@@ -379,7 +379,6 @@ def test_a_softmax_output_is_read_as_class_scores(tmp_path):
     """A file ending in Softmax (a classifier exported with its probabilities, as ONNX zoo ResNets are)
     gets task: classification, so its output is judged by top-1 agreement, not as an embedding's neighbours;
     logits or an embedding (no Softmax) get no task."""
-    from pipeline.prepare.add import inspect_onnx
 
     def write(name: str, ops: list[str]) -> Path:
         weight = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
@@ -394,16 +393,14 @@ def test_a_softmax_output_is_read_as_class_scores(tmp_path):
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
         return path
 
-    probabilities = inspect_onnx(write("probabilities", ["Softmax", "Identity"]), {}, None)
-    assert probabilities.entry["task"] == "classification"
+    probabilities = inspect_onnx("p", write("probabilities", ["Softmax", "Identity"]), Flags())
+    assert probabilities.entry.task == "classification"
     assert any("comes from a softmax: class scores" in note for note in probabilities.notes)
-    assert "task" not in inspect_onnx(write("logits", ["Relu"]), {}, None).entry
+    assert inspect_onnx("l", write("logits", ["Relu"]), Flags()).entry.task is None
 
 
 def test_a_softmax_written_out_as_exp_reducesum_div_is_read_as_class_scores(tmp_path):
     """jax2tf writes a softmax as Exp(x - max) / ReduceSum(Exp(...)): the same class probabilities."""
-    from pipeline.prepare.add import inspect_onnx
-
     weight = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
     axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
     nodes = [
@@ -421,4 +418,4 @@ def test_a_softmax_written_out_as_exp_reducesum_div_is_read_as_class_scores(tmp_
     graph = helper.make_graph(nodes, "jax2tf_softmax", [x], [y], [weight, axes])
     path = tmp_path / "decomposed.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    assert inspect_onnx(path, {}, None).entry["task"] == "classification"
+    assert inspect_onnx("d", path, Flags()).entry.task == "classification"

@@ -1,14 +1,12 @@
-"""What `python -m pipeline add` reads off a model that is code, or a TensorFlow SavedModel folder.
-
-- `FILE.py:FUNCTION`: a PyTorch factory returning an `nn.Module`, or a JAX one returning `(apply_fn,
-  params)` (the source kind is what it returns), with `--weights` (a `state_dict` file; a Flax msgpack;
-  none: the factory's own seeded initialisation). No file says a code model's input shapes, so
-  `--sample rows.npz` (one array per input, batch first: names, dtypes and the axes after the batch)
-  or `--input NAME=D1,D2[:DTYPE]` per input gives them, and the error without either names both. The
-  .py file is copied alone into models/NAME/ (a package: the factory becomes
-  `models.NAME.<stem>:FUNCTION`); `add` then builds the model, loads the weights and runs an example,
-  as the export stage will, so a factory that does not fit its weights fails here, in one line.
-- A SavedModel folder (saved_model.pb): its serving_default signature's inputs.
+"""`add` reading a model that is code, `FILE.py:FUNCTION`: a PyTorch factory returning an `nn.Module`,
+or a JAX one returning `(apply_fn, params)` (the source kind is what it returns), with `--weights` (a
+`state_dict` file; a Flax msgpack; none: the factory's own seeded initialisation). No file says a code
+model's input shapes, so `--sample rows.npz` (one array per input, batch first: names, dtypes and the
+axes after the batch) or `--input NAME=D1,D2[:DTYPE]` per input gives them, and the error without
+either names both. The .py file is copied alone into models/NAME/ (a package: the factory becomes
+`models.NAME.<stem>:FUNCTION`); `add` then builds the model, loads the weights and runs an example, as
+the export stage will (pipeline.prepare.add.transaction), so a factory that does not fit its weights
+fails there, in one line, before anything is kept.
 """
 
 from __future__ import annotations
@@ -18,17 +16,17 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from pipeline.core.errors import first_line
-from pipeline.prepare.inferred import DEFAULT_DIM, AddError, Flags, Inferred, axes_notes, spec_shape, token_kind
+from pipeline.prepare.add.axes import DEFAULT_DIM, axes_notes, token_kind
+from pipeline.prepare.add.flags import Flags
+from pipeline.prepare.add.inferred import AddError, Entry, Inferred, Input
 
 CODE = re.compile(r"(?P<file>.+\.py):(?P<function>[A-Za-z_]\w*)")
 INPUT_FLAG = re.compile(r"(?P<name>[^=]+)=(?P<dims>[\w,]*)(:(?P<dtype>\w+))?")
-SIGNATURE = "serving_default"
 
 
-def is_code(path: Path) -> bool:
+def reads(path: Path) -> bool:
     return CODE.fullmatch(str(path)) is not None
 
 
@@ -49,9 +47,8 @@ def inspect_code(name: str, reference: Path, flags: Flags) -> Inferred:
     package = Path(tempfile.mkdtemp(prefix="add-code-")) / "__init__.py"
     package.write_text("")
     files = {file.name: file, "__init__.py": package} | ({weights.name: weights} if weights else {})
-    entry: dict[str, Any] = {"source": kind, "factory": f"models.{name}.{file.stem}:{function}"}
-    entry |= {"file": weights.name} if weights else {"init_seed": 0}
-    entry |= {"inputs": inputs, **({"dims": used_dims} if used_dims else {})}
+    entry = Entry(kind, factory=f"models.{name}.{file.stem}:{function}", inputs=inputs, dims=used_dims)
+    entry.file, entry.init_seed = (weights.name, None) if weights else (None, 0)
     notes.append(f"{file.name} copied alone into models/{name}/: a module it imports must be installed or copied too")
     if weights is None:
         notes.append("no --weights: the factory's own initialisation, seeded (init_seed: 0)")
@@ -86,7 +83,7 @@ def _kind_returned(file: Path, function: str) -> str:
     )
 
 
-def declared_inputs(where: str, flags: Flags) -> tuple[dict[str, Any], dict[str, int], list[str]]:
+def declared_inputs(where: str, flags: Flags) -> tuple[dict[str, Input], dict[str, int], list[str]]:
     """Input specs from `--sample` (its arrays, batch first) or `--input` flags; symbols take `--dim`."""
     import numpy as np
 
@@ -122,35 +119,16 @@ def declared_inputs(where: str, flags: Flags) -> tuple[dict[str, Any], dict[str,
         )
     inputs, notes = {}, [f"inputs from {how}: {', '.join(axes)}"]
     for name, (dtype, shape) in axes.items():
-        spec: dict[str, Any] = {"shape": shape, "dtype": dtype}
+        spec = Input(shape, dtype)
         if (kind := token_kind(name, dtype)) != "values" and len(shape) >= 2:
-            spec["kind"] = kind
+            spec.kind = kind
             if kind != "attention_mask":
                 if flags.vocab is None:
                     raise AddError(f"{where}: input {name!r} holds token ids: pass --vocab N (their vocabulary size)")
-                spec["high"] = flags.vocab if kind == "token_ids" else 2
+                spec.high = flags.vocab if kind == "token_ids" else 2
         try:
-            InputSpec.model_validate(spec)
+            InputSpec.model_validate(spec.as_yaml())
         except ValueError as error:
-            raise AddError(f"{where}: input {name!r} {spec}: {first_line(error)}") from None
+            raise AddError(f"{where}: input {name!r} {spec.as_yaml()}: {first_line(error)}") from None
         inputs[name] = spec
     return inputs, used, notes + axes_notes(Path(where), flags.dims, used)
-
-
-def inspect_savedmodel(path: Path, dims: dict[str, int]) -> Inferred:
-    """The entry of a SavedModel folder: its serving signature's inputs (names, dtypes, shapes)."""
-    try:
-        import tensorflow as tf
-
-        signature = tf.saved_model.load(str(path)).signatures.get(SIGNATURE)
-    except Exception as error:
-        raise AddError(f"{path}: not a loadable SavedModel: {first_line(error)}") from None
-    if signature is None:
-        raise AddError(f"{path}: the SavedModel has no {SIGNATURE!r} signature: export it with one")
-    inputs, used = {}, {}
-    for name, tensor in sorted(signature.structured_input_signature[1].items()):
-        shape = spec_shape(name, tensor.shape.as_list(), dims, used)
-        inputs[name] = {"shape": shape, "dtype": tensor.dtype.name}
-    entry = {"source": "savedmodel", "file": path.name, "inputs": inputs, **({"dims": used} if used else {})}
-    return Inferred(entry, {path.name: path}, [path.name], [f"inputs from its {SIGNATURE} signature",
-                                                            *axes_notes(path, dims, used)])  # fmt: skip

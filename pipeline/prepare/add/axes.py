@@ -1,16 +1,16 @@
-"""What `python -m pipeline add` reads off a model, whatever its kind: the entry it infers (`Inferred`),
-the flags it was given (`Flags`), its one-line error, and the input axes every reader names alike."""
+"""The input axes every `add` inspector names alike: a file's symbolic axes made entry names
+(symbol_of), an input's shape in the entry (spec_shape) and what its values are (token_kind), and the
+notes saying where each axis's value came from."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.prepare.add.inferred import AddError
 
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a model's name, and an axis name as the entry writes it
 TOKEN_NAMES = {  # an integer input whose name holds one of these: what its values are
     "token_type": "token_type_ids",
     "segment": "token_type_ids",
@@ -19,37 +19,6 @@ TOKEN_NAMES = {  # an integer input whose name holds one of these: what its valu
     "tokens": "token_ids",
 }
 DEFAULT_DIM = 128  # a symbolic axis after the batch: the value generated inputs and batch-1 latency use
-
-
-class AddError(PipelineError):
-    """What `add` cannot take, in one line naming the path."""
-
-
-@dataclass
-class Inferred:
-    """What was read off the model: its catalog entry, the files that make it, and what to tell."""
-
-    entry: dict[str, Any]
-    files: dict[str, Path]  # name inside models/NAME/ -> what is copied there (a file or a folder)
-    tracked: list[str]  # of those, what `dvc add` versions (model weights; git keeps the rest)
-    notes: list[str] = field(default_factory=list)
-    scratch: list[Path] = field(default_factory=list)  # made while inferring (tokenized text): removed after
-
-
-@dataclass(frozen=True)
-class Flags:
-    """What the user passed besides NAME and PATH (the command's flags)."""
-
-    eval: Path | None = None  # held-out rows: an .npz, or text for a text model
-    dims: dict[str, int] = field(default_factory=dict)  # --dim: symbolic axes' values
-    vocab: int | None = None  # --vocab: token ids' bound, when no file tells it
-    metric: str | None = None  # with labelled --eval
-    task: str | None = None  # Hugging Face folders
-    weights: Path | None = None  # code models: the state_dict / msgpack file
-    sample: Path | None = None  # code models: an .npz whose arrays give the inputs
-    inputs: tuple[str, ...] = ()  # code models: NAME=D1,D2[:DTYPE] per input
-    values: dict[str, float] = field(default_factory=dict)  # --value: scalar inputs' values
-    batch_axes: dict[str, int] = field(default_factory=dict)  # --batch-axis: inputs whose batch axis is not first
 
 
 def axes_notes(
