@@ -19,8 +19,8 @@ from pathlib import Path
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.files import write_json
-from pipeline.decide.contest import measure_contenders
 from pipeline.machine.fingerprint import fingerprint
+from pipeline.measure.contest import measure_contenders
 
 REPO = Path(__file__).resolve().parents[1]
 PAIR = ["onnx_fp32", "onnx_opt"]

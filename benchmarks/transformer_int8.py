@@ -32,8 +32,8 @@ from pipeline.core.config import load_params
 from pipeline.core.files import write_json
 from pipeline.core.isolate import call
 from pipeline.core.records import Measured
-from pipeline.decide.contest import measure_contenders
 from pipeline.machine.fingerprint import fingerprint
+from pipeline.measure.contest import measure_contenders
 from pipeline.optimize.stage import build_variant
 
 BASELINE = "onnx_fp32"

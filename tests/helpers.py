@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ModelFileError
-from pipeline.core.records import Kind, VariantRecord
+from pipeline.core.records import Choice, Kind, Records, VariantRecord
+
+if TYPE_CHECKING:
+    from pipeline.core.config import Params
 
 # Pipeline runs in the slow tests (test_e2e, test_machines): benchmarks and contests in a fraction
 # of a second each; the figures are asserted on for their shape, not their precision.
@@ -76,3 +80,18 @@ def metric(
            if cosine is not None else {}),
     }  # fmt: skip
     return VariantRecord.model_validate(data | fields)
+
+
+def record_choice(model: str, params: Params, root: Path) -> Choice:
+    """The select step's record for the synthetic figures under `root` (the screen alone: there are no
+    artifacts to re-measure), written where the report and the gate read it."""
+    from pipeline.core import records
+    from pipeline.decide.choice import choice_record
+    from pipeline.decide.contest import decide
+
+    contest = params.select.contest.model_copy(update={"enabled": False})
+    screen_only = params.model_copy(update={"select": params.select.model_copy(update={"contest": contest})})
+    found: Records = records.load(model, root)
+    choice = choice_record(model, decide(model, found, screen_only, root), found, screen_only)
+    records.write_choice(model, choice, root)
+    return choice

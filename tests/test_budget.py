@@ -27,7 +27,7 @@ from pipeline.measure.stats import Interval
 from pipeline.present.report import write_reports
 from pipeline.present.summary import rows, short_budget_notes
 from tests.conftest import REPO
-from tests.helpers import metric
+from tests.helpers import metric, record_choice
 
 BEST = Rival("onnx_opt", p50=2.2, low=2.1, high=2.3)
 SHORT_REASON = "out of contention: p50 7.5 ms (7.2-7.8) is 3.4x onnx_opt's p50 2.2 ms (2.1-2.3) ..."
@@ -136,7 +136,9 @@ def test_the_report_lists_short_budgets_and_plots_only_measured_sweeps(tmp_path:
     folder.mkdir(parents=True)
     for name, record in {"onnx_fp32": metric(3.0), "onnx_opt": metric(2.2), "onnx_int8_dynamic": short(7.5)}.items():
         (folder / f"{name}.json").write_text(record.model_dump_json(exclude_none=True))
-    assert write_reports(load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
+    params = load_params(tmp_path / "params.yaml")
+    record_choice("spam_fnn", params, tmp_path)
+    assert write_reports(params, tmp_path)["status"] == "ok"
     report = (tmp_path / "reports" / "report" / "spam_fnn.md").read_text()
     assert "## Measured on a short budget (out of contention)" in report
     assert f"- onnx_int8_dynamic: {SHORT_REASON}" in report and "not measured: out of contention" in report

@@ -48,7 +48,7 @@ def test_the_re_measure_decides_not_the_noise_in_the_stored_figures(monkeypatch,
     intervals overlap, so both are re-measured side by side, where `fast` really is twice as fast."""
     stored = {"slow": metric(0.36, noise=8.0), "fast": metric(0.40, noise=8.0)}
     calls = {"slow": busy(0.0008), "fast": busy(0.0004)}
-    monkeypatch.setattr(contest, "identical_groups", lambda cands, root, model: {c.variant: [c.variant] for c in cands})
+    monkeypatch.setattr(contest, "identical_groups", lambda variants, root, model: {v: [v] for v in variants})
     monkeypatch.setattr(
         contest,
         "measure_contenders",
@@ -70,7 +70,7 @@ def test_a_tie_is_broken_by_the_documented_order_and_said(monkeypatch, tmp_path)
     """The same speed: the contest cannot separate them, so fidelity breaks the tie, and the manifest
     line names the other variant with the interval."""
     stored = {"slow": metric(0.40, noise=5.0, cosine=0.999), "fast": metric(0.41, noise=5.0, cosine=0.9999)}
-    monkeypatch.setattr(contest, "identical_groups", lambda cands, root, model: {c.variant: [c.variant] for c in cands})
+    monkeypatch.setattr(contest, "identical_groups", lambda variants, root, model: {v: [v] for v in variants})
     same = {"slow": busy(0.0004), "fast": busy(0.0004)}
     monkeypatch.setattr(
         contest,
@@ -93,7 +93,7 @@ def test_a_contender_still_open_at_the_cap_is_tied_only_when_its_median_is_insid
     is undecided and the leader keeps the place (the tie-break once deployed a median x1.573); a median
     inside the band is a difference the contest could not show, so the tie-break decides."""
     stored = {"slow": metric(0.40, noise=5.0, cosine=0.999), "fast": metric(0.41, noise=5.0, cosine=0.9999)}
-    monkeypatch.setattr(contest, "identical_groups", lambda cands, root, model: {c.variant: [c.variant] for c in cands})
+    monkeypatch.setattr(contest, "identical_groups", lambda variants, root, model: {v: [v] for v in variants})
     ratio = {"ratio": median, "low": 0.9, "high": 2.5, "verdict": "open"}
     monkeypatch.setattr(contest, "measure_contenders", lambda *a: {
         "leader": "slow", "ratio_to_leader": {"fast": ratio}, "latency_ms": {"slow": 0.4, "fast": 0.4 * median},
@@ -113,7 +113,7 @@ def test_a_contender_still_open_at_the_cap_is_tied_only_when_its_median_is_insid
 
 def test_identical_artifacts_are_timed_once(monkeypatch, tmp_path):
     stored = {"slow": metric(0.40, noise=5.0), "twin": metric(0.39, noise=5.0, size=1.1)}
-    monkeypatch.setattr(contest, "identical_groups", lambda cands, root, model: {"twin": ["twin", "slow"]})
+    monkeypatch.setattr(contest, "identical_groups", lambda variants, root, model: {"twin": ["twin", "slow"]})
     monkeypatch.setattr(contest, "measure_contenders", lambda *a: pytest.fail("one model needs no race"))
     decision = contest.decide("m", stored, params(), tmp_path)
     assert decision.identical == {"slow": "twin"} and "slow is the same model as twin (timed once)" in decision.why

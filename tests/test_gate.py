@@ -99,10 +99,27 @@ def test_nothing_feasible_fails(repo):
     assert failures(repo) == ["no variant meets the constraints now (see reports/selection)"]
 
 
-def test_a_base_revision_without_a_recorded_choice_is_selected_again(repo):
+def test_a_base_revision_without_a_recorded_choice_is_not_selected_again(repo):
+    """The gate reads recorded choices only: a revision older than the select stage is not compared
+    (it once screened that revision's figures again, with today's select code)."""
     commit(repo, {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.5)}, None, "before the select stage", record=False)
     commit(repo, {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.7)}, "onnx_opt", "slower")
-    assert failures(repo) == ["p50 latency regressed +40.0% (threshold 10%)"]
+    [verdict] = run_gate(load_params(repo / "params.yaml"), "HEAD~1", root=repo)[0]
+    assert verdict.failures == [] and verdict.before is None
+    assert verdict.notes == ["no recorded choice at the base revision (older than the select stage): not compared"]
+
+
+def test_a_workspace_without_a_recorded_choice_fails_and_says_why(repo):
+    (repo / RESULTS / "reports" / "selection" / f"{MODEL}.json").unlink()
+    assert failures(repo, rev="HEAD") == ["no recorded choice in the workspace (reports/selection): run `dvc repro`"]
+
+
+def test_an_older_revisions_choice_is_read_leniently(repo):
+    selection = repo / RESULTS / "reports" / "selection" / f"{MODEL}.json"
+    selection.write_text(json.dumps({"status": "ok", "chosen": "onnx_opt", "a_key_since_dropped": 1}))
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "an older record's keys")
+    commit(repo, {"onnx_fp32": metric(1.0), "onnx_opt": metric(1.0)}, "onnx_opt", "slower")
+    assert failures(repo) == ["p50 latency regressed +25.0% (threshold 10%)"]
 
 
 def test_workspace_changes_are_compared_with_head(repo):

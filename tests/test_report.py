@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pipeline.core.config import SelectConfig, load_params
-from pipeline.core.records import Kind
+from pipeline.core.errors import PipelineError
+from pipeline.core.records import Choice, Kind
 from pipeline.core.registry import Skip
 from pipeline.decide.selection import screen
-from pipeline.present.report import not_built, traps, write_reports
+from pipeline.present.diagnosis import not_built, traps
+from pipeline.present.report import write_reports
 from tests.conftest import REPO
-from tests.helpers import metric
+from tests.helpers import metric, record_choice
 
 NO_FP16_CPU = {"native_fp16": False, "vnni": True}
 LM_REASON = "a text-generation variant; spam_fnn is not a text-generation model"
@@ -21,7 +24,9 @@ LM_REASON = "a text-generation variant; spam_fnn is not a text-generation model"
 
 def warnings_for(metrics: dict) -> list[str]:
     config = SelectConfig()
-    return traps(metrics, NO_FP16_CPU, screen(metrics, config, config.constraints))
+    screened = screen(metrics, config, config.constraints)
+    choice = Choice(status="ok" if screened.chosen else "none", chosen=screened.chosen or "none", why=screened.why)
+    return traps(metrics, NO_FP16_CPU, choice)
 
 
 def test_fp16_slower_and_int8_no_faster_are_explained():
@@ -101,7 +106,11 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
     variants = {"onnx_fp32": metric(1.0), "onnx_opt": metric(0.6), "onnx_int8_dynamic": metric(0.5, delta=-0.3)}
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
-    result = write_reports(load_params(tmp_path / "params.yaml"), tmp_path)
+    params = load_params(tmp_path / "params.yaml")
+    with pytest.raises(PipelineError, match=r"spam_fnn.json: no recorded choice for spam_fnn: run the select stage"):
+        write_reports(params, tmp_path)
+    record_choice("spam_fnn", params, tmp_path)
+    result = write_reports(params, tmp_path)
     assert result["status"] == "ok"
     report = (results / "reports" / "report" / "spam_fnn.md").read_text()
     assert "**Deploy `onnx_opt`**" in report and "breaks max_accuracy_drop" in report
@@ -138,7 +147,9 @@ def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp
     }
     for name, data in variants.items():
         (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
-    assert write_reports(load_params(tmp_path / "params.yaml"), tmp_path)["status"] == "ok"
+    params = load_params(tmp_path / "params.yaml")
+    record_choice("minilm_l6", params, tmp_path)
+    assert write_reports(params, tmp_path)["status"] == "ok"
     index = (results / "reports" / "report" / "index.md").read_text()
     assert "| onnx_int8_dynamic |" in index and "cos 0.3000" in index  # no constraint: the fastest wins
     points = json.loads((results / "reports" / "plots" / "latency_accuracy" / "minilm_l6.json").read_text())

@@ -22,7 +22,6 @@ from pipeline.core.config import Params
 from pipeline.core.errors import PipelineError
 from pipeline.core.quality import quality_violations
 from pipeline.core.records import Accuracy, Records, load_env
-from pipeline.decide.selection import screen
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -59,21 +58,20 @@ def records_at(rev: str, model: str, root: Path, results: Path = Path(".")) -> R
     return {PurePosixPath(n).stem: records.parse(_json_at(rev, folder / n, root), lenient=True) for n in sorted(names)}
 
 
-def chosen_at(
-    rev: str | None, model: str, found: Records, params: Params, root: Path, results: Path = Path(".")
-) -> str | None:
-    """The variant the select stage recorded in `results` at `rev` (None: the workspace); recomputed
-    with the current select params from that revision's metrics when it predates the select stage."""
-    if rev:
-        data = _json_at(rev, PurePosixPath(layout.selection_file(model, results).as_posix()), root)
-        decided = records.parse_choice(data, lenient=True) if data else None
-    else:
-        decided = records.load_choice(model, root / results)
-    if decided is None:
-        chosen = screen(found, params.select, params.select.constraints_for(model)).chosen if found else None
-    else:
-        chosen = decided.chosen
-    return chosen if chosen and chosen != "none" and chosen in found else None
+def choice_at(rev: str | None, model: str, root: Path, results: Path = Path(".")) -> records.Choice | None:
+    """The select stage's recorded decision for `model` in `results` at `rev` (None: the workspace);
+    None where there is none (a revision older than the select stage). An older revision's keys this
+    version dropped are ignored."""
+    if rev is None:
+        return records.load_choice(model, root / results)
+    data = _json_at(rev, PurePosixPath(layout.selection_file(model, results).as_posix()), root)
+    return records.parse_choice(data, lenient=True) if data else None
+
+
+def _deployed(choice: records.Choice | None, found: Records) -> str | None:
+    """The variant `choice` deployed, when its figures are among `found`."""
+    name = choice.chosen if choice else None
+    return name if name and name != "none" and name in found else None
 
 
 @dataclass
@@ -100,15 +98,19 @@ def judge(
     model: str,
     before: Records,
     after: Records,
-    chosen_before: str | None,
-    chosen_after: str | None,
+    choice_before: records.Choice | None,
+    choice_after: records.Choice | None,
     params: Params,
     threshold_pct: float,
     percentile: str,
 ) -> Verdict:
-    """One model's verdict: the failures (if any) and what moved."""
+    """One model's verdict from each side's recorded choice: the failures (if any) and what moved."""
     limit = params.select.constraints_for(model).max_accuracy_drop
+    chosen_before, chosen_after = _deployed(choice_before, before), _deployed(choice_after, after)
     verdict = Verdict(model, chosen_before, chosen_after)
+    if choice_after is None:
+        verdict.failures.append("no recorded choice in the workspace (reports/selection): run `dvc repro`")
+        return verdict
     if chosen_after is None:
         verdict.failures.append("no variant meets the constraints now (see reports/selection)")
         return verdict
@@ -118,9 +120,12 @@ def judge(
     for broken in quality_violations(now, constraints):
         verdict.failures.append(f"{broken.message} vs the FP32 source ({broken.constraint})")
     if chosen_before is None:
-        verdict.notes.append(
-            "nothing met the constraints at the base revision" if before else "not in the base revision (new model)"
-        )
+        if not before:
+            verdict.notes.append("not in the base revision (new model)")
+        elif choice_before is None:
+            verdict.notes.append("no recorded choice at the base revision (older than the select stage): not compared")
+        else:
+            verdict.notes.append("nothing met the constraints at the base revision")
         return verdict
     then = before[chosen_before]
     verdict.before_ms, verdict.before_delta = then.latency(percentile), then.accuracy_delta
@@ -202,8 +207,8 @@ def run_gate(
                 model,
                 before,
                 after,
-                chosen_at(rev, model, before, params, root, results),
-                chosen_at(None, model, after, params, root, results),
+                choice_at(rev, model, root, results),
+                choice_at(None, model, root, results),
                 params,
                 threshold_pct,
                 percentile,

@@ -4,7 +4,7 @@ Stored figures come from benchmarks run minutes apart, and on shared machines th
 equal: identical artifacts measured 1.5x apart, and the choice followed the gap. So the winner of the
 screen (pipeline.decide.selection.screen) and every feasible variant whose latency interval overlaps its
 own (up to `select.contest.max_contenders`) are timed again, side by side in one fresh process
-(pipeline.measure.interleaved), until the paired ratios separate them or say tie. Variants that are
+(pipeline.measure.contest), until the paired ratios separate them or say tie. Variants that are
 one model (pipeline.measure.identity) are timed once. Among the tied, the documented tie-break
 decides (selection.TIE_BREAK), and the manifest says "tie with X (±y%)". The figures that ranked
 the contenders are the ones recorded.
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import layout, records
+from pipeline.core import records
 from pipeline.core.config import Params
-from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.isolate import IsolatedFailure
 from pipeline.core.records import Records
 from pipeline.decide.selection import (
     TIE_BREAK,
@@ -30,15 +30,13 @@ from pipeline.decide.selection import (
     screen,
     tie_break_key,
 )
-from pipeline.machine.lock import machine_lock
-from pipeline.measure import interleaved  # imported, not only named: the select stage's code hash must cover it
-from pipeline.measure.identity import signature
-from pipeline.measure.stage import thread_env
+from pipeline.measure.contest import identical_groups, measure_contenders
 
 
 @dataclass
 class Decision:
-    """The screen, what the re-measure found, and the choice with its one-line reason."""
+    """The screen, what the re-measure found, and the choice with its one-line reason; every variant
+    not chosen with why (`rejected`), and the candidates the screen built once from their records."""
 
     selection: Selection
     chosen: str | None
@@ -55,36 +53,10 @@ class Decision:
             self.rejected = {v: r for v, r in self.selection.rejected.items() if v != self.chosen}
         self.pareto = self.pareto or self.selection.pareto
 
-
-def identical_groups(candidates: list[Candidate], root: Path, model: str) -> dict[str, list[str]]:
-    """Representative (the best ranked) -> every variant that is the same model, in rank order."""
-    groups: dict[str, list[str]] = {}
-    for c in candidates:
-        groups.setdefault(signature(layout.variant_dir(model, c.variant, root)), []).append(c.variant)
-    return {members[0]: members for members in groups.values()}
-
-
-def measure_contenders(
-    model: str, variants: list[str], params: Params, root: Path, batch: int = 1, folders: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """Run the interleaved timing in a fresh process, holding the machine, with the bench's threads
-    (`batch` and `folders`, where each variant was built if not in its folder: for benchmark scripts)."""
-    with machine_lock(exclusive=True):
-        return call(
-            f"{interleaved.__name__}:contest",
-            {
-                "model": model,
-                "variants": variants,
-                "percentile": params.select.percentile,
-                "config": params.select.contest.model_dump(),
-                "root": str(root),
-                "batch": batch,
-                "folders": folders,
-            },
-            timeout=params.bench.timeout_s,
-            env=thread_env(params.bench.resolved_threads()),
-            log=layout.log_file(model, "contest", "select", root),
-        )
+    @property
+    def candidates(self) -> dict[str, Candidate]:
+        """Every measured (ok) variant's figures, built once by the screen: deploy and the record read these."""
+        return self.selection.candidates
 
 
 def decide(model: str, records: Records, params: Params, root: Path = Path(".")) -> Decision:
@@ -93,10 +65,10 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
     screened = screen(records, config, constraints)
     if screened.chosen is None or config.objective != "latency" or not config.contest.enabled:
         return Decision(screened, screened.chosen, screened.why)
-    feasible = [Candidate.from_record(v, records[v], config.percentile) for v in screened.feasible]
+    feasible = [screened.candidates[v] for v in screened.feasible]
     ranked = sorted(feasible, key=lambda c: (objective_key(c, "latency"), c.variant))
     close = overlapping(ranked[0], ranked, len(ranked), config.contest.drift_ratio)
-    groups = identical_groups(close, root, model)
+    groups = identical_groups([c.variant for c in close], root, model)
     timed = list(groups)[: config.contest.max_contenders]
     identical = {m: rep for rep in timed for m in groups[rep] if m != rep}
     if len(timed) == 1:
@@ -110,8 +82,7 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
     leader, ratios = contest["leader"], contest["ratio_to_leader"]
     tied_timed = [leader, *(v for v, r in ratios.items() if standing(r, config.contest.tie_pct) == "tie")]
     tied = [m for rep in tied_timed for m in groups[rep]]
-    by_name = {c.variant: c for c in feasible}
-    chosen = min((by_name[v] for v in tied), key=tie_break_key).variant
+    chosen = min((screened.candidates[v] for v in tied), key=tie_break_key).variant
     latency = {m: contest["latency_ms"][rep] for rep in timed for m in groups[rep]}
     why = _why(chosen, leader, tied, contest, groups, latency, config.contest.tie_pct)
     # The front again, on the figures that ranked the contenders (the tied at one latency: the contest

@@ -29,9 +29,9 @@ from pipeline.core.records import source as source_record
 from pipeline.core.records.manifest import Manifest, SourceFacts, TextFacts
 from pipeline.core.records.source import SourceRecord
 from pipeline.core.registry import RUNTIMES
+from pipeline.decide.choice import choice_record
 from pipeline.decide.contest import Decision, decide
-from pipeline.decide.selection import Candidate, decided_by
-from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
+from pipeline.decide.selection import decided_by
 from pipeline.serve.text import HF_FOLDER_FACTORY, TOKENIZER
 
 CODE = "code"
@@ -40,7 +40,6 @@ CODE = "code"
 def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Run the select stage for one model on this machine's figures; returns its status and one
     line saying what it chose and why."""
-    config = params.select
     results = root
     machine = records.machine_name(root) or "?"
     found = records.load(model, results)
@@ -63,32 +62,7 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
             ),
             tmp,
         )
-    winner = Candidate.from_record(decision.chosen, chosen, config.percentile) if decision.chosen and chosen else None
-    latency = decision.latency_ms.get(decision.chosen or "", winner.latency_ms if winner else None)
-    measured = "side by side with its contenders" if decision.contest else "stored benchmark figures"
-    if params.model(model).generates and decision.contest:
-        measured += f" (per output token of a {CONTEST_TOKENS}-token reply to a {CONTEST_PROMPT}-token prompt)"
-    record = records.Choice(
-        status="ok" if decision.chosen else "none",
-        chosen=decision.chosen or "none",
-        runtime=chosen.runtime if chosen else "",
-        objective=f"{config.objective}" + (f" ({config.percentile})" if config.objective == "latency" else ""),
-        value=(latency if config.objective == "latency" else winner.value(config.objective)) if winner else None,
-        latency_ms=latency,
-        measured=measured,
-        tied_with=[v for v in decision.tied if v != decision.chosen],
-        accuracy_delta=chosen.accuracy_delta if chosen else None,
-        ppl_increase_pct=winner.ppl_increase_pct if winner else None,
-        fidelity=winner.fidelity if winner else None,
-        size_mb=winner.size_mb if winner else None,
-        feasible=len(decision.selection.feasible),
-        candidates=sum(r.ok for r in found.values()),
-        reason="" if decision.chosen else decision.why,
-        why=decision.why,
-        rejected=decision.rejected,
-        pareto_front=decision.pareto,
-        not_applicable={variant: skip.reason for variant, skip in params.not_applicable(model).items()},
-    )
+    record = choice_record(model, decision, found, params)
     records.write_choice(model, record, results)
     return {
         "status": record.status,
@@ -197,12 +171,10 @@ def _explanation(decision: Decision, found: Records, params: Params, model: str)
             "fidelity": c.fidelity,
             "size_mb": c.size_mb,
         }
-        for c in (Candidate.from_record(v, found[v], config.percentile) for v in decision.pareto)
+        for c in (decision.candidates[v] for v in decision.pareto)
     }
     constraints = config.constraints_for(model)
-    winner = (
-        Candidate.from_record(decision.chosen, found[decision.chosen], config.percentile) if decision.chosen else None
-    )
+    winner = decision.candidates[decision.chosen] if decision.chosen else None
     return {
         "objective": config.objective,
         "percentile": config.percentile,

@@ -10,7 +10,7 @@ screen: the select stage then re-measures the variants it cannot separate from t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.core.config import Constraints, SelectConfig
 from pipeline.core.quality import Violation, excess, quality_violations
@@ -142,6 +142,8 @@ class Selection:
     rejected: dict[str, str]
     feasible: list[str]
     closest: str | None = None  # when nothing is feasible: the candidate that misses by the least
+    # every measured (ok) variant, built once from its record: the contest and the records reuse them
+    candidates: dict[str, Candidate] = field(default_factory=dict)
 
 
 NOT_MEASURED = "throughput not measured: out of contention"
@@ -176,6 +178,7 @@ def screen(records: Records, config: SelectConfig, constraints: Constraints) -> 
             rejected[variant] = f"status {record.status}: {record.reason}"
         else:
             candidates.append(Candidate.from_record(variant, record, percentile))
+    by_name = {c.variant: c for c in candidates}
     broken = {c.variant: violations(c, constraints, percentile) for c in candidates}
     feasible = [c for c in candidates if not broken[c.variant]]
     for c in candidates:
@@ -190,7 +193,9 @@ def screen(records: Records, config: SelectConfig, constraints: Constraints) -> 
         why = "no variant meets the constraints" + (
             f"; closest: {closest.variant} ({'; '.join(v.message for v in broken[closest.variant])})" if closest else ""
         )
-        return Selection(None, why, [c.variant for c in front], rejected, [], closest.variant if closest else None)
+        return Selection(
+            None, why, [c.variant for c in front], rejected, [], closest.variant if closest else None, by_name
+        )
 
     ranked = sorted(feasible, key=lambda c: (objective_key(c, objective), c.variant))
     winner = ranked[0]
@@ -216,7 +221,8 @@ def screen(records: Records, config: SelectConfig, constraints: Constraints) -> 
                 f"on the Pareto front, but {winner.variant} wins on the objective "
                 f"({_describe(winner, objective, percentile)} vs {_describe(c, objective, percentile)})"
             )
-    return Selection(winner.variant, why, [c.variant for c in front], rejected, [c.variant for c in feasible])
+    feasible_names = [c.variant for c in feasible]
+    return Selection(winner.variant, why, [c.variant for c in front], rejected, feasible_names, candidates=by_name)
 
 
 def _loss(c: Candidate) -> str:

@@ -12,6 +12,16 @@ from pipeline.core.files import read_json, write_json
 from pipeline.core.records.base import Part
 
 
+class CandidateFigures(Part):
+    """One measured (ok) variant as the select stage's screen ranked it, on its stored figures: what
+    the report plots and marks without screening again."""
+
+    feasible: bool  # met every constraint
+    latency_ms: float  # at the configured percentile (a contest's own figures are in `why`)
+    loss: float | None  # accuracy drop vs the FP32 source, else 1 - the worst output's fidelity; None: unknown
+    size_mb: float
+
+
 class Choice(Part):
     """The select stage's decision for one model (reports/selection/<model>.json, committed): what the
     gate compares between revisions and the report and summary quote."""
@@ -36,6 +46,8 @@ class Choice(Part):
     pareto_front: list[str] = Field(default_factory=list)
     # the configured variants that can never apply to this model (no stages: params.not_applicable), with why
     not_applicable: dict[str, str] = Field(default_factory=dict)
+    # every measured variant's figures as the screen ranked them (empty in revisions before they were kept)
+    figures: dict[str, CandidateFigures] = Field(default_factory=dict)
 
 
 def write_choice(model: str, choice: Choice, root: Path = Path(".")) -> None:
