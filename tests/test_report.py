@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from pipeline.core.config import SelectConfig, load_params
+from pipeline.core.outcome import Skip
 from pipeline.core.records import Kind
-from pipeline.core.registry import Skip
 from pipeline.decide.selection import screen
 from pipeline.present.report import not_built, traps, write_reports
 from tests.conftest import REPO

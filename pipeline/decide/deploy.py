@@ -25,6 +25,7 @@ from pipeline.core.records import Records, VariantRecord, load_env
 from pipeline.core.registry import RUNTIMES
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import Candidate, decided_by
+from pipeline.optimize.applicability import not_applicable
 from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
 from pipeline.serve.text import HF_FOLDER_FACTORY, TOKENIZER
 
@@ -73,7 +74,7 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
         why=decision.why,
         rejected=decision.rejected,
         pareto_front=decision.pareto,
-        not_applicable={variant: skip.reason for variant, skip in params.not_applicable(model).items()},
+        not_applicable={variant: skip.reason for variant, skip in not_applicable(params, model).items()},
     )
     records.write_choice(model, record, results)
     return {
@@ -203,6 +204,6 @@ def _explanation(decision: Decision, found: Records, params: Params, model: str)
         "feasible": selection.feasible,
         "pareto_front": front,
         "rejected": decision.rejected,
-        "not_applicable": {variant: skip.reason for variant, skip in params.not_applicable(model).items()},
+        "not_applicable": {variant: skip.reason for variant, skip in not_applicable(params, model).items()},
         "closest": selection.closest,
     }

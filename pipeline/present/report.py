@@ -14,9 +14,11 @@ from typing import Any
 from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.files import atomic_dir, read_json, write_json
+from pipeline.core.outcome import Skip
 from pipeline.core.records import Kind, Records, VariantRecord, load_env
-from pipeline.core.registry import BASELINES, VARIANTS, Skip, ordered, should_beat
+from pipeline.core.registry import BASELINES, VARIANTS, ordered, should_beat
 from pipeline.decide.selection import Candidate, Selection, screen
+from pipeline.optimize.applicability import not_applicable
 from pipeline.present import generation
 from pipeline.present.summary import how_measured, markdown_table, rows, short_budget_notes, speedup
 
@@ -115,7 +117,7 @@ def traps(found: Records, cpu: dict[str, Any], selection: Selection) -> list[str
 
 def not_built(found: Records, not_applicable: dict[str, Skip]) -> list[str]:
     """One line per reason variants were left out by design: they do not apply to this model (no
-    stages: Params.not_applicable), or the variant they would rescue already meets its constraints.
+    stages: applicability.not_applicable), or the variant they would rescue already meets its constraints.
     Facts, not warnings."""
     grouped: dict[str, list[str]] = {}
     for variant, skip in not_applicable.items():
@@ -377,7 +379,7 @@ def model_report(
             f"| {v} | {reason} |" for v, reason in sorted(selection.rejected.items()) if found[v].status != "skipped"
         ]
         lines += [""]
-    left_out = not_built(found, params.not_applicable(model))
+    left_out = not_built(found, not_applicable(params, model))
     if left_out:
         lines += ["## Variants not built for this model", "", *(f"- {line}" for line in left_out), ""]
     short = short_budget_notes(found)
