@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +93,15 @@ def hashed(files: list[Path], root: Path, whole_table: bool) -> dict[str, str]:
 
 
 def registry_entries(root: Path = Path(".")) -> dict[str, str]:
-    """{variant: the hash of its entry's text in the registry's VARIANTS table} (`Variant("name", ...)`)."""
-    text = (root / REGISTRY).read_text()
+    """{variant: the hash of its entry in the registry's VARIANTS table} (`Variant("name", ...)`, as
+    parsed: a comment or a line break changes no hash)."""
+    return _entries((root / REGISTRY).read_text())
+
+
+@cache
+def _entries(text: str) -> dict[str, str]:
     entries = {
-        node.args[0].value: _sha(ast.get_source_segment(text, node) or "")
+        node.args[0].value: _sha(ast.dump(node))
         for node in ast.walk(_table(text))
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Variant"
         and node.args and isinstance(node.args[0], ast.Constant)
@@ -105,6 +111,7 @@ def registry_entries(root: Path = Path(".")) -> dict[str, str]:
     return entries
 
 
+@cache
 def _table(text: str) -> ast.stmt:
     """The statement that assigns the registry's VARIANTS table."""
     for node in ast.parse(text).body:
