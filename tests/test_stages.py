@@ -237,3 +237,11 @@ def test_dynamic_int8_of_a_convolutional_model_is_not_applicable_before_any_proc
     else:
         assert info["kind"] == Kind.NOT_APPLICABLE and ran == []
         assert info["reason"].startswith("a convolutional model (detected: 53 Conv, no attention): ORT's dynamic")
+
+
+def test_each_skip_rule_names_what_asks_it():
+    """The rules table (docs/variants.md) names the function of pipeline.optimize.applicability that asks
+    each rule, or the exception a running build raises."""
+    for rule in applicability.RULES:
+        asker = rule.by.split(":")[0]
+        assert asker in ("raise NotApplicable", "raise Unavailable") or callable(getattr(applicability, asker)), rule

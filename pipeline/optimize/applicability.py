@@ -52,7 +52,7 @@ class Pass(Protocol):
 
 PLAN = "the plan: no stages"
 BUILD = "the build stage, before any process"
-RUNNING = "the pass, while it runs"
+RUNNING = "the build process, while the pass runs"
 
 
 @dataclass(frozen=True)
@@ -76,19 +76,19 @@ RULES = (
     Rule("the target is not usable on this machine (reports/env.json's probe)", Kind.UNAVAILABLE, BUILD,
          "unavailable"),
     Rule("a package of the variant's runtime is not installed, or its adapter does not run on the target's kind",
-         Kind.UNAVAILABLE, BUILD, "unavailable: runtime_unavailable"),
+         Kind.UNAVAILABLE, BUILD, "runtime_unavailable"),
     Rule("an optional package the variant's pass imports is not installed", Kind.UNAVAILABLE, BUILD,
-         "unavailable: optional_missing"),
+         "optional_missing"),
     Rule("the runtime's adapter cannot use this GPU (a CPU-only build of its framework)", Kind.UNAVAILABLE, BUILD,
-         "unavailable: the adapter's unavailable_on"),
+         "runtime_unavailable: the adapter's unavailable_on"),
     Rule("the pass does not suit the export's model family (dynamic INT8 for a CNN)", Kind.NOT_APPLICABLE, BUILD,
          "not_for_family: Pass.not_for"),
     Rule("a fallback whose rescued variant, measured here, meets the model's quality constraints",
          Kind.NOT_NEEDED, BUILD, "not_needed"),
     Rule("a fallback whose work could not improve on the rescued variants' records", Kind.NOT_APPLICABLE, BUILD,
          "nothing_to_gain: Pass.nothing_to_gain"),
-    Rule("what the pass finds while running (nothing was quantized, an unsupported architecture)",
-         Kind.NOT_APPLICABLE, RUNNING, "raise NotApplicable"),
+    Rule("what the pass finds while running (an unsupported architecture, nothing to quantize) or the build "
+         "finds in its artifact (no quantized operator)", Kind.NOT_APPLICABLE, RUNNING, "raise NotApplicable"),
     Rule("an optional package that is installed but does not import", Kind.UNAVAILABLE, RUNNING,
          "raise Unavailable"),
 )  # fmt: skip
