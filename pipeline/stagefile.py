@@ -92,7 +92,7 @@ def variant_stages(
     `deciding`: the variants whose records a fallback decides from (applicability.deciding_records)."""
     up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
     plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
-    # a fallback decides from the records of the variants it rescues (pipeline.optimize.stage.not_needed)
+    # a fallback decides from the records of the variants it rescues (pipeline.optimize.applicability.not_needed)
     decides_from = [f"{DETAILS}/${{item}}/{name}.json" for name in deciding]
     per_model = lambda stage: {"foreach": list(models), "do": {"wdir": up, **stage}}  # noqa: E731
     return {
