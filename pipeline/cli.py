@@ -73,10 +73,12 @@ def _check(args: argparse.Namespace) -> int:
     from pipeline.core.config import load_params
     from pipeline.core.errors import ConfigError
     from pipeline.optimize.knobs import check_variant_params
+    from pipeline.optimize.variant_lists import check_variant_lists
     from pipeline.prepare.check import check_models
     from pipeline.stagefile import require_current
 
     params = load_params(args.params)
+    check_variant_lists(params, str(args.params))  # the variant lists against the registry: else nothing to check
     problems = []
     try:
         check_variant_params(params, str(args.params))  # each variant's knobs, by its pass's Config

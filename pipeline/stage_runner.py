@@ -5,8 +5,9 @@ traceback the user has to read.
 A stage prints one line: its result. Everything else it or its libraries write (TensorFlow's absl
 warnings, NNCF's progress bars, torch.onnx's notices) goes to reports/logs/stages/<stage>.log.
 
-It imports only what it needs, so a stage's `deps` list
-what its own work imports and nothing more.
+It imports only what it needs, so a stage's `deps` list what its own work imports and nothing more:
+it knows no record (a stage returns the dict its line is made of: `status`, `reason`), so an edit to
+one reruns only the stages that read it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import PipelineError
-from pipeline.core.records import VariantRecord
 
 
 def run_stage(
@@ -65,8 +65,6 @@ def run_stage(
     except BaseException:
         print(f"error: {name}: crashed; the traceback is in {log}", file=sys.stderr)
         raise
-    if isinstance(result, VariantRecord):  # the bench stage's: its kind says more than its status
-        result = {"status": result.kind.value, "reason": result.reason}
     if isinstance(result, dict) and "status" in result:
         reason = result.get("reason", "")
         print(f"{name}: {result['status']}" + (f" ({reason.splitlines()[0][:200]})" if reason else ""))

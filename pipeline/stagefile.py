@@ -16,8 +16,8 @@ models), DVC spent 3-5 s per stage on it, 4 s of a skipped stage's 4.5 s. So eac
 and bench stages (one per model it applies to: a literal `foreach:` list) live in variants/<variant>/dvc.yaml with a
 lock of their own (a few hundred lines); the always-run `env` stage is in fingerprint/dvc.yaml.
 Only pairs that can apply get stages: each variant's file lists the models (of `models`) it applies
-to, as the registry's data decides from their catalog entries (Params.not_applicable: source kind,
-task, skip list, targets), and the train stage lists the `train` entries that `models` names. So the
+to, as the registry's data decides from their catalog entries (pipeline.optimize.applicability:
+source kind, task, skip list, targets), and the train stage lists the `train` entries that `models` names. So the
 files follow params.yaml: after editing its models, catalog, targets or variant lists, run
 `python -m pipeline stages --write`; `python -m pipeline check` and the plan stage (the first stage
 `dvc repro` runs) stop with that one line while a stage params.yaml asks for is missing
@@ -40,6 +40,8 @@ from pipeline.core import layout
 from pipeline.core.config import Params, load_params
 from pipeline.core.errors import ConfigError
 from pipeline.core.imports import walk
+from pipeline.optimize import applicability
+from pipeline.optimize.variant_lists import check_variant_lists
 
 ROOT_FILE = Path("dvc.yaml")
 ALWAYS_FILE = Path("fingerprint/dvc.yaml")
@@ -87,10 +89,10 @@ def variant_stages(
 ) -> dict[str, Any]:
     """One variant's build and bench stages, one of each per model it applies to (`models`):
     `build@<model>`, `bench@<model>` of variants/<variant>/dvc.yaml, run from the project root (wdir).
-    `deciding`: the variants whose records a fallback decides from (Params.deciding_records)."""
+    `deciding`: the variants whose records a fallback decides from (applicability.deciding_records)."""
     up = "/".join(".." for _ in layout.variant_stage_file(variant).parent.parts)
     plan_file, artifact = f"reports/plan/{variant}.json", f"artifacts/${{item}}/{variant}"
-    # a fallback decides from the records of the variants it rescues (pipeline.optimize.stage.not_needed)
+    # a fallback decides from the records of the variants it rescues (pipeline.optimize.applicability.not_needed)
     decides_from = [f"{DETAILS}/${{item}}/{name}.json" for name in deciding]
     per_model = lambda stage: {"foreach": list(models), "do": {"wdir": up, **stage}}  # noqa: E731
     return {
@@ -118,7 +120,7 @@ def configured_variants(params: Params) -> dict[str, str]:
 
 def bench_first(params: Params, model: str) -> str:
     """The record `model`'s select stage lists first; its details folder (listed anyway) when nothing applies."""
-    first = params.bench_first(model)
+    first = applicability.bench_first(params, model)
     return f"{DETAILS}/{model}/{first}.json" if first else f"{DETAILS}/{model}"
 
 
@@ -163,7 +165,7 @@ def pipeline_stages(params: Params) -> dict[str, Any]:
     }
     stages["select"] = {
         # DVC runs a stage's dependencies in the order listed: the record of the variant benched first
-        # (Params.bench_first) before the model's other records (a dict: the one entry differs by model)
+        # (applicability.bench_first) before the model's other records (a dict: the one entry differs by model)
         "foreach": {model: {"first": bench_first(params, model)} for model in params.models},
         "do": {
             "cmd": "python stages/select_artifact.py ${key}",
@@ -216,12 +218,13 @@ PLOTS = [
 def render(root: Path = Path(".")) -> dict[Path, str]:
     """{file: its text} for every pipeline file, as params.yaml under `root` calls for."""
     params = load_params(root / layout.PARAMS_FILE)
+    check_variant_lists(params, (root / layout.PARAMS_FILE).as_posix())
     dump = lambda data: HEADER + yaml.safe_dump(data, sort_keys=False, width=120)  # noqa: E731
     files = {ROOT_FILE: dump(pipeline_stages(params)), ALWAYS_FILE: dump(always_run_stage(root))}
     configured = configured_variants(params)
     for variant, basis in configured.items():
-        models = params.applicable_models(variant)
-        deciding = params.deciding_records(variant)
+        models = applicability.applicable_models(params, variant)
+        deciding = applicability.deciding_records(params, variant)
         files[layout.variant_stage_file(variant)] = dump(variant_stages(variant, basis, deciding, models))
     return files
 
@@ -251,7 +254,7 @@ def missing_stages(params: Params, root: Path = Path(".")) -> list[str]:
     missing += [f"{v} (stages, not listed)" for v in sorted(set(found) - set(params.all_variants))]
     for variant in (v for v in params.all_variants if v in found):
         staged = yaml.safe_load(found[variant].read_text())["stages"]["build"]["foreach"]
-        if absent := [model for model in params.applicable_models(variant) if model not in staged]:
+        if absent := [model for model in applicability.applicable_models(params, variant) if model not in staged]:
             missing.append(f"{variant} for {', '.join(absent)}")
     root_file = root / ROOT_FILE
     staged = yaml.safe_load(root_file.read_text())["stages"] if root_file.exists() else {}

@@ -12,6 +12,7 @@ import yaml
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
 from pipeline.optimize.knobs import check_variant_params, validate_variant_params
+from pipeline.optimize.variant_lists import check_variant_lists
 from tests.conftest import REPO
 
 
@@ -41,11 +42,6 @@ def test_repository_params_are_valid():
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (lambda d: d["variants"].update(onnx_fp64={}), "variants.onnx_fp64: unknown variant (known: onnx_fp32"),
-        (
-            lambda d: d["variants"].update(torch_compile=d["machine_variants"].pop("torch_compile")),
-            "variants.torch_compile: its artifact depends on the machine that builds it",
-        ),
         (
             lambda d: d["machine_variants"].update(onnx_fp32={}),
             "machine_variants.onnx_fp32: also listed under 'variants'",
@@ -53,16 +49,6 @@ def test_repository_params_are_valid():
         (
             lambda d: d.update(gpu_variants={"onnx_cuda_fp32": {}}),
             'gpu_variants: GPU variants need a cuda target: add "cuda:0" to targets',
-        ),
-        (
-            lambda d: d.update(targets=["cpu", "cuda:0"]) or d["machine_variants"].update(onnx_cuda_fp32={}),
-            "machine_variants.onnx_cuda_fp32: a GPU variant: list it under gpu_variants",
-        ),
-        (
-            lambda d: (
-                d.update(targets=["cpu", "cuda:0"], gpu_variants={"onnx_opt": {}}) or d["variants"].pop("onnx_opt")
-            ),
-            "gpu_variants.onnx_opt: runs on cpu: list it elsewhere",
         ),
         (lambda d: d["models"].append("nope"), "models.6: 'nope' has no entry under 'catalog'"),
         (
@@ -76,10 +62,6 @@ def test_repository_params_are_valid():
         (
             lambda d: d["catalog"]["resnet50"]["inputs"]["image"].update(kind="token_ids"),
             "catalog.resnet50.inputs.image.kind: token_ids inputs are integers; dtype float32 does not fit",
-        ),
-        (
-            lambda d: d["catalog"]["spam_fnn"].update(skip=["onnx_int4"]),
-            "catalog.spam_fnn.skip.0: 'onnx_int4' is not a variant",
         ),
         (
             lambda d: d["catalog"]["spam_fnn"].update(make_batch_dynamic=True),
@@ -128,10 +110,6 @@ def test_repository_params_are_valid():
         ),
         (lambda d: d["export"].update(split={"calibration": 0.6}), "export.split.calibration: Input should be less"),
         (
-            lambda d: d["select"]["constraints"].update(runtimes=["onnxruntme"]),
-            "select.constraints.runtimes.0: 'onnxruntme' is not a runtime (known: onnxruntime, ",
-        ),
-        (
             lambda d: d["select"]["constraints"].update(devices=["gpu"]),
             "select.constraints.devices.0: unknown target 'gpu' (known: cpu, cuda, cuda:N)",
         ),
@@ -141,6 +119,51 @@ def test_mistakes_name_file_and_field(tmp_path, edit, expected):
     path = write_params(tmp_path, edit)
     with pytest.raises(ConfigError) as error:
         load_params(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: "), message
+    assert expected in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda d: d["variants"].update(onnx_fp64={}), "variants.onnx_fp64: unknown variant (known: onnx_fp32"),
+        (
+            lambda d: d["variants"].update(torch_compile=d["machine_variants"].pop("torch_compile")),
+            "variants.torch_compile: its artifact depends on the machine that builds it",
+        ),
+        (
+            lambda d: d.update(targets=["cpu", "cuda:0"]) or d["machine_variants"].update(onnx_cuda_fp32={}),
+            "machine_variants.onnx_cuda_fp32: a GPU variant: list it under gpu_variants",
+        ),
+        (
+            lambda d: (
+                d.update(targets=["cpu", "cuda:0"], gpu_variants={"onnx_opt": {}}) or d["variants"].pop("onnx_opt")
+            ),
+            "gpu_variants.onnx_opt: runs on cpu: list it elsewhere",
+        ),
+        (
+            lambda d: d["catalog"]["spam_fnn"].update(skip=["onnx_int4"]),
+            "catalog.spam_fnn.skip.0: 'onnx_int4' is not a variant",
+        ),
+        (
+            lambda d: d["select"]["constraints"].update(runtimes=["onnxruntme"]),
+            "select.constraints.runtimes.0: 'onnxruntme' is not a runtime (known: onnxruntime, ",
+        ),
+        (
+            lambda d: d["select"].update(models={"spam_fnn": {"runtimes": ["openvino", "tflite"]}}),
+            "select.models.spam_fnn.runtimes.1: 'tflite' is not a runtime (known: onnxruntime, ",
+        ),
+    ],
+)
+def test_mistakes_against_the_registry_name_file_and_field(tmp_path, edit, expected):
+    """What needs the registry's tables is checked by the build layer (python -m pipeline check, stages,
+    the plan stage): the schema reads no table, so an edit to the registry retrains nothing."""
+    path = write_params(tmp_path, edit)
+    params = load_params(path)
+    with pytest.raises(ConfigError) as error:
+        check_variant_lists(params, str(path))
     message = str(error.value)
     assert message.startswith(f"{path}: "), message
     assert expected in message
@@ -181,10 +204,11 @@ def test_knob_mistakes_are_caught_by_the_pass_and_name_file_and_field(tmp_path, 
     assert "\n" not in message
 
 
-def test_reading_params_imports_no_pass_or_runtime():
+def test_reading_params_imports_no_pass_runtime_or_registry():
     code = (
         "import sys; from pipeline.core.config import load_params; load_params('params.yaml'); "
-        "print(sorted(m for m in sys.modules if m.startswith(('pipeline.optimize', 'pipeline.runtimes'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('pipeline.optimize', 'pipeline.runtimes')) "
+        "or m == 'pipeline.core.registry'))"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

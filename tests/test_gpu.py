@@ -14,6 +14,7 @@ from pipeline.core import layout
 from pipeline.core import registry as variants
 from pipeline.core.files import read_json, write_json
 from pipeline.machine.probe import probe
+from pipeline.optimize.applicability import runtime_unavailable
 from pipeline.optimize.knobs import pass_class
 from tests.conftest import REPO, build, tiny_config, torch_build_context
 
@@ -35,7 +36,7 @@ def on_gpu(context):
 )
 def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
     spec = variants.get(name)
-    reason = runtimes.unavailable_reason(spec.runtime, "cuda:0")
+    reason = runtime_unavailable(spec.runtime, "cuda:0")
     if reason:
         pytest.skip(reason)
     ctx = on_gpu(context)
@@ -56,7 +57,7 @@ def test_gpu_variant_builds_runs_on_its_provider_and_stays_close(context, name):
 def test_torch_compile_cuda_builds_an_aotinductor_package_that_runs_on_the_gpu(tiny_project):
     from pipeline.prepare.sources import load_source
 
-    reason = runtimes.unavailable_reason("torch", "cuda:0")
+    reason = runtime_unavailable("torch", "cuda:0")
     if reason:
         pytest.skip(reason)
     ctx = dataclasses.replace(torch_build_context(tiny_project), target="cuda:0")
@@ -70,10 +71,10 @@ def test_torch_compile_cuda_builds_an_aotinductor_package_that_runs_on_the_gpu(t
 
 def gpu_calls(context):
     """A call that keeps cuda:0 busy: ONNX Runtime's CUDA provider where installed, else torch's CUDA."""
-    if not runtimes.unavailable_reason("onnxruntime", "cuda:0"):
+    if not runtime_unavailable("onnxruntime", "cuda:0"):
         session = runtimes.load("onnxruntime", context.exported_onnx, 1, {"provider": "cuda"}, "cuda:0")
         return session.prepare({"x": np.zeros((64, 12), np.float32)})
-    if runtimes.unavailable_reason("torch", "cuda:0"):
+    if runtime_unavailable("torch", "cuda:0"):
         pytest.skip("neither onnxruntime-gpu nor a CUDA build of torch is installed")
     import torch
 

@@ -103,17 +103,16 @@ def test_a_package_missing_from_pyproject_is_named(monkeypatch):
 def test_a_missing_optional_package_skips_its_variant_before_any_process(monkeypatch):
     """torchax (torch_xla's converter) is installed by no extra: the registry says it is absent from
     find_spec, so the build stage records the skip without a process that imports torch to find out."""
+    from pipeline.core.outcome import Skip
     from pipeline.core.records import Kind
-    from tests.conftest import tiny_config
+    from pipeline.optimize import applicability
 
-    monkeypatch.setattr(registry, "_missing", lambda module: module == "torchax")
-    skip = registry.skip_reason(VARIANTS["torch_xla"], "tiny", tiny_config(), "cpu", {"available": True})
-    assert skip == registry.Skip(
-        Kind.UNAVAILABLE, "torchax is not installed (an optional package: pip install torchax)"
-    )
-    assert registry.skip_reason(VARIANTS["torch_eager"], "tiny", tiny_config(), "cpu", {"available": True}) is None
-    monkeypatch.setattr(registry, "_missing", lambda module: False)
-    assert registry.optional_missing(VARIANTS["torch_xla"]) is None
+    monkeypatch.setattr(applicability, "_missing", lambda module: module == "torchax")
+    skip = applicability.unavailable(VARIANTS["torch_xla"], "cpu", {"available": True})
+    assert skip == Skip(Kind.UNAVAILABLE, "torchax is not installed (an optional package: pip install torchax)")
+    assert applicability.unavailable(VARIANTS["torch_eager"], "cpu", {"available": True}) is None
+    monkeypatch.setattr(applicability, "_missing", lambda module: False)
+    assert applicability.optional_missing(VARIANTS["torch_xla"]) is None
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
@@ -179,6 +178,7 @@ def test_the_declared_links_between_variants_hold():
 # caller names: each `call("module:function")` is checked below), the user's model code.
 STRING_IMPORTERS = {
     "pipeline.optimize.knobs": "pipeline.optimize.passes",
+    "pipeline.optimize.applicability": "pipeline.runtimes",  # a runtime adapter's unavailable_on
     "pipeline.runtimes": "pipeline.runtimes",
     "pipeline.measure.worker": "pipeline.runtimes",
     "pipeline.prepare.sources": "pipeline.prepare.sources",
@@ -262,14 +262,26 @@ def test_the_registry_imports_only_the_bottom_of_core():
         for node in ast.walk(modules()["pipeline.core.registry"])
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pipeline")
     }
-    assert imported <= {"pipeline.core.errors", "pipeline.core.layout", "pipeline.core.outcome"}, imported
+    assert imported <= {"pipeline.core.errors", "pipeline.core.layout"}, imported
 
 
 def test_an_onnx_ml_model_gets_stages_only_for_the_variants_that_run_its_operators():
     from types import SimpleNamespace
 
     forest = SimpleNamespace(source="onnx", skip=[], generates=False, onnx_ml=True)
-    applies = [name for name, v in VARIANTS.items() if not registry.not_applicable(v, "forest", forest, v.device)]
+    from pipeline.optimize.applicability import never_applies
+
+    applies = [name for name, v in VARIANTS.items() if not never_applies(v, "forest", forest, v.device)]
     assert applies == ["onnx_fp32", "onnx_opt", "onnx_cuda_fp32"]
-    reason = registry.not_applicable(VARIANTS["openvino_int8"], "forest", forest, "cpu").reason
+    reason = never_applies(VARIANTS["openvino_int8"], "forest", forest, "cpu").reason
     assert reason == "forest uses ONNX-ML operators (ai.onnx.ml), which openvino cannot read"
+
+
+def test_the_schemas_source_kinds_are_the_registrys():
+    """pipeline.core.config writes the source kinds out (the schema imports no table, so an edit to the
+    registry retrains nothing): they must stay the registry's SOURCES."""
+    from typing import get_args
+
+    from pipeline.core.config import SourceKind
+
+    assert set(get_args(SourceKind)) == set(registry.SOURCES)

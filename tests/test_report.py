@@ -10,8 +10,8 @@ import yaml
 
 from pipeline.core.config import SelectConfig, load_params
 from pipeline.core.errors import PipelineError
+from pipeline.core.outcome import Skip
 from pipeline.core.records import Choice, Kind
-from pipeline.core.registry import Skip
 from pipeline.decide.selection import screen
 from pipeline.present.diagnosis import not_built, traps
 from pipeline.present.report import write_reports

@@ -6,7 +6,8 @@ import numpy as np
 
 from pipeline import runtimes
 from pipeline.core import registry
-from pipeline.core.registry import Package, Runtime, unavailable_reason
+from pipeline.core.registry import Package, Runtime
+from pipeline.optimize.applicability import runtime_unavailable
 
 
 def test_onnxruntime_session(tiny_onnx):
@@ -22,7 +23,6 @@ def test_onnxruntime_session(tiny_onnx):
 def test_missing_package_is_a_skip_reason(monkeypatch):
     monkeypatch.setitem(registry.PACKAGES, "no-such-package", Package(("no_such_package_xyz",)))
     monkeypatch.setitem(registry.RUNTIMES, "imaginary", Runtime("pipeline.runtimes.ort", ("no-such-package",)))
-    assert unavailable_reason("imaginary") == "no_such_package_xyz is not installed"
-    assert unavailable_reason("onnxruntime") is None
-    assert runtimes.unavailable_reason("imaginary", "cuda:0") == "no_such_package_xyz is not installed"
-    assert runtimes.unavailable_reason("onnxruntime", "cpu") is None
+    assert runtime_unavailable("imaginary") == "no_such_package_xyz is not installed"
+    assert runtime_unavailable("onnxruntime") is None
+    assert runtime_unavailable("imaginary", "cuda:0") == "no_such_package_xyz is not installed"

@@ -12,6 +12,7 @@ import yaml
 from pipeline.core import layout, registry
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
+from pipeline.optimize.applicability import bench_first, not_applicable
 from pipeline.optimize.plan import STAGE_CODE, stage_code, variant_code, write_plan
 from pipeline.present.docs import check_or_write as docs_check
 from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render, require_current, stage_file
@@ -111,7 +112,7 @@ def test_only_pairs_that_can_apply_get_stages_and_only_listed_zoo_models_train(t
     assert foreach(root, "onnx_fp32") == ["foreign", "digits_jax"] and foreach(root, "jax_jit") == ["digits_jax"]
     assert foreach(root, "torch_eager") == [] and foreach(root, "lm_torch") == []
     assert yaml.safe_load((root / ROOT_FILE).read_text())["stages"]["train"]["foreach"] == ["digits_jax"]
-    left_out = load_params(root / "params.yaml").not_applicable("foreign")
+    left_out = not_applicable(load_params(root / "params.yaml"), "foreign")
     assert left_out["torch_eager"].reason == "needs a torch source; foreign is a onnx model"
     assert "lm_torch" in left_out and "onnx_opt" not in left_out
     # an experiment on a subset of the models runs with the files as they are (their stages up to date)
@@ -162,7 +163,7 @@ def test_each_model_benches_first_the_variant_most_often_fastest(tmp_path):
     import sys
 
     params = load_params(REPO / "params.yaml")
-    assert params.bench_first("minilm_l6") == "openvino_int8" and params.bench_first("tiny_lm") == "lm_onnx_int8"
+    assert bench_first(params, "minilm_l6") == "openvino_int8" and bench_first(params, "tiny_lm") == "lm_onnx_int8"
     select = yaml.safe_load(render(REPO)[ROOT_FILE])["stages"]["select"]
     assert select["foreach"]["tiny_lm"] == {"first": "reports/details/tiny_lm/lm_onnx_int8.json"}
     assert select["do"]["deps"][:2] == ["${item.first}", "reports/details/${key}"]

@@ -16,6 +16,7 @@ from pipeline.core.files import write_json
 from pipeline.core.isolate import IsolatedFailure
 from pipeline.core.records import Kind
 from pipeline.measure.stage import benchmark_variant
+from pipeline.optimize import applicability
 from pipeline.optimize import stage as build_module
 from pipeline.optimize.stage import build_variant
 from tests.conftest import tiny_config
@@ -34,16 +35,16 @@ def make_params(**catalog_overrides) -> Params:
 
 def test_skip_reasons():
     onnx_model = tiny_config(source="onnx", factory=None)
-    cpu = ("cpu", {"available": True})
-    skip = variants.skip_reason(variants.get("torch_eager"), "m", onnx_model, *cpu)
+    skip = applicability.never_applies(variants.get("torch_eager"), "m", onnx_model, "cpu")
     assert skip.kind == Kind.NOT_APPLICABLE and "needs a torch source; m is a onnx model" in skip.reason
     skipping = tiny_config(skip=["onnx_fp32"])
-    assert "catalog.m.skip" in variants.skip_reason(variants.get("onnx_fp32"), "m", skipping, *cpu).reason
-    no_gpu_target = variants.skip_reason(variants.get("onnx_cuda_fp32"), "m", tiny_config(), None, {})
+    assert "catalog.m.skip" in applicability.never_applies(variants.get("onnx_fp32"), "m", skipping, "cpu").reason
+    no_gpu_target = applicability.never_applies(variants.get("onnx_cuda_fp32"), "m", tiny_config(), None)
     assert no_gpu_target.kind == Kind.NOT_APPLICABLE  # params.yaml's targets rule it out: no stages
-    no_gpu_here = variants.skip_reason(variants.get("onnx_cuda_fp32"), "m", tiny_config(), "cuda:0", {})
+    no_gpu_here = applicability.unavailable(variants.get("onnx_cuda_fp32"), "cuda:0", {})
     assert no_gpu_here.kind == Kind.UNAVAILABLE and "target cuda:0 is not usable here" in no_gpu_here.reason
-    assert variants.skip_reason(variants.get("onnx_fp32"), "m", tiny_config(), *cpu) is None
+    assert applicability.never_applies(variants.get("onnx_fp32"), "m", tiny_config(), "cpu") is None
+    assert applicability.unavailable(variants.get("onnx_fp32"), "cpu", {"available": True}) is None
 
 
 def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project, machine):
@@ -236,3 +237,11 @@ def test_dynamic_int8_of_a_convolutional_model_is_not_applicable_before_any_proc
     else:
         assert info["kind"] == Kind.NOT_APPLICABLE and ran == []
         assert info["reason"].startswith("a convolutional model (detected: 53 Conv, no attention): ORT's dynamic")
+
+
+def test_each_skip_rule_names_what_asks_it():
+    """The rules table (docs/variants.md) names the function of pipeline.optimize.applicability that asks
+    each rule, or the exception a running build raises."""
+    for rule in applicability.RULES:
+        asker = rule.by.split(":")[0]
+        assert asker in ("raise NotApplicable", "raise Unavailable") or callable(getattr(applicability, asker)), rule

@@ -20,6 +20,7 @@ from pipeline.decide.selection import screen
 from pipeline.machine import probe as target_probe
 from pipeline.machine.probe import engine_cache_key, probe
 from pipeline.measure.stage import benchmark_variant
+from pipeline.optimize import applicability
 from pipeline.optimize.passes.tensorrt import ort_profile_options, profile_shapes
 from pipeline.optimize.stage import build_variant
 from pipeline.runtimes import ort
@@ -56,13 +57,13 @@ def test_the_probe_says_what_is_missing_on_a_host_without_a_gpu():
 
 
 def test_gpu_runtimes_without_their_packages_say_what_to_install(monkeypatch):
-    monkeypatch.setattr(variants, "_missing", lambda package: package in ("tensorrt", "cuda.bindings"))
-    assert variants.unavailable_reason("tensorrt", "cuda:0") == (
+    monkeypatch.setattr(applicability, "_missing", lambda package: package in ("tensorrt", "cuda.bindings"))
+    assert applicability.runtime_unavailable("tensorrt", "cuda:0") == (
         "tensorrt, cuda.bindings is not installed (pip install -e '.[gpu]')"
     )
-    assert "runs on cpu, not cuda" in variants.unavailable_reason("openvino", "cuda:0")
-    monkeypatch.setattr(variants, "_missing", lambda package: False)
-    assert variants.unavailable_reason("tensorrt", "cpu") == "the tensorrt adapter runs on cuda, not cpu"
+    assert "runs on cpu, not cuda" in applicability.runtime_unavailable("openvino", "cuda:0")
+    monkeypatch.setattr(applicability, "_missing", lambda package: False)
+    assert applicability.runtime_unavailable("tensorrt", "cpu") == "the tensorrt adapter runs on cuda, not cpu"
 
 
 def test_cpu_onnxruntime_has_no_cuda_provider_and_says_so():

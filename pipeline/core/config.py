@@ -1,10 +1,13 @@
 """params.yaml: load it once, validate all of it, and name the file and field of any mistake.
 
-The file is grouped by stage (models/catalog, train, export, variants, bench, build). Variant names,
-groups and targets are checked here against the registry's data (pipeline.core.registry); the knobs
-inside a variant's section belong to its pass, whose `Config` validates them in the build layer
-(pipeline.optimize.knobs: `python -m pipeline check`, the plan stage, the build stage), so reading
-params.yaml imports no pass.
+The file is grouped by stage (models/catalog, train, export, variants, bench, build). The schema
+only: it imports no table of the registry (pipeline.core.registry), so a stage that reads params.yaml
+(every stage: training too) does not depend on the registry's code. What needs the tables is checked
+in the build layer: variant names, groups and skip lists and the constraints' runtimes against the
+registry (pipeline.optimize.variant_lists), the knobs inside a variant's section by its pass's
+`Config` (pipeline.optimize.knobs), both by `python -m pipeline check`, `python -m pipeline stages`
+and the plan stage; reading params.yaml imports no pass. Which variants apply to which model is
+pipeline.optimize.applicability's question.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pipeline.core import registry
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.validation import FieldError, validate
 
 MODELS_DIR = Path("models")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
-SourceKind = Literal[tuple(registry.SOURCES)]  # torch, onnx, keras, savedmodel, jax, transformers (a HF model folder)
+# The registry's source kinds (pipeline.core.registry.SOURCES: tests/test_registry.py holds them equal),
+# written out so that the schema imports no table; transformers: a Hugging Face model folder
+SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "jax", "transformers"]
 VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
 MetricName = Literal["accuracy", "binary_accuracy", "none"]
@@ -439,17 +443,10 @@ class Constraints(Strict):
         default=None, gt=0
     )  # footprint_mb: the runtime's peak RSS over the bare process
     variants: list[str] | None = None  # allowed variants (e.g. only those your serving stack runs)
-    runtimes: list[str] | None = None  # allowed runtimes (onnxruntime, openvino, torch, tensorflow, jax)
+    # allowed runtimes (onnxruntime, openvino, torch, tensorflow, jax): registry.RUNTIMES names,
+    # checked by pipeline.optimize.variant_lists
+    runtimes: list[str] | None = None
     devices: list[str] | None = None  # allowed devices: a kind (cpu, cuda) or a target (cuda:1)
-
-    @field_validator("runtimes")
-    @classmethod
-    def _known_runtimes(cls, names: list[str] | None) -> list[str] | None:
-        """A misspelt runtime would reject every variant in silence: name the known ones instead."""
-        for i, name in enumerate(names or []):
-            if name not in registry.RUNTIMES:
-                raise FieldError(str(i), f"{name!r} is not a runtime (known: {', '.join(registry.RUNTIMES)})")
-        return names
 
     @field_validator("devices")
     @classmethod
@@ -588,39 +585,6 @@ class Params(Strict):
             raise ConfigError(f"{PARAMS_FILE}: catalog.{name}: no such model (known: {', '.join(self.catalog)})")
         return self.catalog[name]
 
-    def not_applicable(self, model: str) -> dict[str, registry.Skip]:
-        """The configured variants that can never apply to `model` (registry.not_applicable), with why:
-        they get no stages, and the select record, summary and report list them once."""
-        from pipeline.core.targets import target_for
-
-        config, found = self.model(model), {}
-        for name in self.all_variants:
-            spec = registry.get(name, section=self.group_of(name))
-            if skip := registry.not_applicable(spec, model, config, target_for(spec.device, self.targets)):
-                found[name] = skip
-        return found
-
-    def applicable_models(self, variant: str) -> list[str]:
-        """The models (in `models` order) that get `variant`'s build and bench stages."""
-        return [model for model in self.models if variant not in self.not_applicable(model)]
-
-    def bench_first(self, model: str) -> str | None:
-        """The variant `model` benches first (registry.BENCH_FIRST), else its first applicable one."""
-        skipped = self.not_applicable(model)
-        applies = [name for name in self.all_variants if name not in skipped]
-        return next((name for name in registry.BENCH_FIRST if name in applies), next(iter(applies), None))
-
-    def deciding_records(self, fallback: str) -> list[str]:
-        """The variants whose records decide whether `fallback` is needed (pipeline.optimize.stage.not_needed):
-        those it rescues that are configured and have a stage for every model `fallback` has one for
-        (its build stage depends on their records, and one stage template serves every model)."""
-        models = self.applicable_models(fallback)
-        return [
-            name
-            for name in registry.VARIANTS[fallback].rescues
-            if name in self.all_variants and set(models) <= set(self.applicable_models(name))
-        ]
-
     def trained_models(self) -> list[str]:
         """The `train` entries whose model `models` names: what `dvc repro` trains (the others are
         opt-in zoo models, trained once someone lists them)."""
@@ -646,8 +610,9 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_params(path: Path | str = PARAMS_FILE) -> Params:
-    """Read and validate params.yaml. The knobs inside variant sections and overrides are the
-    passes' to check (pipeline.optimize.knobs.check_variant_params): this reads no pass."""
+    """Read and validate params.yaml against the schema. What needs the registry's tables is checked
+    by pipeline.optimize.variant_lists, the knobs inside variant sections and overrides by their
+    passes (pipeline.optimize.knobs.check_variant_params): this reads no table and no pass."""
     path = Path(path)
     try:
         raw = yaml.load(path.read_text(), Loader=SAFE_LOADER)
@@ -660,28 +625,12 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     params = validate(Params, raw, str(path))
-    for group in VARIANT_GROUPS:
-        for name in getattr(params, group):
-            variant = registry.get(name, str(path), group)
-            if group == "gpu_variants" and variant.device != "cuda":
-                raise ConfigError(f"{path}: gpu_variants.{name}: runs on {variant.device}: list it elsewhere")
-            if group != "gpu_variants" and variant.device == "cuda":
-                raise ConfigError(f"{path}: {group}.{name}: a GPU variant: list it under gpu_variants")
-            if group == "variants" and variant.per_target:
-                raise ConfigError(
-                    f"{path}: variants.{name}: its artifact depends on the machine that builds it "
-                    "(native code, an engine, an ISA-chosen recipe): list it under machine_variants"
-                )
     for model in params.select.models:
         params.model(model)
         unknown = set(params.select.constraints_for(model).variants or []) - set(params.all_variants)
         if unknown:
             raise ConfigError(f"{path}: select.models.{model}.variants: no such variant(s) {sorted(unknown)}")
     for model, config in params.catalog.items():
-        for i, name in enumerate(config.skip):
-            if name not in registry.VARIANTS:
-                known = ", ".join(registry.VARIANTS)
-                raise ConfigError(f"{path}: catalog.{model}.skip.{i}: {name!r} is not a variant (known: {known})")
         for name in config.overrides:
             if name not in params.all_variants:
                 raise ConfigError(f"{path}: catalog.{model}.overrides.{name}: not a configured variant")

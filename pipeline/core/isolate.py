@@ -31,7 +31,8 @@ class IsolatedFailure(Exception):
     """The isolated call failed; the message is a one-line reason fit for a metrics file.
 
     `skip_kind` is set when the child raised NotApplicable (its `kind`): nothing broke, the work does
-    not apply or cannot run here.
+    not apply or cannot run here, found while running (what can be known before a process starts is
+    pipeline.optimize.applicability's to decide).
     """
 
     def __init__(self, reason: str, skip_kind: str | None = None) -> None:

@@ -1,24 +1,28 @@
 """The catalogue, as data: the third-party packages the pipeline imports, the source kinds, the
-runtimes and the variants. Each variant declares what it applies to (source kinds, tasks, the kind
-of target), what it needs (its runtime and the packages its pass imports), the variant it rescues,
-and its pass by module path; each runtime names its adapter module and its packages.
+runtimes and the variants, with their lookups. Each variant declares what it applies to (source
+kinds, tasks, the kind of target), what it needs (its runtime and the packages its pass imports), the
+variant it rescues, and its pass by module path; each runtime names its adapter module and its packages.
 
-This is the one place a backend is registered (docs/development.md, "Adding a backend"). It imports
-nothing it names: the build layer imports passes and validates their knobs (pipeline.optimize.knobs),
-pipeline.runtimes imports the adapters, pipeline.prepare.sources the source loaders. Reading it
-costs no framework import, and the packages table is the one list that the environment fingerprint
+This is the one place a backend is registered (docs/development.md, "Adding a backend"). Tables only:
+the rules that read them to decide whether a variant is built are pipeline.optimize.applicability's,
+and params.yaml is checked against them by pipeline.optimize.variant_lists (the schema,
+pipeline.core.config, imports no table: an edit here retrains nothing). It imports nothing it names:
+the build layer imports passes and validates their knobs (pipeline.optimize.knobs), pipeline.runtimes
+imports the adapters, pipeline.prepare.sources the source loaders. Reading it costs no framework
+import, and the packages table is the one list that the environment fingerprint
 (pipeline.machine.fingerprint), the pyproject check (tests/test_registry.py) and skip reasons read.
+
+Each VARIANTS entry is also data to the plan (pipeline.optimize.plan): a variant's stages depend on
+its own entry's text, not on this whole file, so an edit to one entry reruns that variant's stages only.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
-from pipeline.core.outcome import Kind
 
 
 @dataclass(frozen=True)
@@ -365,49 +369,6 @@ def _check_references() -> None:
 _check_references()
 
 
-class ModelLike(Protocol):
-    """What skip_reason reads of a catalog model (pipeline.core.config.ModelConfig)."""
-
-    @property
-    def source(self) -> str: ...
-    @property
-    def skip(self) -> list[str]: ...
-    @property
-    def generates(self) -> bool: ...
-    @property
-    def onnx_ml(self) -> bool: ...
-
-
-def task_of(config: ModelLike) -> str:
-    """The task a catalog model's variants must support (Variant.tasks)."""
-    return TEXT_GENERATION if config.generates else SINGLE_PASS
-
-
-def unavailable_reason(name: str, target: str = "cpu") -> str | None:
-    """Why runtime `name` cannot run on `target` on this machine, as far as the registry's data
-    says (its packages are installed, its adapter runs on this kind of target), or None.
-
-    The adapter's own question on a GPU (a CPU-only build of torch, onnxruntime without its CUDA
-    provider) is pipeline.runtimes.unavailable_reason, which asks this first."""
-    runtime = RUNTIMES[name]
-    missing = [package for package in runtime.requires if _missing(PACKAGES[package].modules[0])]
-    if missing:
-        extras = sorted({extra for package in missing if (extra := PACKAGES[package].extra)})
-        hint = f" (pip install -e '.[{','.join(extras)}]')" if extras else ""
-        return f"{', '.join(PACKAGES[package].modules[0] for package in missing)} is not installed{hint}"
-    kind = target.partition(":")[0]
-    if kind not in runtime.devices:
-        return f"the {name} adapter runs on {', '.join(runtime.devices)}, not {kind}"
-    return None
-
-
-def _missing(package: str) -> bool:
-    try:
-        return importlib.util.find_spec(package) is None
-    except ModuleNotFoundError:  # a dotted name whose parent package is absent
-        return True
-
-
 def ordered(names: object) -> list[str]:
     """`names` (any container of variant names) in catalogue order: how tables list variants."""
     return [name for name in VARIANTS if name in names]
@@ -423,73 +384,3 @@ def get(name: str, source: str = PARAMS_FILE, section: str = "variants") -> Vari
     if name not in VARIANTS:
         raise ConfigError(f"{source}: {section}.{name}: unknown variant (known: {', '.join(VARIANTS)})")
     return VARIANTS[name]
-
-
-@dataclass(frozen=True)
-class Skip:
-    """Why a variant is not built for a model here, and which kind of skip that is."""
-
-    kind: Kind
-    reason: str
-
-
-def not_applicable(variant: Variant, model: str, config: ModelLike, target: str | None) -> Skip | None:
-    """Why `variant` can never apply to `model` as params.yaml describes it (its catalog entry's skip
-    list, its task, its source kind; no configured target of the variant's device), or None.
-
-    Decided from data before any process starts: such a pair gets no stage at all (pipeline.stagefile),
-    and the select record, summary and report list it once with this reason."""
-    if variant.name in config.skip:
-        return Skip(Kind.NOT_APPLICABLE, f"disabled for this model ({PARAMS_FILE}: catalog.{model}.skip)")
-    if task_of(config) not in variant.tasks:
-        kind = "text-generation" if variant.generates else "single-pass (non-generative)"
-        return Skip(
-            Kind.NOT_APPLICABLE,
-            f"a {kind} variant; {model} is {'a text-generation' if config.generates else 'not a text-generation'} "
-            "model",
-        )
-    if variant.sources is not None and config.source not in variant.sources:
-        return Skip(
-            Kind.NOT_APPLICABLE,
-            f"needs a {' or '.join(sorted(variant.sources))} source; {model} is a {config.source} model",
-        )
-    if config.onnx_ml and not variant.onnx_ml:
-        which = (
-            f"which {variant.runtime} cannot read"
-            if variant.runtime != "onnxruntime"
-            else "which this variant's pass leaves as they are (it converts standard operators only)"
-        )
-        return Skip(Kind.NOT_APPLICABLE, f"{model} uses ONNX-ML operators (ai.onnx.ml), {which}")
-    if target is None:
-        return Skip(
-            Kind.NOT_APPLICABLE,
-            f"runs on {variant.device}; {PARAMS_FILE}: targets names no {variant.device} target",
-        )
-    return None
-
-
-def skip_reason(
-    variant: Variant, model: str, config: ModelLike, target: str | None, probe: dict[str, Any]
-) -> Skip | None:
-    """Why `variant` is not built for `model` on `target` (probed as `probe`), or None when it is as
-    far as the registry's data says (pipeline.runtimes.unavailable_reason asks the adapter too)."""
-    if static := not_applicable(variant, model, config, target):
-        return static
-    if not probe.get("available"):
-        return Skip(
-            Kind.UNAVAILABLE,
-            f"target {target} is not usable here: {probe.get('reason', 'not probed (reports/env.json)')}",
-        )
-    missing = unavailable_reason(variant.runtime, target) or optional_missing(variant)
-    return Skip(Kind.UNAVAILABLE, missing) if missing else None
-
-
-def optional_missing(variant: Variant) -> str | None:
-    """An optional package (nothing installs it) that `variant`'s pass imports and this machine lacks:
-    known from the registry, before any process imports torch to find out."""
-    absent = [name for name in variant.requires if PACKAGES[name].optional and _missing(PACKAGES[name].modules[0])]
-    return not_installed(absent) if absent else None
-
-
-def not_installed(optional: list[str]) -> str:
-    return f"{', '.join(optional)} is not installed (an optional package: pip install {' '.join(optional)})"

@@ -15,6 +15,7 @@ from pipeline.core.records import Records
 from pipeline.core.records.choice import CandidateFigures
 from pipeline.decide.contest import Decision
 from pipeline.decide.selection import Candidate
+from pipeline.optimize.applicability import not_applicable
 from pipeline.runtimes.generator import CONTEST_PROMPT, CONTEST_TOKENS
 
 
@@ -57,6 +58,6 @@ def choice_record(model: str, decision: Decision, found: Records, params: Params
         why=decision.why,
         rejected=decision.rejected,
         pareto_front=decision.pareto,
-        not_applicable={variant: skip.reason for variant, skip in params.not_applicable(model).items()},
+        not_applicable={variant: skip.reason for variant, skip in not_applicable(params, model).items()},
         figures={v: figures(c, v in feasible) for v, c in decision.candidates.items()},
     )

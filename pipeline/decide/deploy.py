@@ -32,6 +32,7 @@ from pipeline.core.registry import RUNTIMES
 from pipeline.decide.choice import choice_record
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import decided_by
+from pipeline.optimize.applicability import not_applicable
 from pipeline.serve.text import HF_FOLDER_FACTORY, TOKENIZER
 
 CODE = "code"
@@ -188,6 +189,6 @@ def _explanation(decision: Decision, found: Records, params: Params, model: str)
         "feasible": selection.feasible,
         "pareto_front": front,
         "rejected": decision.rejected,
-        "not_applicable": {variant: skip.reason for variant, skip in params.not_applicable(model).items()},
+        "not_applicable": {variant: skip.reason for variant, skip in not_applicable(params, model).items()},
         "closest": selection.closest,
     }

@@ -1,8 +1,9 @@
 """The build stage: one variant of one model, written atomically to artifacts/<model>/<variant>/.
 
-The pass runs in a fresh process (pipeline.core.isolate). Whatever happens, the folder ends up with a
-build.json saying ok / skipped / failed and why, so the bench stage can record the outcome and one
-failing variant never stops the others.
+Whether it is built at all is pipeline.optimize.applicability's answer (why_not_built), asked before
+any process starts. The pass runs in a fresh process (pipeline.core.isolate). Whatever happens, the
+folder ends up with a build.json saying ok / skipped / failed and why, so the bench stage can record
+the outcome and one failing variant never stops the others.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import layout, onnx_files, records
+from pipeline.core import layout, onnx_files
 from pipeline.core import registry as variants
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import NotApplicable, one_line
 from pipeline.core.files import atomic_dir, read_json, remove, write_json
 from pipeline.core.isolate import IsolatedFailure, call
-from pipeline.core.quality import quality_violations
 from pipeline.core.records import Kind
 from pipeline.core.targets import target_for
 from pipeline.machine.probe import recorded_probe
 from pipeline.optimize import knobs
-from pipeline.optimize.passes.base import BuildContext, Pass
+from pipeline.optimize.applicability import why_not_built
+from pipeline.optimize.passes.base import BuildContext
 
 
 def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: str = "cpu") -> dict[str, Any]:
@@ -83,55 +84,11 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
     return f"ok: loaded by {runtime} and ran a batch of {rows}"
 
 
-def rescued_records(spec: variants.Variant, model: str, params: Params, root: Path) -> dict[str, records.VariantRecord]:
-    """The measured records of the variants fallback `spec` rescues (Params.deciding_records). Its build
-    stage depends on them (pipeline.stagefile), so they are this run's."""
-    paths = {name: layout.details_file(model, name, root) for name in params.deciding_records(spec.name)}
-    return {name: records.parse(read_json(path)) for name, path in paths.items() if path.exists()}
-
-
-def not_needed(model: str, params: Params, rescued: dict[str, records.VariantRecord]) -> variants.Skip | None:
-    """A fallback (a variant that `rescues` others: accuracy-controlled INT8) is built only when no
-    variant it rescues (`rescued`, their records) was measured here and met every one of the model's
-    quality constraints: otherwise its search would spend minutes to make a model of which one that
-    passes exists."""
-    for name, record in rescued.items():
-        if not record.ok or quality_violations(record, params.select.constraints_for(model)):
-            continue
-        figures = [f"accuracy drop {record.accuracy_drop:.4g}"] if record.accuracy_drop is not None else []
-        figures += [f"worst-output fidelity {record.worst_output_score:.4f}"] if record.worst_output_score else []
-        figures += [f"perplexity {record.ppl_increase_pct:+.3g}%"] if record.ppl_increase_pct is not None else []
-        return variants.Skip(
-            Kind.NOT_NEEDED,
-            f"not needed: {name} meets {model}'s quality constraints ({', '.join(figures) or 'no figure'})",
-        )
-    return None
-
-
-def nothing_to_gain(
-    fallback: Pass, knob_values: Any, rescued: dict[str, records.VariantRecord]
-) -> variants.Skip | None:
-    """A needed fallback whose own check (Pass.nothing_to_gain) says, from the measured record of every
-    variant it rescues, that its work could not improve on them: skipped before any build."""
-    if not rescued or not all(record.ok for record in rescued.values()):
-        return None
-    reasons = [fallback.nothing_to_gain(knob_values, name, record) for name, record in rescued.items()]
-    return None if None in reasons else variants.Skip(Kind.NOT_APPLICABLE, "; ".join(filter(None, reasons)))
-
-
-def not_for_family(the_pass: Pass, knob_values: Any, family: dict[str, Any]) -> variants.Skip | None:
-    """The pass's own question about the export's model family (Pass.not_for: dynamic INT8 for a CNN),
-    answered before any process starts."""
-    why = the_pass.not_for(knob_values, family)
-    return variants.Skip(Kind.NOT_APPLICABLE, why) if why else None
-
-
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
     """Build one variant; returns build.json's content (also written into the variant folder)."""
     spec = variants.get(variant)
     knob_values = knobs.variant_config(params, variant, model)  # configured, valid: else one line, before any build
     the_pass = knobs.pass_class(spec)()
-    config = params.model(model)
     target = target_for(spec.device, params.targets)
     probe = recorded_probe(target, root) if target else {}
     info: dict[str, Any] = {
@@ -150,16 +107,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
     export = source["export"]
     with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
-        skip = variants.skip_reason(spec, model, config, target, probe)
-        if skip is None and target is not None:  # the adapter's own question (a GPU build of its framework)
-            from pipeline.runtimes import unavailable_reason
-
-            missing = unavailable_reason(spec.runtime, target)
-            skip = variants.Skip(Kind.UNAVAILABLE, missing) if missing else None
-        skip = skip or not_for_family(the_pass, knob_values, source.get("family", {}))
-        if skip is None and spec.rescues:  # a fallback: is it needed, and could it gain anything?
-            rescued = rescued_records(spec, model, params, root)
-            skip = not_needed(model, params, rescued) or nothing_to_gain(the_pass, knob_values, rescued)
+        skip = why_not_built(spec, model, params, the_pass, knob_values, source.get("family", {}), probe, root)
         if skip:
             info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif source.get("status") == "failed":

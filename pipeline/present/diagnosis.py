@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.core.outcome import Skip
 from pipeline.core.records import Choice, Kind, Records, VariantRecord
-from pipeline.core.registry import Skip, should_beat
+from pipeline.core.registry import should_beat
 
 # Variants that trade precision for speed, and the variant of the same runtime they should beat.
 FP16_PAIRS, INT8_PAIRS = should_beat("fp16"), should_beat("int8")
@@ -102,7 +103,7 @@ def traps(found: Records, cpu: dict[str, Any], choice: Choice) -> list[str]:
 
 def not_built(found: Records, not_applicable: dict[str, Skip]) -> list[str]:
     """One line per reason variants were left out by design: they do not apply to this model (no
-    stages: Params.not_applicable), or the variant they would rescue already meets its constraints.
+    stages: applicability.not_applicable), or the variant they would rescue already meets its constraints.
     Facts, not warnings."""
     grouped: dict[str, list[str]] = {}
     for variant, skip in not_applicable.items():

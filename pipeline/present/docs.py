@@ -44,6 +44,15 @@ def variants_table() -> str:
     return "\n".join(lines)
 
 
+def skip_rules() -> str:
+    """Every reason a variant is not built (pipeline.optimize.applicability.RULES): its Kind, where it is asked."""
+    from pipeline.optimize.applicability import RULES
+
+    lines = ["| rule: not built when | recorded as | asked by | function |", "|---|---|---|---|"]
+    lines += [f"| {r.rule} | `{r.kind.value}` | {r.asked} | `{r.by}` |" for r in RULES]
+    return "\n".join(lines)
+
+
 def _type_name(annotation: object) -> str:
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     if typing.get_origin(annotation) is typing.Literal:
@@ -115,6 +124,7 @@ def decision_table(root: Path = Path(".")) -> str:
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "variants": ("docs/variants.md", variants_table),
+    "skip-rules": ("docs/variants.md", skip_rules),
     "metrics-schema": ("docs/metrics.md", metrics_schema),
     "record-schema": ("docs/metrics.md", record_schema),
     "decision": ("README.md", decision_table),

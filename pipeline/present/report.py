@@ -17,6 +17,7 @@ from pipeline.core.errors import PipelineError
 from pipeline.core.files import atomic_dir, read_json, write_json
 from pipeline.core.records import Choice, Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, VARIANTS, ordered
+from pipeline.optimize.applicability import not_applicable
 from pipeline.present import generation
 from pipeline.present.diagnosis import judged_outputs, not_built, scored_rows, traps, what_settled_full_precision
 from pipeline.present.plots import PLOTS_DIR, draw, plot_data
@@ -98,7 +99,7 @@ def model_report(
             f"| {v} | {reason} |" for v, reason in sorted(decided.rejected.items()) if found[v].status != "skipped"
         ]
         lines += [""]
-    left_out = not_built(found, params.not_applicable(model))
+    left_out = not_built(found, not_applicable(params, model))
     if left_out:
         lines += ["## Variants not built for this model", "", *(f"- {line}" for line in left_out), ""]
     short = short_budget_notes(found)

@@ -12,9 +12,11 @@ from rich.table import Table
 from pipeline.core import layout, records
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
+from pipeline.core.outcome import Skip
 from pipeline.core.records import Records, VariantRecord, load_env
-from pipeline.core.registry import BASELINES, Skip, ordered
+from pipeline.core.registry import BASELINES, ordered
 from pipeline.measure.budget import rows_bounding_worst
+from pipeline.optimize.applicability import not_applicable
 
 
 def num(value: Any, fmt: str = ".3g") -> str:
@@ -107,7 +109,7 @@ def markdown_table(body: list[list[str]], columns: tuple[str, ...] = COLUMNS) ->
 def not_ok_notes(found: Records, not_applicable: dict[str, Skip] | None = None) -> list[str]:
     """One line per distinct (kind, reason), naming its variants: seven GPU variants skipped for
     the same missing driver make one line, not seven. `not_applicable`: the variants with no stages
-    for this model (Params.not_applicable), listed the same way."""
+    for this model (applicability.not_applicable), listed the same way."""
     grouped: dict[tuple[str, str], list[str]] = {}
     for variant, skip in (not_applicable or {}).items():
         grouped.setdefault((skip.kind.value, skip.reason), []).append(variant)
@@ -183,7 +185,7 @@ def print_summary(
         baseline = BASELINES[params.model(model).source]
         body = rows(found, order, baseline)
         title = f"{model} on {name} (speed-up against {baseline})"
-        notes = not_ok_notes(found, params.not_applicable(model)) + short_budget_notes(found)
+        notes = not_ok_notes(found, not_applicable(params, model)) + short_budget_notes(found)
         choice = records.load_choice(model, results)
         if choice:
             manifest = layout.deploy_dir(model) / layout.MANIFEST

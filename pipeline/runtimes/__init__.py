@@ -12,20 +12,9 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import registry
 from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.registry import RUNTIMES
 from pipeline.runtimes.base import Session
-
-
-def unavailable_reason(name: str, target: str = "cpu") -> str | None:
-    """Why runtime `name` cannot run on `target` on this machine, or None when it can: the registry's
-    data first (packages installed, target kind), then on a GPU the adapter's own `unavailable_on`
-    (a CPU-only build of torch, onnxruntime without its CUDA provider)."""
-    reason = registry.unavailable_reason(name, target)
-    if reason or target.partition(":")[0] == "cpu":
-        return reason
-    return importlib.import_module(RUNTIMES[name].module).unavailable_on(target)
 
 
 def load(

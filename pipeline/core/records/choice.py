@@ -44,7 +44,7 @@ class Choice(Part):
     why: str = ""
     rejected: dict[str, str] = Field(default_factory=dict)
     pareto_front: list[str] = Field(default_factory=list)
-    # the configured variants that can never apply to this model (no stages: params.not_applicable), with why
+    # the configured variants that can never apply to this model (no stages: applicability.not_applicable), with why
     not_applicable: dict[str, str] = Field(default_factory=dict)
     # every measured variant's figures as the screen ranked them (empty in revisions before they were kept)
     figures: dict[str, CandidateFigures] = Field(default_factory=dict)

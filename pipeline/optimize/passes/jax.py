@@ -20,7 +20,7 @@ from typing import Any
 from pipeline.core.config import model_dir
 from pipeline.core.errors import PipelineError, Unavailable, first_line
 from pipeline.core.files import write_json
-from pipeline.core.registry import not_installed
+from pipeline.optimize.applicability import not_installed
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 ENTRY = "jax_model.json"

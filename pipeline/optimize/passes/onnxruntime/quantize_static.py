@@ -158,7 +158,7 @@ class StaticInt8(Pass):
 
 class StaticInt8Search(StaticInt8):
     """onnx_int8_static's fallback: its recipe with the sensitivity search, built only when the plain
-    model misses the model's quality constraints (registry `rescues`, pipeline.optimize.stage.not_needed)."""
+    model misses the model's quality constraints (registry `rescues`, pipeline.optimize.applicability.not_needed)."""
 
     Config = SearchConfig
 
