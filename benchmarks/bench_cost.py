@@ -8,6 +8,8 @@ issue 19: the default zoo's bench processes at most 165 s in total, with equal o
 script refuses another).
 
     python -m benchmarks.bench_cost [--base REV]
+
+`--smoke`: the first model of params.yaml alone, from the committed figures (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from benchmarks.smoke import written_to
 from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.files import write_json
 
@@ -83,9 +86,11 @@ def contests(models: list[str]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", help="a git revision whose committed run to compare with")
-    parser.add_argument("--out", type=Path, default=REPO / "reports/benchmarks/bench_cost.json")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="the first model alone: checks that it runs")
     args = parser.parse_args()
-    models = load_params(REPO / PARAMS_FILE).models
+    args.out = written_to(args.out, REPO / "reports/benchmarks/bench_cost.json", args.smoke)
+    models = load_params(REPO / PARAMS_FILE).models[: 1 if args.smoke else None]
     now = cost(details(models, None))
     result: dict[str, Any] = {"goal_process_s": GOAL_S, "now": now, "select_contest": contests(models)}
     print(f"bench processes of {now['variants']} variants: {now['process_s']:.0f} s (goal {GOAL_S:.0f} s)")

@@ -14,6 +14,11 @@ interleaved contest, pipeline.measure.interleaved), and the wall time.
 
 Writes reports/benchmarks/foreign_models.json. Nothing else may run meanwhile (2 cores: a second process
 changes every figure); the default bench settings are the pipeline's own.
+
+`--smoke` (no CORPUS: building one needs the package index, which CI does not reach): checks offline what
+can be checked, that a scratch copy of the project is made, that the committed figures
+(reports/benchmarks/foreign_models.json) list each model's outcome, and that `judged` reads a committed
+details record; writes what it checked (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 import yaml
 
 from benchmarks.pipeline_timing import ENV, REPO, scratch_project
+from benchmarks.smoke import written_to
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
 from pipeline.machine.fingerprint import fingerprint
@@ -126,22 +132,48 @@ def one_model(name: str, folder: Path, keep: bool) -> dict[str, Any]:
             shutil.rmtree(root.parent, ignore_errors=True)
 
 
+def smoke(out: Path) -> None:
+    """The offline checks of --smoke (see the docstring)."""
+    root = scratch_project()
+    copied = (root / "params.yaml").is_file() and (root / "pipeline").is_dir()
+    shutil.rmtree(root.parent, ignore_errors=True)
+    committed = read_json(OUT)["models"]
+    outcomes = {name: model.get("deployed") or model.get("add_error") or model.get("repro_error")
+                for name, model in committed.items()}  # fmt: skip
+    if not copied or not all(outcomes.values()):
+        raise SystemExit(
+            f"scratch copy made: {copied}; models without an outcome: {[n for n, o in outcomes.items() if not o]}"
+        )
+    record = next((layout.details_dir(REPO)).glob("*/onnx_fp32.json"))
+    found = {"scratch_copy": copied, "committed_models": sorted(outcomes), "judged": judged(read_json(record))}
+    write_json(out, found)
+    print(f"scratch copy made; {len(outcomes)} committed models with an outcome; {record.parent.name} judged: "
+          f"{sorted(found['judged'])}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", type=Path, help="the folder python -m benchmarks.foreign_corpus built")
+    parser.add_argument("corpus", type=Path, nargs="?", help="the folder python -m benchmarks.foreign_corpus built")
     parser.add_argument("--only", help="comma-separated model folders (default: every one)")
     parser.add_argument("--keep", action="store_true", help="keep each scratch project (its path is printed)")
+    parser.add_argument("--smoke", action="store_true", help="offline checks only: no corpus needed")
+    parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.smoke:
+        return smoke(written_to(args.out, OUT, smoke=True))
+    if args.corpus is None:
+        parser.error("CORPUS is needed (or --smoke)")
+    out = written_to(args.out, OUT, smoke=False)
     index = read_json(args.corpus / "INDEX.json")
     names = args.only.split(",") if args.only else sorted(index)
-    found = read_json(OUT)["models"] if OUT.exists() and args.only else {}
+    found = read_json(out)["models"] if out.exists() and args.only else {}
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
         found[name] = {"corpus": index[name]} | one_model(name, args.corpus / name, args.keep)
         summary = found[name].get("deployed") or found[name].get("add_error") or found[name].get("repro_error")
         print(f"{name}: {summary} ({found[name].get('wall_s')} s)", file=sys.stderr, flush=True)
     machine = fingerprint()
-    write_json(OUT, {
+    write_json(out, {
         "machine": hardware_name(machine),
         "cpu": machine["cpu"]["model"],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -150,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
                f"alternating blocks at batch 1 ({SIDE_BY_SIDE}); nothing else running",
         "models": found,
     })  # fmt: skip
-    print(f"wrote {OUT.relative_to(REPO)}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -5,24 +5,31 @@ time single calls with perf_counter_ns on the same session and the same batch-1 
 with the worker's RSS sampler thread beside it, as in a benchmark; they take
 turns (ABAB...) so that drift in the machine's state hits both alike. Run after `dvc repro`, with
 nothing else running:  python benchmarks/harness_overhead.py [--rounds 5] [--out FILE]
+
+`--smoke`: one short round on a 16x4 MatMul ONNX file written to a temporary folder (no `dvc repro`
+needed), to check that the script runs (tests/test_benchmarks.py); its ratio means nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.smoke import tiny_onnx, written_to
 from pipeline.core import layout
-from pipeline.core.config import load_params
+from pipeline.core.config import PARAMS_FILE, LatencyConfig, WarmupConfig, load_params
 from pipeline.core.data import DataSet, sample_batch
 from pipeline.core.files import read_json, write_json
 from pipeline.core.memory import RssSampler
 from pipeline.machine.fingerprint import fingerprint
 from pipeline.measure.harness import measure_latency, warm_up
 from pipeline.runtimes import load
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def bare_session(path: Path, threads: int):
@@ -56,25 +63,37 @@ def main() -> None:
     parser.add_argument("--model", default="spam_fnn")
     parser.add_argument("--variant", default="onnx_fp32")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path("reports/benchmarks/harness_overhead.json"))
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="one short round on a tiny ONNX file: checks that it runs")
     args = parser.parse_args()
+    args.out = written_to(args.out, Path("reports/benchmarks/harness_overhead.json"), args.smoke)
 
-    params = load_params()
-    threads = params.bench.resolved_threads()
-    build = read_json(layout.variant_dir(args.model, args.variant) / layout.BUILD_INFO)
-    artifact = layout.variant_dir(args.model, args.variant) / build["entry"]
-    session = load(build["runtime"], artifact, threads)
+    bench = load_params(REPO / PARAMS_FILE).bench
+    threads = bench.resolved_threads()
+    if args.smoke:
+        args.model, args.variant, args.rounds = "smoke", "onnx_fp32", 1
+        short = {
+            "warmup": WarmupConfig(iters=1, seconds=0),
+            "latency": LatencyConfig(min_seconds=0.05, max_seconds=0.2),
+        }
+        bench = bench.model_copy(update=short)
+        artifact = tiny_onnx(Path(tempfile.mkdtemp(prefix="harness-smoke-")))
+        feeds, runtime = {"x": np.ones((1, 16), np.float32)}, "onnxruntime"
+    else:
+        build = read_json(layout.variant_dir(args.model, args.variant) / layout.BUILD_INFO)
+        artifact, runtime = layout.variant_dir(args.model, args.variant) / build["entry"], build["runtime"]
+        feeds = sample_batch(DataSet.load(layout.source_dir(args.model) / layout.REFERENCE).inputs, 1)
+    session = load(runtime, artifact, threads)
     bare = bare_session(artifact, threads)
-    feeds = sample_batch(DataSet.load(layout.source_dir(args.model) / layout.REFERENCE).inputs, 1)
     ours_call = session.prepare(feeds)
-    warm_up(ours_call, params.bench.warmup)
-    warm_up(lambda: bare.run(None, feeds), params.bench.warmup)
+    warm_up(ours_call, bench.warmup)
+    warm_up(lambda: bare.run(None, feeds), bench.warmup)
 
     ours, bare_p50 = [], []
     for _ in range(args.rounds):
         with RssSampler() as sampler, sampler.phase("latency"):  # as in the worker: memory sampled meanwhile
-            ours.append(measure_latency(ours_call, params.bench.latency).stats.p50)
-        bare_p50.append(bare_loop_p50_ms(bare, feeds, params.bench.latency.min_seconds))
+            ours.append(measure_latency(ours_call, bench.latency).stats.p50)
+        bare_p50.append(bare_loop_p50_ms(bare, feeds, bench.latency.min_seconds))
     ratio = float(np.median(ours) / np.median(bare_p50))
     result = {
         "model": args.model,

@@ -10,6 +10,10 @@ built is timed side by side with `onnx_fp32` in one process by the select stage'
     python -m benchmarks.openvino_int8_recipes [MODEL] [--grid preset=performance,mixed smooth_quant_alpha=0.95,-1]
     python -m benchmarks.openvino_int8_recipes --hf FOLDER --variant openvino_int8_dynamic \\
         --grid group_size=32,64,128 inference_precision=auto,f32
+
+`--smoke`: one recipe (preset=performance) on a one-layer BERT of width 32 with random weights and
+MiniLM's tokenizer (benchmarks.smoke.tiny_encoder) at seq 8, 64 text rows, a contest of a second: the script's
+whole path on the real code, to check that it runs (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from benchmarks.scratch import added_project, scratch_project
+from benchmarks.smoke import tiny_encoder, written_to
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.files import write_json
@@ -44,6 +50,11 @@ def quality(found: dict[str, Any]) -> dict[str, float | None]:
     return figures
 
 
+def shown(value: float | None, digits: int) -> str:
+    """A figure to print; `-` where there is none (too few rows, or every row alike)."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def parse_grid(values: list[str]) -> dict[str, list[Any]]:
     """KEY=V1,V2 flags as {KEY: [V1, V2]}, each value read as YAML (numbers, words)."""
     return {key: [yaml.safe_load(v) for v in rest.split(",")] for key, _, rest in (f.partition("=") for f in values)}
@@ -56,14 +67,23 @@ def main() -> None:
     parser.add_argument("--seq", type=int, default=64)
     parser.add_argument("--variant", default="openvino_int8")
     parser.add_argument("--grid", nargs="+", default=["preset=performance,mixed", "smooth_quant_alpha=0.95,0.5,-1"])
-    parser.add_argument("--out", type=Path, default=Path("reports/benchmarks/openvino_int8_recipes.json"))
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="one recipe on a tiny random encoder: checks that it runs")
     args = parser.parse_args()
+    args.out = written_to(args.out, Path("reports/benchmarks/openvino_int8_recipes.json"), args.smoke)
+    if args.smoke:
+        args.hf, args.seq, args.variant = (
+            tiny_encoder(Path(tempfile.mkdtemp(prefix="tiny-encoder-"))),
+            8,
+            "openvino_int8",
+        )
+        args.grid = ["preset=performance"]
     grid = parse_grid(args.grid)
     if args.hf:
         from benchmarks.transformer_int8 import text_rows
 
         model = "encoder"
-        root = added_project(model, args.hf, text_rows(), args.seq)
+        root = added_project(model, args.hf, text_rows(64 if args.smoke else 1200), args.seq, args.smoke)
     else:
         model, root = args.model, scratch_project(args.model, [])
     rows: dict[str, dict[str, Any]] = {}  # by recipe name, e.g. mixed_0.95
@@ -89,8 +109,8 @@ def main() -> None:
                      "row_files": [layout.VALIDATION, layout.REFERENCE]}  # fmt: skip
             row |= quality(call("benchmarks.scratch:fidelity_on", where, timeout=1800))
             folders[name] = str(shutil.copytree(layout.variant_dir(model, args.variant, root), root / name))
-            print(f"{name:24} validation {row['validation']:.5f} (recall {row['validation_recall'] or 0:.3f})  "
-                  f"scoring {row['scoring']:.5f} (recall {row['scoring_recall'] or 0:.3f})")  # fmt: skip
+            print(f"{name:24} validation {shown(row['validation'], 5)} (recall {shown(row['validation_recall'], 3)})  "
+                  f"scoring {shown(row['scoring'], 5)} (recall {shown(row['scoring_recall'], 3)})")  # fmt: skip
         params = load_params(params_file)
         race = measure_contenders(model, list(folders), params, root, folders=folders)
     finally:

@@ -18,6 +18,11 @@ and DVC start-up per stage, env probe, plan, report).
                                          [--ci S]
 
 Nothing else may run meanwhile (a second process on 2 cores changes every figure).
+
+`--smoke`: a 16 -> 4 MatMul ONNX file (benchmarks.smoke.tiny_onnx) through `add` to a choice, the way
+the ResNet-50 file goes, with two variants (`onnx_fp32`, `onnx_opt`) and a bench and contest of a
+fraction of a second (benchmarks.smoke.SMOKE_SETTINGS), no no-op runs: the script's whole path with a
+real `dvc repro`, to check that it runs (tests/test_benchmarks.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from benchmarks.smoke import SMOKE_SETTINGS, merged, tiny_onnx, written_to
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
 from pipeline.machine.fingerprint import fingerprint
@@ -145,10 +151,11 @@ def my_mlp(root: Path) -> dict[str, Any]:
             "eval_data": "eval.npz", "metric": "accuracy"}  # fmt: skip
 
 
-def to_choice(name: str, make: Any, keep: bool = False) -> dict[str, Any]:
+def to_choice(name: str, make: Any, keep: bool = False, smoke: bool = False) -> dict[str, Any]:
     """Add model `name` to a scratch project as a user does, then time params -> choice: an ONNX file
     with `python -m pipeline add` (make returns its path), a code model by its hand-written entry and
-    `stages --write` (make returns the entry). `models` then lists it alone."""
+    `stages --write` (make returns the entry). `models` then lists it alone; `smoke`: two variants,
+    SMOKE_SETTINGS."""
     root = scratch_project()
     # what a new user meets: TorchInductor's compile cache starts empty (a warm one took my_mlp's
     # torch_compile build from 16.6 s to 7.0 s)
@@ -165,6 +172,10 @@ def to_choice(name: str, make: Any, keep: bool = False) -> dict[str, Any]:
         else:
             add_s, params["catalog"][name] = 0.0, made
         params["models"] = [name]
+        if smoke:
+            params = merged(params, SMOKE_SETTINGS)
+            params["variants"] = {k: v for k, v in params["variants"].items() if k in ("onnx_fp32", "onnx_opt")}
+            params["machine_variants"], params["catalog"] = {}, {name: params["catalog"][name]}
         (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         write_s = add_s + timed([sys.executable, "-m", "pipeline", "stages", "--write"], root, env)
         for cmd in (["git", "add", "-A"], ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", name]):
@@ -240,8 +251,13 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="leave each scratch project for a look")
     parser.add_argument("--from-scratch", type=float, help="seconds `dvc repro` took on a fresh clone")
     parser.add_argument("--ci", type=float, help="seconds .ci/run took on a fresh clone")
-    parser.add_argument("--out", type=Path, default=REPO / "reports/benchmarks/pipeline_timing.json")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="a tiny ONNX file, two variants: checks that it runs")
     args = parser.parse_args()
+    args.out = written_to(args.out, REPO / "reports/benchmarks/pipeline_timing.json", args.smoke)
+    models = {"resnet50": ("resnet50_onnx", resnet50_onnx), "my_mlp": ("my_mlp", my_mlp)} if args.models else {}
+    if args.smoke:
+        args.noop_runs, models = 0, {"tiny_onnx": ("tiny_onnx", lambda root: tiny_onnx(root.parent / "elsewhere"))}
 
     found = fingerprint()
     result: dict[str, Any] = {"machine": hardware_name(found), "cpu": found["cpu"]["model"],
@@ -250,19 +266,19 @@ def main() -> None:
         timed(["dvc", "repro"])  # settle: the first run may still have work to do
         runs = [timed(["dvc", "repro"]) for _ in range(args.noop_runs)]
         result |= {"noop_s_median": statistics.median(runs), "noop_s_max": max(runs), "noop_runs": len(runs)}
-    if args.models:
-        for key, name, make in (("resnet50", "resnet50_onnx", resnet50_onnx), ("my_mlp", "my_mlp", my_mlp)):
-            if args.only and key != args.only:
-                continue
-            run = to_choice(name, make, args.keep)
-            result[f"{key}_to_choice_s"] = run.pop("total_s")
-            result[f"{key}_breakdown"] = run
+    for key, (name, make) in models.items():
+        if args.only and key != args.only:
+            continue
+        run = to_choice(name, make, args.keep, args.smoke)
+        result[f"{key}_to_choice_s"] = run.pop("total_s")
+        result[f"{key}_breakdown"] = run
     if args.from_scratch:
         result["from_scratch_s"] = args.from_scratch
     if args.ci:
         result["ci_s"] = args.ci
     result["measured_on"] = {key: f"{result['date']} on {result['machine']}" for key in GOALS if key in result}
-    carry_over(result, args.out)
+    if not args.smoke:  # a smoke run's file is no record of this machine
+        carry_over(result, args.out)
     for key, goal in GOALS.items():
         if key in result:
             result[key.removesuffix("_median").removesuffix("_s") + "_goal_s"] = goal
@@ -271,7 +287,9 @@ def main() -> None:
     for key, goal in GOALS.items():
         if key in result:
             print(f"{key}: {result[key]:.1f} s (goal <= {goal} s: {'met' if result[key] <= goal else 'missed'})")
-    for key in ("resnet50_breakdown", "my_mlp_breakdown"):
+    if args.smoke:
+        print(f"tiny_onnx_to_choice_s: {result['tiny_onnx_to_choice_s']:.1f} s (smoke: no goal)")
+    for key in (f"{key}_breakdown" for key in models):
         if key in result:
             parts = result[key]
             print(f"  {key.partition('_breakdown')[0]}: {parts['stages']} stages, "

@@ -1,11 +1,13 @@
 """Build variants with the pipeline's own code in a scratch project, for benchmark scripts.
 
-The scripts measure models that the default `dvc repro` does not build (ResNet-50) and must not
-touch the workspace's DVC outputs, so they export and build into a temporary copy instead.
+The scripts measure models that the default `dvc repro` does not build (a Hugging Face encoder, a
+recipe grid) and must not touch the workspace's DVC outputs, so they export and build into a
+temporary copy instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -15,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.ci.remeasure import latency_in_fresh_process  # noqa: F401  (re-exported for the scripts)
+from benchmarks.smoke import SMOKE_SETTINGS, merged
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params, model_dir
 from pipeline.core.files import read_json
@@ -49,10 +51,10 @@ def scratch_project(model: str, variants: list[str], overrides: dict[str, Any] |
     return root
 
 
-def added_project(name: str, folder: Path, text: list[str], seq: int) -> Path:
+def added_project(name: str, folder: Path, text: list[str], seq: int, smoke: bool = False) -> Path:
     """A temporary DVC project (no git) holding Hugging Face encoder `folder` added by `add` as a
     user does (pipeline.prepare.add: feature extraction, `text` as its eval data at `seq` tokens),
-    exported; no variant built."""
+    exported; no variant built. `smoke`: with SMOKE_SETTINGS."""
     from pipeline.prepare.add.command import add_model
     from pipeline.prepare.add.flags import Flags
 
@@ -64,9 +66,12 @@ def added_project(name: str, folder: Path, text: list[str], seq: int) -> Path:
     shutil.copy(REPO / "models" / "__init__.py", root / "models")
     subprocess.run(["dvc", "init", "--no-scm", "-q"], cwd=root, check=True)
     (root / "text.txt").write_text("\n".join(text) + "\n")
-    add_model(name, folder, root, Flags(eval=root / "text.txt", dims={"seq": seq}, task="feature-extraction"))
-    params = yaml.safe_load((root / PARAMS_FILE).read_text())
-    (root / PARAMS_FILE).write_text(yaml.safe_dump(params | {"models": [name]}, sort_keys=False))
+    with contextlib.chdir(root):  # the project's paths are relative to its root, as for a user
+        add_model(name, folder, root, Flags(eval=root / "text.txt", dims={"seq": seq}, task="feature-extraction"))
+    params = yaml.safe_load((root / PARAMS_FILE).read_text()) | {"models": [name]}
+    for section, values in SMOKE_SETTINGS.items() if smoke else ():
+        params[section] = merged(params.get(section) or {}, values)
+    (root / PARAMS_FILE).write_text(yaml.safe_dump(params, sort_keys=False))
     report = call("benchmarks.scratch:export_in", {"model": name, "root": str(root)}, timeout=1800)
     if report["status"] != "ok":
         raise RuntimeError(f"export of {name} failed: {report['reason']}")

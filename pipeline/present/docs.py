@@ -4,14 +4,16 @@
     ...
     <!-- end generated -->
 
-`python -m pipeline docs --write` regenerates them; tests/test_docs.py fails when a committed page
+`python -m pipeline docs --write` regenerates them; tests/test_stagefile.py fails when a committed page
 is stale. variants: the registry (pipeline.core.registry); metrics-schema: the tracked record
 (pipeline.core.records.Metrics); record-schema: the details record (pipeline.core.records.VariantRecord);
-decision: this tree's report (reports/report/index.md).
+decision: this tree's report (reports/report/index.md); code-layout: every package and module under
+pipeline/ with the first sentence of its docstring (read from the source, nothing imported).
 """
 
 from __future__ import annotations
 
+import ast
 import enum
 import re
 import sys
@@ -122,12 +124,35 @@ def decision_table(root: Path = Path(".")) -> str:
     return f"From `{index.as_posix()}`, measured on {where}:\n\n" + "\n".join(rows)
 
 
+def first_sentence(text: str | None) -> str:
+    """A docstring's first sentence, on one line (its first paragraph when no sentence ends in it)."""
+    if not text:
+        return "(no docstring)"
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    found = re.match(r"(.+?[.!?])(?=\s+[A-Z`(]|$)", paragraph)
+    return found.group(1) if found else paragraph.removesuffix(":")  # "...: <an example>" keeps its words
+
+
+def code_layout(root: Path = Path(".")) -> str:
+    """One row per package and module under pipeline/, in path order, with its docstring's first sentence:
+    a module without one, or a moved one, shows up here."""
+    lines = ["| module | its job |", "|---|---|"]
+    for path in sorted((root / "pipeline").rglob("*.py"), key=lambda p: p.relative_to(root).with_suffix("").parts):
+        if "__pycache__" in path.parts:
+            continue
+        name = path.parent if path.name == "__init__.py" else path
+        shown = name.relative_to(root).as_posix() + ("/" if path.name == "__init__.py" else "")
+        lines.append(f"| `{shown}` | {first_sentence(ast.get_docstring(ast.parse(path.read_text())))} |")
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "variants": ("docs/variants.md", variants_table),
     "skip-rules": ("docs/variants.md", skip_rules),
     "metrics-schema": ("docs/metrics.md", metrics_schema),
     "record-schema": ("docs/metrics.md", record_schema),
     "decision": ("README.md", decision_table),
+    "code-layout": ("docs/development.md", code_layout),
 }
 
 
