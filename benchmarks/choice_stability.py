@@ -81,13 +81,13 @@ def main() -> None:
         print(f"{model:14} {'stable' if ok else 'FLIPPED'}", flush=True)
     if root != REPO:
         shutil.rmtree(root, ignore_errors=True)
-    cpu = fingerprint()["cpu"]
+    cpu = fingerprint().cpu
     summary = {
         "flips": flips,
         "models": len(models),
         "runs_per_model": args.runs,
         "seconds": round(time.perf_counter() - started, 1),
-        "cpu": f"{cpu['model']} ({cpu['cores']} cores)",
+        "cpu": f"{cpu.model} ({cpu.cores} cores)",
         "results": results,
     }
     write_json(args.out, summary)

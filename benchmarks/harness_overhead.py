@@ -23,8 +23,9 @@ from benchmarks.smoke import tiny_onnx, written_to
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, LatencyConfig, WarmupConfig, load_params
 from pipeline.core.data import DataSet, sample_batch
-from pipeline.core.files import read_json, write_json
+from pipeline.core.files import write_json
 from pipeline.core.memory import RssSampler
+from pipeline.core.records import build as build_record
 from pipeline.machine.fingerprint import fingerprint
 from pipeline.measure.harness import measure_latency, warm_up
 from pipeline.runtimes import load
@@ -80,8 +81,8 @@ def main() -> None:
         artifact = tiny_onnx(Path(tempfile.mkdtemp(prefix="harness-smoke-")))
         feeds, runtime = {"x": np.ones((1, 16), np.float32)}, "onnxruntime"
     else:
-        build = read_json(layout.variant_dir(args.model, args.variant) / layout.BUILD_INFO)
-        artifact, runtime = layout.variant_dir(args.model, args.variant) / build["entry"], build["runtime"]
+        build = build_record.load(layout.variant_dir(args.model, args.variant))
+        artifact, runtime = layout.variant_dir(args.model, args.variant) / build.entry, build.runtime
         feeds = sample_batch(DataSet.load(layout.source_dir(args.model) / layout.REFERENCE).inputs, 1)
     session = load(runtime, artifact, threads)
     bare = bare_session(artifact, threads)
@@ -107,7 +108,7 @@ def main() -> None:
         "ratio": ratio,
         "goal": "|ratio - 1| <= 0.03",
         "met": abs(ratio - 1) <= 0.03,
-        "machine": f"{fingerprint()['cpu']['model']}, {fingerprint()['cpu']['cores']} cores",
+        "machine": f"{fingerprint().cpu.model}, {fingerprint().cpu.cores} cores",
     }
     write_json(args.out, result)
     print(

@@ -92,7 +92,7 @@ def main() -> None:
         params_file = root / PARAMS_FILE
         assert build_variant(model, BASELINE, load_params(params_file), root)["status"] == "ok"
         folders[BASELINE] = str(layout.variant_dir(model, BASELINE, root))
-        print(f"{args.hf or model}: {args.variant} recipes ({fingerprint()['cpu']['model']}); worst-row cosine "
+        print(f"{args.hf or model}: {args.variant} recipes ({fingerprint().cpu.model}); worst-row cosine "
               "and neighbour recall@10 to FP32")  # fmt: skip
         for values in itertools.product(*grid.values()):
             knobs = dict(zip(grid, values, strict=True))

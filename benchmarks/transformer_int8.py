@@ -216,8 +216,8 @@ def main() -> None:
         folders["tiny"] = tiny_encoder(Path(tempfile.mkdtemp(prefix="tiny-encoder-")))
         args.models, goals = ["tiny"], {"tiny": {(8, 1): 1.0}}
         shapes = {(8, 1): [BASELINE, "onnx_int8_dynamic"]}
-    cpu = fingerprint()["cpu"]
-    report: dict[str, Any] = {"machine": f"{cpu['model']}, {cpu['cores']} cores", "threads": cpu["cores"],
+    cpu = fingerprint().cpu
+    report: dict[str, Any] = {"machine": f"{cpu.model}, {cpu.cores} cores", "threads": cpu.cores,
                               "min_cosine": MIN_COSINE, "min_neighbour_recall": MIN_RECALL, "models": {}}  # fmt: skip
     for name in args.models:
         if not (folders[name] / "config.json").exists():

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from pipeline.core.config import ModelConfig
+from tests.helpers import write_source
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,7 +130,6 @@ def context(tmp_path: Path, tiny_onnx: Path):
 
     from pipeline.core import layout
     from pipeline.core.data import DataSet, generate_inputs
-    from pipeline.core.files import write_json
     from pipeline.optimize.passes.base import BuildContext
 
     config = tiny_config()
@@ -148,7 +148,7 @@ def context(tmp_path: Path, tiny_onnx: Path):
     DataSet(held_out, {"output": held_out_outputs}, held_out_outputs.argmax(1), "validation").save(
         source / layout.VALIDATION
     )
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok"}})
+    write_source(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     return BuildContext("tiny", config, tmp_path, out)
@@ -160,12 +160,11 @@ def torch_build_context(project: Path, output_names: tuple[str, ...] = ("output"
     their example inputs from the eval rows, not from the export)."""
     from pipeline.core import layout
     from pipeline.core.data import DataSet, generate_inputs
-    from pipeline.core.files import write_json
     from pipeline.optimize.passes.base import BuildContext
 
     source = layout.source_dir("tiny", project)
     source.mkdir(parents=True)
-    write_json(source / layout.SOURCE_INFO, {"output_names": list(output_names)})
+    write_source(project, output_names=list(output_names))
     DataSet(generate_inputs(tiny_config().inputs, 8, seed=0)).save(source / layout.REFERENCE)
     out = project / "out"
     out.mkdir()
@@ -257,11 +256,10 @@ def stage_project(tmp_path: Path) -> Path:
     """A project root whose `tiny` model has an ok export record: enough for the build and bench
     stages' bookkeeping (skips, failures) without running a pass."""
     from pipeline.core import layout
-    from pipeline.core.files import write_json
 
     source = layout.source_dir("tiny", tmp_path)
     source.mkdir(parents=True)
-    write_json(source / layout.SOURCE_INFO, {"output_names": ["output"], "export": {"status": "ok", "reason": ""}})
+    write_source(tmp_path)
     record_this_machine(tmp_path)
     return tmp_path
 

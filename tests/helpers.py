@@ -95,3 +95,22 @@ def record_choice(model: str, params: Params, root: Path) -> Choice:
     choice = choice_record(model, decide(model, found, screen_only, root), found, screen_only)
     records.write_choice(model, choice, root)
     return choice
+
+
+def write_source(root: Path, model: str = "tiny", **fields: Any) -> None:
+    """A source.json for `model` under `root`, as the export writes it: ok, with `fields` over the defaults."""
+    from pipeline.core import layout
+    from pipeline.core.records import source
+
+    folder = layout.source_dir(model, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"model": model, "status": "ok", "output_names": ["output"], "export": {"status": "ok"}} | fields
+    source.write(source.SourceRecord.model_validate(record), folder)
+
+
+def write_build(artifact: Path, **fields: Any) -> None:
+    """A build.json in variant folder `artifact`: an ok ONNX Runtime build unless `fields` say otherwise."""
+    from pipeline.core.records import build
+
+    record = {"status": "ok", "kind": "ok", "variant": artifact.name, "runtime": "onnxruntime", "precision": "fp32"}
+    build.write(build.BuildRecord.model_validate(record | fields), artifact)

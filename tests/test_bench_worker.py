@@ -11,6 +11,7 @@ import pytest
 from pipeline.core.config import BenchConfig, ModelConfig, Params
 from pipeline.core.data import Arrays, DataSet
 from pipeline.core.memory import RssSampler
+from pipeline.core.records.source import SourceRecord
 from pipeline.measure.budget import ContentionScreen, Rival
 from pipeline.measure.harness import measure_concurrent
 from pipeline.measure.worker import Loaded, measure_loaded
@@ -74,7 +75,9 @@ def run(
         with sampler.phase("load"):
             session = session_factory()
         loaded = Loaded(session, reference, params, 0.0, baseline, 1.0)
-        source = {"dims": {}} | ({"fixed_batch": batch} if isinstance(batch, int) else {})
+        source = SourceRecord(
+            model="m", status="ok", export={"status": "ok"}, fixed_batch=batch if isinstance(batch, int) else None
+        )
         result = measure_loaded(loaded, config, source, sampler, baseline, sampler.now_mb(), screen)
     return result["measured"] | {"baseline": baseline, "profile": result["profile"]}
 

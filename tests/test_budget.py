@@ -150,7 +150,7 @@ def test_the_screen_reads_this_machines_records_and_is_off_for_throughput(tmp_pa
     params = load_params(REPO / "params.yaml")
     folder = tmp_path / "reports" / "details" / "spam_fnn"
     folder.mkdir(parents=True)
-    (tmp_path / "reports" / "env.json").write_text(json.dumps({"machine": {"name": "box"}}))
+    (tmp_path / "reports" / "env.json").write_text(json.dumps({"machine": {"name": "box", "hardware": "box"}}))
     (folder / "onnx_opt.json").write_text(metric(2.2, machine="box").model_dump_json(exclude_none=True))
     found = contention_screen(params, "spam_fnn", "onnx_int8_dynamic", tmp_path)
     assert found.best is not None and found.best.variant == "onnx_opt" and found.ratio == 3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from pipeline.core.config import ContestConfig, Params
 from pipeline.decide import contest
 from pipeline.measure import interleaved
 from pipeline.measure.identity import signature
-from tests.helpers import metric
+from tests.helpers import metric, write_build
 
 FAST = ContestConfig(block_seconds=0.01, min_block_calls=3, min_rounds=6, min_seconds=0, max_rounds=40, max_seconds=10)
 
@@ -129,7 +128,7 @@ def _artifact(folder: Path, name: str, producer: str, node_name: str) -> Path:
     model = helper.make_model(graph, producer_name=producer)
     (folder / name).mkdir(parents=True)
     onnx.save(model, folder / name / "model.onnx")
-    (folder / name / "build.json").write_text(json.dumps({"runtime": "onnxruntime", "runtime_config": {}, "x": name}))
+    write_build(folder / name, variant=name)  # its own name: not part of the signature
     return folder / name
 
 
@@ -161,7 +160,7 @@ def test_byte_identical_openvino_weights_with_other_layer_names_are_one_model(tm
         model.set_rt_info(note, ["nncf", "accuracy_control"])
         (tmp_path / name).mkdir()
         ov.save_model(model, tmp_path / name / "model.xml", compress_to_fp16=False)
-        (tmp_path / name / "build.json").write_text(json.dumps({"runtime": "openvino", "runtime_config": {}}))
+        write_build(tmp_path / name, runtime="openvino")
         return tmp_path / name
 
     weights = np.arange(8, dtype=np.float32).reshape(4, 2)

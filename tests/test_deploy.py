@@ -12,12 +12,16 @@ import yaml
 from pipeline.core import records
 from pipeline.core.config import load_params
 from pipeline.core.errors import ModelFileError
+from pipeline.core.records.manifest import TextFacts
 from pipeline.decide import contest, deploy
 from pipeline.decide.deploy import select_artifact
 from pipeline.decide.selection import Candidate
 from pipeline.serve.predict import load
 from tests.conftest import REPO
 from tests.helpers import metric
+
+UNNAMED = TextFacts(task="text-classification", tokenizer="t")
+TAGS = TextFacts(task="token-classification", tokenizer="t", labels={"0": "O", "1": "NEG", "2": "POS"})
 
 
 def test_nothing_feasible_names_the_closest_and_deploys_nothing(tmp_path: Path):
@@ -105,10 +109,15 @@ def test_text_needs_a_deployed_tokenizer_and_labels_name_each_row(tmp_path: Path
     with pytest.raises(ModelFileError, match=r"--text needs a Hugging Face text model added with `add`"):
         tokenize(tmp_path, ["a film"], ["input_ids"])
     logits = {"logits": np.array([[0.0, 2.0], [3.0, 0.0]], dtype=np.float32)}
-    named = labelled(logits, {"labels": {"0": "neg", "1": "pos"}})
+    named = labelled(
+        logits, TextFacts(task="text-classification", tokenizer="tokenizer", labels={"0": "neg", "1": "pos"})
+    )
     assert [label for label, _ in named] == ["pos", "neg"]
     assert named[0][1] == pytest.approx(np.exp(2) / (1 + np.exp(2)))
-    assert [label for label, _ in labelled(logits, {"labels": None})] == ["1", "0"]  # no names: the class index
+    assert [label for label, _ in labelled(logits, UNNAMED)] == [
+        "1",
+        "0",
+    ]  # no names: the class index
 
 
 def test_a_token_classifier_names_each_token_and_leaves_out_special_and_padding(tmp_path: Path):
@@ -127,5 +136,10 @@ def test_a_token_classifier_names_each_token_and_leaves_out_special_and_padding(
     logits[..., 0] = 1.0
     logits[0, 4, 2] = 5.0  # "good" (after [CLS] the film was)
     logits[1, 1, 1] = 5.0  # "awful"
-    tagged = token_labelled(tmp_path, ids, {"logits": logits}, {"labels": {"0": "O", "1": "NEG", "2": "POS"}})
+    tagged = token_labelled(
+        tmp_path,
+        ids,
+        {"logits": logits},
+        TextFacts(task="token-classification", tokenizer="t", labels={"0": "O", "1": "NEG", "2": "POS"}),
+    )
     assert tagged == ["the/O film/O was/O good/POS", "awful/NEG"]

@@ -37,7 +37,7 @@ def test_a_broken_source_fails_every_variant_with_its_reason_and_nothing_else(ti
     saved = json.loads(layout.export_report("tiny", tiny_project).read_text())
     assert saved == report
     for variant in ("onnx_fp32", "torch_eager"):
-        assert build_variant("tiny", variant, params, tiny_project)["status"] == "failed"
+        assert build_variant("tiny", variant, params, tiny_project).status == "failed"
         record = benchmark_variant("tiny", variant, params, tiny_project)
         assert record.status == "failed" and "the source model failed: " in record.reason
         assert "missing.pt" in record.reason
@@ -50,10 +50,7 @@ def test_a_failed_build_keeps_the_childs_stderr_and_a_command_that_reproduces_it
     exported.write_bytes(exported.read_bytes()[:100])  # damaged after the export's own checks
     info = build_variant("tiny", "onnx_fp32", params, tiny_project)
     log = layout.log_file("tiny", "onnx_fp32", "build", tiny_project)
-    assert (
-        info["status"] == "failed"
-        and f"[log: {log}; reproduce: python stages/build.py tiny onnx_fp32]" in info["reason"]
-    )
+    assert info.status == "failed" and f"[log: {log}; reproduce: python stages/build.py tiny onnx_fp32]" in info.reason
     assert "pipeline.optimize.stage:run_pass failed: " in log.read_text()
     assert not layout.log_file("tiny", "torch_eager", "build", tiny_project).exists()  # only failures leave logs
 

@@ -91,7 +91,7 @@ def test_fingerprint_records_the_gpu_stack_and_which_onnxruntime(monkeypatch):
     nvidia-ml-py were not recorded, so upgrading them left env.json (a bench dependency) unchanged."""
     installed = {"onnxruntime-gpu": "1.31.1", "tensorrt": "10.14.1", "nvidia-ml-py": "13.580.0"}
     monkeypatch.setattr(fingerprint, "_version", lambda name: installed.get(name, "not installed"))
-    packages = fingerprint.fingerprint()["packages"]
+    packages = fingerprint.fingerprint().packages
     assert packages["onnxruntime"] == "1.31.1 (onnxruntime-gpu)"
     assert packages["tensorrt-cu13"] == "10.14.1 (tensorrt)" and packages["nvidia-ml-py"] == "13.580.0"
     assert packages["cuda-python"] == "not installed"

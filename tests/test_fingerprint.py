@@ -18,13 +18,13 @@ from pipeline.stagefile import ENV, GROUPS, SOFTWARE, variant_stages
 def test_fingerprint_is_stable_and_names_what_matters():
     first, second = fingerprint(), fingerprint()
     assert first == second
-    assert first["cpu"]["cores"] >= 1
+    assert first.cpu.cores >= 1
     with open("/proc/cpuinfo") as cpuinfo:  # the flags as the kernel reports them, read independently
         flags = set(next(line for line in cpuinfo if line.startswith("flags")).split(":")[1].split())
-    assert first["cpu"]["isa"] == {name: name in flags for name in first["cpu"]["isa"]}
-    assert first["cpu"]["isa"]["avx2"] == ("avx2" in flags)
-    assert first["packages"]["onnxruntime"] != "not installed"
-    assert isinstance(first["cpu"]["vnni"], bool)
+    assert first.cpu.isa == {name: name in flags for name in first.cpu.isa}
+    assert first.cpu.isa["avx2"] == ("avx2" in flags)
+    assert first.packages["onnxruntime"] != "not installed"
+    assert isinstance(first.cpu.vnni, bool)
 
 
 def test_fingerprint_imports_no_framework():

@@ -190,11 +190,12 @@ def test_resave_and_remove_unreferenced_leave_a_model_and_its_own_side_files(tmp
 def test_a_fallback_predicts_validation_outputs_on_a_fixed_batch_file_one_batch_at_a_time(project):
     """The validation rows' source outputs are predicted where a fallback asks (export.source_outputs):
     on a file whose batch is fixed to 1, row by row, as the export predicts the scoring rows."""
+    from pipeline.core.records.source import SourceRecord
     from pipeline.prepare.export import source_outputs
 
     write_fixed_batch_onnx(project / "models" / "fixed")
     rows = {"image": np.random.default_rng(0).standard_normal((5, 3, 16, 16)).astype(np.float32)}
-    info = {"dims": {}, "batching": {"max_batch": 1}}
+    info = SourceRecord(model="fixed", status="ok", export={"status": "ok"}, batching={"max_batch": 1})
     outputs = source_outputs("fixed", fixed_config(), project, info, rows)
     source = load_source("fixed", fixed_config(), project)
     for name, values in outputs.items():

@@ -18,8 +18,8 @@ from onnx import TensorProto, helper
 from pipeline.ci.remeasure import Side, materialize, paired, worktree_at
 from pipeline.core import layout
 from pipeline.core.data import DataSet
-from pipeline.core.files import write_json
 from tests.conftest import REPO, copy_project, write_params
+from tests.helpers import write_build, write_source
 
 FAST_BENCH = {
     "threads": 1,
@@ -61,7 +61,8 @@ def project(root: Path, matmuls: int) -> Side:
     artifact = layout.variant_dir("m", "onnx_fp32", root)
     artifact.mkdir(parents=True)
     onnx.save(chain(matmuls), artifact / "model.onnx")
-    write_json(artifact / layout.BUILD_INFO, {"runtime": "onnxruntime", "entry": "model.onnx", "runtime_config": {}})
+    write_build(artifact, entry="model.onnx")
+    write_source(root, "m", output_names=["y"])
     return Side(root, "m", "onnx_fp32")
 
 

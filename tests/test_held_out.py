@@ -14,6 +14,7 @@ from pipeline.core.data import DataSet, rows_in
 from pipeline.core.records import Choice
 from pipeline.core.records import source as records_source
 from pipeline.core.records.build import BuildFacts
+from pipeline.core.records.env import Cpu
 from pipeline.measure.stage import in_sample
 from pipeline.prepare.export import export_model
 from pipeline.present.diagnosis import traps
@@ -88,7 +89,7 @@ def test_calib_data_that_repeats_eval_rows_marks_calibrated_figures_in_sample(ti
     }
     assert in_sample(BuildFacts(), source) == {}  # an uncalibrated variant is still held out
     metrics = {"onnx_int8_static": metric(1.0, in_sample="32 of the scoring rows are calibration rows")}
-    [warning] = [w for w in traps(metrics, {}, Choice(status="none", chosen="none")) if "in-sample" in w]
+    [warning] = [w for w in traps(metrics, Cpu(), Choice(status="none", chosen="none")) if "in-sample" in w]
     assert "`onnx_int8_static`" in warning and "32 of the scoring rows" in warning
     assert rows(metrics, ["onnx_int8_static"], "onnx_fp32")[0][-1] == "ok (in-sample)"
 

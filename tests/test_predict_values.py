@@ -18,10 +18,12 @@ from pipeline.core.config import InputSpec, Params
 from pipeline.core.data import generate_inputs
 from pipeline.core.errors import ModelFileError
 from pipeline.core.files import write_json
+from pipeline.core.records import manifest as manifest_record
+from pipeline.core.records.manifest import Manifest
 from pipeline.decide.deploy import _package
 from pipeline.prepare.check import check_models
 from pipeline.serve.predict import load
-from tests.helpers import metric
+from tests.helpers import metric, write_build, write_source
 
 VOCAB, TYPES, SEQ = 50, 2, 6
 SPEC = {
@@ -75,10 +77,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     source = layout.source_dir("tok", root)
     source.mkdir(parents=True)
     export_tiny_encoder(source / layout.EXPORTED_ONNX)
-    write_json(source / layout.SOURCE_INFO, {
-        "model": "tok", "inputs": SPEC, "fixed_batch": None, "dims": {"seq": SEQ}, "output_names": ["embedding"],
-        "token_bounds": {"input_ids": VOCAB, "token_type_ids": TYPES},
-    })  # fmt: skip
+    write_source(root, "tok", inputs=SPEC, dims={"seq": SEQ}, output_names=["embedding"],
+                 token_bounds={"input_ids": VOCAB, "token_type_ids": TYPES})  # fmt: skip
     folders = {}
     for variant, (runtime, entry, config) in VARIANTS.items():
         artifact = layout.variant_dir("tok", variant, root)
@@ -87,13 +87,12 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             ov.save_model(ov.convert_model(source / layout.EXPORTED_ONNX), artifact / entry, compress_to_fp16=True)
         else:
             shutil.copy(source / layout.EXPORTED_ONNX, artifact / entry)
-        build = {"entry": entry, "runtime": runtime, "precision": "fp32", "runtime_config": config, "build": {}}
-        write_json(artifact / layout.BUILD_INFO, build)
+        write_build(artifact, entry=entry, runtime=runtime, runtime_config=config)
         out = root / "deploy" / variant
         out.mkdir(parents=True)
         record = metric(1.0, runtime=runtime, precision="fp32")
-        manifest = {"model": "tok", "variant": variant} | _package("tok", artifact, record, tok_params(), root, out)
-        write_json(out / layout.MANIFEST, manifest)
+        package = _package("tok", artifact, record, tok_params(), root, out)
+        manifest_record.write(Manifest(model="tok", variant=variant, machine="here", **package), out)
         folders[variant] = out
     return folders
 

@@ -19,6 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from pipeline.core import registry
+from pipeline.core.records.env import Probe
 from pipeline.core.registry import PACKAGES, RUNTIMES, SOURCES, VARIANTS
 from pipeline.machine import fingerprint
 from pipeline.optimize.knobs import pass_class
@@ -108,9 +109,9 @@ def test_a_missing_optional_package_skips_its_variant_before_any_process(monkeyp
     from pipeline.optimize import applicability
 
     monkeypatch.setattr(applicability, "_missing", lambda module: module == "torchax")
-    skip = applicability.unavailable(VARIANTS["torch_xla"], "cpu", {"available": True})
+    skip = applicability.unavailable(VARIANTS["torch_xla"], "cpu", Probe(available=True))
     assert skip == Skip(Kind.UNAVAILABLE, "torchax is not installed (an optional package: pip install torchax)")
-    assert applicability.unavailable(VARIANTS["torch_eager"], "cpu", {"available": True}) is None
+    assert applicability.unavailable(VARIANTS["torch_eager"], "cpu", Probe(available=True)) is None
     monkeypatch.setattr(applicability, "_missing", lambda module: False)
     assert applicability.optional_missing(VARIANTS["torch_xla"]) is None
 

@@ -12,13 +12,14 @@ from pipeline.core.config import SelectConfig, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.outcome import Skip
 from pipeline.core.records import Choice, Kind
+from pipeline.core.records.env import Cpu
 from pipeline.decide.selection import screen
 from pipeline.present.diagnosis import not_built, traps
 from pipeline.present.report import write_reports
 from tests.conftest import REPO
 from tests.helpers import metric, record_choice
 
-NO_FP16_CPU = {"native_fp16": False, "vnni": True}
+NO_FP16_CPU = Cpu(native_fp16=False, vnni=True)
 LM_REASON = "a text-generation variant; spam_fnn is not a text-generation model"
 
 

@@ -63,7 +63,7 @@ def test_training_reads_no_registry_and_no_record():
     ("old", "new", "reached"),
     [
         # one variant's entry: its own stages, and select and report, which read every entry
-        ('"float16 weights and compute, FP32 inputs/outputs kept (onnxconverter-common)"',
+        ('"float16 weights and compute, FP32 inputs/outputs kept (onnxruntime.transformers.float16)"',
          '"float16 weights and compute (edited)"', {"onnx_fp16"}),
         # a rescued variant's entry decides its fallback's build too
         ('"OpenVINO IR quantized by nncf.quantize on the calibration split"', '"nncf.quantize (edited)"',

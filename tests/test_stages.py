@@ -15,12 +15,13 @@ from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
 from pipeline.core.isolate import IsolatedFailure
 from pipeline.core.records import Kind
+from pipeline.core.records.env import Probe
 from pipeline.measure.stage import benchmark_variant
 from pipeline.optimize import applicability
 from pipeline.optimize import stage as build_module
 from pipeline.optimize.stage import build_variant
 from tests.conftest import tiny_config
-from tests.helpers import metric
+from tests.helpers import metric, write_source
 
 
 def make_params(**catalog_overrides) -> Params:
@@ -41,16 +42,18 @@ def test_skip_reasons():
     assert "catalog.m.skip" in applicability.never_applies(variants.get("onnx_fp32"), "m", skipping, "cpu").reason
     no_gpu_target = applicability.never_applies(variants.get("onnx_cuda_fp32"), "m", tiny_config(), None)
     assert no_gpu_target.kind == Kind.NOT_APPLICABLE  # params.yaml's targets rule it out: no stages
-    no_gpu_here = applicability.unavailable(variants.get("onnx_cuda_fp32"), "cuda:0", {})
+    no_gpu_here = applicability.unavailable(
+        variants.get("onnx_cuda_fp32"), "cuda:0", Probe(available=False, reason="not probed (reports/env.json)")
+    )
     assert no_gpu_here.kind == Kind.UNAVAILABLE and "target cuda:0 is not usable here" in no_gpu_here.reason
     assert applicability.never_applies(variants.get("onnx_fp32"), "m", tiny_config(), "cpu") is None
-    assert applicability.unavailable(variants.get("onnx_fp32"), "cpu", {"available": True}) is None
+    assert applicability.unavailable(variants.get("onnx_fp32"), "cpu", Probe(available=True)) is None
 
 
 def test_skipped_variant_is_recorded_then_benchmarked_as_skipped(stage_project, machine):
     params = make_params(source="onnx", factory=None)
     info = build_variant("tiny", "torch_eager", params, stage_project)
-    assert info["status"] == "skipped"
+    assert info.status == "skipped"
     folder = layout.variant_dir("tiny", "torch_eager", stage_project)
     assert [p.name for p in folder.iterdir()] == [layout.BUILD_INFO]
     record = benchmark_variant("tiny", "torch_eager", params, stage_project)
@@ -70,7 +73,7 @@ def test_failed_build_leaves_only_its_record(stage_project, machine, monkeypatch
 
     monkeypatch.setattr(build_module, "call", failing_call)
     info = build_variant("tiny", "onnx_fp32", make_params(), stage_project)
-    assert info["status"] == "failed" and info["reason"] == (
+    assert info.status == "failed" and info.reason == (
         "build failed: RuntimeError: converter exploded [reproduce: python stages/build.py tiny onnx_fp32]"
     )
     folder = layout.variant_dir("tiny", "onnx_fp32", stage_project)
@@ -94,16 +97,13 @@ def test_the_build_stage_checks_its_variants_knobs_before_building(stage_project
 
 
 def test_failed_export_fails_onnx_variants_only(stage_project, monkeypatch):
-    write_json(
-        layout.source_dir("tiny", stage_project) / layout.SOURCE_INFO,
-        {"output_names": ["output"], "export": {"status": "failed", "reason": "ONNX export failed: boom"}},
-    )
+    write_source(stage_project, export={"status": "failed", "reason": "ONNX export failed: boom"})
     monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "torch_model.json", "build": {}})
     assert (
-        build_variant("tiny", "onnx_fp32", make_params(), stage_project)["reason"]
+        build_variant("tiny", "onnx_fp32", make_params(), stage_project).reason
         == "no ONNX export: ONNX export failed: boom"
     )
-    assert build_variant("tiny", "torch_eager", make_params(), stage_project)["status"] == "ok"
+    assert build_variant("tiny", "torch_eager", make_params(), stage_project).status == "ok"
 
 
 def test_unconfigured_variant_is_a_config_error(stage_project):
@@ -188,13 +188,13 @@ def test_a_fallback_searches_only_when_the_variant_it_rescues_breaks_a_quality_c
     records.write("tiny", of, rescued, stage_project)
     info = build_variant("tiny", fallback, rescue_params(), stage_project)
     kind = outcome.get(fallback, Kind.NOT_NEEDED if not outcome else Kind.NOT_APPLICABLE)
-    assert info["kind"] == kind and ran == ([fallback] if kind == Kind.OK else [])
+    assert info.kind == kind and ran == ([fallback] if kind == Kind.OK else [])
     if kind == Kind.NOT_NEEDED:
-        assert info["status"] == "skipped" and info["reason"] == (
+        assert info.status == "skipped" and info.reason == (
             f"not needed: {of} meets tiny's quality constraints (accuracy drop 0, worst-output fidelity 0.9990)"
         )
     elif kind == Kind.NOT_APPLICABLE:
-        assert info["reason"].startswith(
+        assert info.reason.startswith(
             "nothing to search: onnx_int8_static already keeps target_cosine 0.995 on its worst scoring row (0.999)"
         )
 
@@ -206,15 +206,15 @@ def test_a_run_time_quantized_int8_that_keeps_the_answers_makes_accuracy_control
     records.write("tiny", "openvino_int8", metric(1.0, delta=0.0, cosine=0.95), stage_project)
     records.write("tiny", "openvino_int8_dynamic", metric(1.2, delta=0.0, cosine=0.999), stage_project)
     info = build_variant("tiny", "openvino_int8_acc", params, stage_project)
-    assert info["kind"] == Kind.NOT_NEEDED
-    assert info["reason"].startswith("not needed: openvino_int8_dynamic meets tiny's quality constraints")
+    assert info.kind == Kind.NOT_NEEDED
+    assert info.reason.startswith("not needed: openvino_int8_dynamic meets tiny's quality constraints")
 
 
 def test_a_fallback_without_the_record_it_decides_from_does_its_work(stage_project, monkeypatch):
     """The rescued variant not configured (or not measured): nothing says the search is not needed."""
     monkeypatch.setattr(build_module, "call", lambda *a, **k: {"entry": "m.xml", "runtime_config": {}, "build": {}})
     info = build_variant("tiny", "openvino_int8_acc", rescue_params(), stage_project)
-    assert info["kind"] == Kind.OK
+    assert info.kind == Kind.OK
 
 
 @pytest.mark.parametrize("op_types", [None, ["Conv", "MatMul"]])
@@ -223,9 +223,7 @@ def test_dynamic_int8_of_a_convolutional_model_is_not_applicable_before_any_proc
 ):
     """ORT recommends static INT8 for CNNs (its ConvInteger has no fast CPU kernel): the export's family
     decides, with no build process; op_types set in params.yaml builds it anyway."""
-    info_file = layout.source_dir("tiny", stage_project) / layout.SOURCE_INFO
-    family = {"model_type": "cnn", "how": "detected: 53 Conv, no attention"}
-    write_json(info_file, json.loads(info_file.read_text()) | {"family": family})
+    write_source(stage_project, family={"model_type": "cnn", "how": "detected: 53 Conv, no attention"})
     ran = []
     monkeypatch.setattr(build_module, "call", lambda *a, **k: ran.append(1) or {"entry": "m.onnx", "build": {}})
     params = Params.model_validate(
@@ -233,10 +231,10 @@ def test_dynamic_int8_of_a_convolutional_model_is_not_applicable_before_any_proc
     )
     info = build_variant("tiny", "onnx_int8_dynamic", params, stage_project)
     if op_types:
-        assert info["kind"] == Kind.OK and ran == [1]
+        assert info.kind == Kind.OK and ran == [1]
     else:
-        assert info["kind"] == Kind.NOT_APPLICABLE and ran == []
-        assert info["reason"].startswith("a convolutional model (detected: 53 Conv, no attention): ORT's dynamic")
+        assert info.kind == Kind.NOT_APPLICABLE and ran == []
+        assert info.reason.startswith("a convolutional model (detected: 53 Conv, no attention): ORT's dynamic")
 
 
 def test_each_skip_rule_names_what_asks_it():

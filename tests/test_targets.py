@@ -12,9 +12,10 @@ import yaml
 from pipeline import runtimes
 from pipeline.core import layout
 from pipeline.core import registry as variants
-from pipeline.core.config import Constraints, Params, SelectConfig, validate
+from pipeline.core.config import Constraints, InputSpec, Params, SelectConfig, validate
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
+from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.targets import Target, target_for
 from pipeline.decide.selection import screen
 from pipeline.machine import probe as target_probe
@@ -76,8 +77,8 @@ def test_a_session_that_falls_back_to_the_cpu_is_an_error(tiny_onnx):
 
 
 def test_provider_lists_follow_target_and_build(tmp_path, monkeypatch):
-    assert ort.providers(tmp_path / "m.onnx", "cpu", {}) == ["CPUExecutionProvider"]
-    assert ort.providers(tmp_path / "m.onnx", "cuda:1", {"provider": "cuda"}) == [
+    assert ort.providers(tmp_path / "m.onnx", "cpu", RuntimeConfig()) == ["CPUExecutionProvider"]
+    assert ort.providers(tmp_path / "m.onnx", "cuda:1", RuntimeConfig(provider="cuda")) == [
         ("CUDAExecutionProvider", {"device_id": 1}),
         "CPUExecutionProvider",
     ]
@@ -86,7 +87,9 @@ def test_provider_lists_follow_target_and_build(tmp_path, monkeypatch):
     gpu = {"gpu": "NVIDIA H100", "compute_capability": "9.0"}
     monkeypatch.setattr(target_probe, "probe_cuda", lambda index: gpu)
     monkeypatch.setattr(target_probe, "external_weights", lambda path: [])
-    chain = ort.providers(model, "cuda:0", {"provider": "tensorrt", "fp16": True, "trt_profile_min_shapes": "x:1x12"})
+    chain = ort.providers(
+        model, "cuda:0", RuntimeConfig(provider="tensorrt", fp16=True, trt_profile_min_shapes="x:1x12")
+    )
     name, options = chain[0]
     assert name == "TensorrtExecutionProvider" and [p[0] for p in chain[1:2]] == ["CUDAExecutionProvider"]
     assert options["trt_fp16_enable"] and not options["trt_int8_enable"]
@@ -121,11 +124,12 @@ def test_engine_cache_key_names_model_tensorrt_and_gpu(tmp_path):
 
 
 def test_profile_shapes_come_from_the_input_spec():
-    tokens = {"input_ids": {"shape": ["batch", "seq"]}, "attention_mask": {"shape": ["batch", "seq"]}}
+    ids = InputSpec(shape=["batch", "seq"], dtype="int64", kind="token_ids", high=100)
+    tokens = {"input_ids": ids, "attention_mask": ids}
     shapes = profile_shapes(tokens, {"seq": 64}, {"seq": [16, 64, 128]}, max_batch=32, fixed_batch=None)
     assert shapes["input_ids"] == ((1, 16), (1, 64), (32, 128))
     assert shapes["attention_mask"] == shapes["input_ids"]
-    fixed = profile_shapes({"image": {"shape": [4, 3, 224, 224]}}, {}, {}, max_batch=128, fixed_batch=4)
+    fixed = profile_shapes({"image": InputSpec(shape=[4, 3, 224, 224])}, {}, {}, max_batch=128, fixed_batch=4)
     assert fixed["image"] == ((4, 3, 224, 224),) * 3
     options = ort_profile_options({"a": ((1, 2), (1, 4), (8, 4)), "b": ((1,), (1,), (8,))})
     assert options == {
@@ -156,9 +160,9 @@ def test_every_gpu_variant_is_skipped_with_the_probe_reason(stage_project, machi
     assert len(GPU_VARIANTS) == 7
     for name in GPU_VARIANTS:
         info = build_variant("tiny", name, params, stage_project)
-        assert info["status"] == "skipped", name
-        assert info["reason"] == f"target cuda:0 is not usable here: {reason}"
-        assert info["target"] == "cuda:0"
+        assert info.status == "skipped", name
+        assert info.reason == f"target cuda:0 is not usable here: {reason}"
+        assert info.target == "cuda:0"
         record = benchmark_variant("tiny", name, params, stage_project)
         assert record.kind == "skipped-unavailable" and record.device == "cuda:0" and record.latency_ms is None
     saved = json.loads(layout.details_file("tiny", "tensorrt_int8", stage_project).read_text())

@@ -19,6 +19,7 @@ from pipeline.core.config import Params
 from pipeline.core.data import DataSet
 from pipeline.core.errors import ConfigError, NotApplicable
 from pipeline.core.evaluate import fidelity_block
+from pipeline.core.records.source import Family
 from pipeline.optimize.passes.base import BuildContext
 from pipeline.optimize.passes.onnxruntime.optimize import optimizer_type
 from pipeline.prepare.export import export_model
@@ -68,8 +69,8 @@ def built(ctx: BuildContext, variant: str, folder: str = "", **params) -> tuple[
 
 
 def test_family_is_detected_with_heads_and_hidden_size_from_the_model(bert):
-    assert bert.family["model_type"] == "transformer" and bert.transformer
-    assert bert.family["num_heads"] == 4 and bert.family["hidden_size"] == 64 and bert.family["architecture"] == "bert"
+    assert bert.family.model_type == "transformer" and bert.transformer
+    assert bert.family.num_heads == 4 and bert.family.hidden_size == 64 and bert.family.architecture == "bert"
     assert detect(Counter({"Softmax": 2, "MatMul": 16, "LayerNormalization": 5}))[0] == "transformer"  # dynamo's
     assert detect(Counter({"Conv": 3, "Relu": 3, "MatMul": 1}))[0] == "cnn"
     assert detect(Counter({"Gemm": 2, "Relu": 1}))[0] == "other"
@@ -105,10 +106,10 @@ def test_a_graph_whose_work_is_in_matmuls_is_no_cnn_for_one_small_conv(tmp_path)
         return path
 
     dense = model_family(graph(4, 512), "auto", {}, {"x": (1, 1, 64)})
-    assert dense["model_type"] == "other" and "1 Conv doing only" in dense["how"], dense
+    assert dense.model_type == "other" and "1 Conv doing only" in dense.how, dense
     convolutional = model_family(graph(256, 2), "auto", {}, {"x": (1, 1, 64)})
-    assert convolutional["model_type"] == "cnn" and "of the multiply-accumulates" in convolutional["how"]
-    assert model_family(graph(4, 512), "auto", {})["model_type"] == "cnn"  # no shapes known: the count, as before
+    assert convolutional.model_type == "cnn" and "of the multiply-accumulates" in convolutional.how
+    assert model_family(graph(4, 512), "auto", {}).model_type == "cnn"  # no shapes known: the count, as before
 
 
 def test_onnx_opt_fuses_attention_and_keeps_the_function(bert):
@@ -120,9 +121,9 @@ def test_onnx_opt_fuses_attention_and_keeps_the_function(bert):
 
 
 def test_the_optimizer_takes_the_architecture_when_ort_has_fusions_for_it():
-    assert optimizer_type({"architecture": "vit"}) == ("vit", "auto: the model's architecture (vit)")
-    assert optimizer_type({"architecture": "mamba"}) == ("bert", "auto: no ORT fusions for mamba, bert")
-    assert optimizer_type({}) == ("bert", "auto: architecture unknown, bert")
+    assert optimizer_type(Family(architecture="vit")) == ("vit", "auto: the model's architecture (vit)")
+    assert optimizer_type(Family(architecture="mamba")) == ("bert", "auto: no ORT fusions for mamba, bert")
+    assert optimizer_type(Family()) == ("bert", "auto: architecture unknown, bert")
     assert optimizer_type({"architecture": "vit"}, "gpt2") == ("gpt2", "configured")
 
 

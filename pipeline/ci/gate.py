@@ -21,7 +21,8 @@ from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.errors import PipelineError
 from pipeline.core.quality import quality_violations
-from pipeline.core.records import Accuracy, Records, load_env
+from pipeline.core.records import Accuracy, Records
+from pipeline.core.records import env as records_env
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -165,11 +166,6 @@ def moved(before: Records, after: Records, percentile: str, threshold_pct: float
     return out
 
 
-def _cpu(env: dict[str, Any] | None) -> str:
-    cpu = (env or {}).get("cpu", {})
-    return f"{cpu.get('model', '?')} family {cpu.get('family', '?')} model {cpu.get('model_id', '?')}"
-
-
 def run_gate(
     params: Params,
     rev: str = "HEAD~1",
@@ -192,11 +188,11 @@ def run_gate(
         raise PipelineError(f"gate: {figures}: no figures in the workspace: run `dvc repro` first")
     results = Path(".")  # relative: also a path inside git revisions
     warnings = []
-    env_then = _json_at(rev, PurePosixPath(layout.env_file(results).as_posix()), root)
-    env_now = load_env(root / results)
-    if env_then and env_now and _cpu(env_then) != _cpu(env_now):
+    then = _json_at(rev, PurePosixPath(layout.env_file(results).as_posix()), root)
+    env_then, env_now = records_env.parse(then) if then else None, records_env.load(root / results)
+    if env_then and env_now and env_then.cpu_id != env_now.cpu_id:
         warnings.append(
-            f"the base revision was measured on another CPU ({_cpu(env_then)} vs {_cpu(env_now)}): latency changes "
+            f"the base revision was measured on another CPU ({env_then.cpu_id} vs {env_now.cpu_id}): latency changes "
             "may be the machine, not the change"
         )
     verdicts, movements = [], {}

@@ -80,12 +80,12 @@ def probe_all(targets: list[str]) -> dict[str, Probe]:
     return {str(Target.parse(name)): Probe.model_validate(probe(name)) for name in targets}
 
 
-def recorded_probe(target: str, root: Path = Path(".")) -> dict[str, Any]:
+def recorded_probe(target: str, root: Path = Path(".")) -> Probe:
     """The env stage's probe of `target` (in reports/env.json under `root`, which builds and
     benchmarks depend on); probed now when the file has none (a stage run by hand)."""
     env = records_env.load(root)
     recorded = env.targets.get(target) if env else None
-    return recorded.model_dump(exclude_none=True) if recorded else probe(target)
+    return recorded or Probe.model_validate(probe(target))
 
 
 def engine_cache_key(model: Path, tensorrt_version: str, gpu: dict[str, Any]) -> str:

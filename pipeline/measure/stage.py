@@ -73,8 +73,8 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
         "build": build.build,
     }
     probe = recorded_probe(build.target, root)
-    if "gpu" in probe:  # a usable GPU target: which GPU the figures belong to
-        facts["gpu"] = {k: probe[k] for k in ("gpu", "driver", "compute_capability")}
+    if probe.gpu:  # a usable GPU target: which GPU the figures belong to
+        facts["gpu"] = probe.model_dump(include={"gpu", "driver", "compute_capability"})
     profile = Profile(reason=f"not measured: the variant is {build.status}")
     if build.ok:
         facts["size_mb"] = size_mb(artifact, exclude=frozenset({layout.BUILD_INFO}))

@@ -30,6 +30,8 @@ from pipeline.core.files import read_json
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.outcome import Kind, Skip
 from pipeline.core.quality import quality_violations
+from pipeline.core.records.env import Probe
+from pipeline.core.records.source import Family
 from pipeline.core.registry import (
     BENCH_FIRST,
     PACKAGES,
@@ -46,7 +48,7 @@ class Pass(Protocol):
     """The questions a pass declares (pipeline.optimize.passes.base.Pass), asked here: named by shape,
     so the plan's callers (the select and report stages) import no pass code."""
 
-    def not_for(self, config: Any, family: dict[str, Any]) -> str | None: ...
+    def not_for(self, config: Any, family: Family) -> str | None: ...
     def nothing_to_gain(self, config: Any, rescued: str, record: records.VariantRecord) -> str | None: ...
 
 
@@ -135,16 +137,13 @@ def never_applies(variant: Variant, model: str, config: ModelConfig, target: str
     return None
 
 
-def unavailable(variant: Variant, target: str, probe: dict[str, Any]) -> Skip | None:
+def unavailable(variant: Variant, target: str, probe: Probe) -> Skip | None:
     """Why `variant` cannot be built on `target` (probed as `probe`) on this machine, or None: the
     target's probe, its runtime's packages and device kinds, an optional package of its pass, then on
     a GPU the runtime adapter's own question (a CPU-only build of torch, onnxruntime without its CUDA
     provider)."""
-    if not probe.get("available"):
-        return Skip(
-            Kind.UNAVAILABLE,
-            f"target {target} is not usable here: {probe.get('reason', 'not probed (reports/env.json)')}",
-        )
+    if not probe.available:
+        return Skip(Kind.UNAVAILABLE, f"target {target} is not usable here: {probe.reason}")
     runtime = variant.runtime
     missing = _not_installed_or_other_device(runtime, target) or optional_missing(variant) or _refused(runtime, target)
     return Skip(Kind.UNAVAILABLE, missing) if missing else None
@@ -197,7 +196,7 @@ def not_installed(optional: list[str]) -> str:
     return f"{', '.join(optional)} is not installed (an optional package: pip install {' '.join(optional)})"
 
 
-def not_for_family(the_pass: Pass, knob_values: Any, family: dict[str, Any]) -> Skip | None:
+def not_for_family(the_pass: Pass, knob_values: Any, family: Family) -> Skip | None:
     """The pass's own question about the export's model family (Pass.not_for: dynamic INT8 for a CNN),
     answered before any process starts."""
     why = the_pass.not_for(knob_values, family)
@@ -244,8 +243,8 @@ def why_not_built(
     params: Params,
     the_pass: Pass,
     knob_values: Any,
-    family: dict[str, Any],
-    probe: dict[str, Any],
+    family: Family,
+    probe: Probe,
     root: Path = Path("."),
 ) -> Skip | None:
     """The build stage's question, before any process: the first rule of RULES that rules `variant` out

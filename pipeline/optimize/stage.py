@@ -16,9 +16,13 @@ from pipeline.core import layout, onnx_files
 from pipeline.core import registry as variants
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import NotApplicable, one_line
-from pipeline.core.files import atomic_dir, read_json, remove, write_json
+from pipeline.core.files import atomic_dir, remove
 from pipeline.core.isolate import IsolatedFailure, call
 from pipeline.core.records import Kind
+from pipeline.core.records import build as build_record
+from pipeline.core.records import source as source_record
+from pipeline.core.records.build import BuildRecord
+from pipeline.core.records.env import Probe
 from pipeline.core.targets import target_for
 from pipeline.machine.probe import recorded_probe
 from pipeline.optimize import knobs
@@ -77,46 +81,41 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
         raise RuntimeError(
             f"the built artifact does not run in {runtime}: {type(error).__name__}: {one_line(error)}"
         ) from None
-    missing = set(ctx.source_info["output_names"]) - set(outputs)
+    missing = set(ctx.source_info.output_names) - set(outputs)
     if missing:
         raise RuntimeError(f"the built artifact runs in {runtime} but lacks outputs {sorted(missing)}")
     rows = len(next(iter(example.values())))
     return f"ok: loaded by {runtime} and ran a batch of {rows}"
 
 
-def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
-    """Build one variant; returns build.json's content (also written into the variant folder)."""
+def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> BuildRecord:
+    """Build one variant; returns its build record (also written into the variant folder as build.json)."""
     spec = variants.get(variant)
     knob_values = knobs.variant_config(params, variant, model)  # configured, valid: else one line, before any build
     the_pass = knobs.pass_class(spec)()
     target = target_for(spec.device, params.targets)
-    probe = recorded_probe(target, root) if target else {}
-    info: dict[str, Any] = {
-        "status": "ok",
-        "kind": Kind.OK,
-        "reason": "",
-        "variant": variant,
-        "runtime": spec.runtime,
-        "precision": spec.precision,
-        "target": target or spec.device,
-        "per_target": spec.per_target,
-        "entry": "",
-        "runtime_config": {},
-        "build": {},
-    }
-    source = read_json(layout.source_dir(model, root) / layout.SOURCE_INFO)
-    export = source["export"]
+    probe = recorded_probe(target, root) if target else Probe(available=False, reason="not probed (reports/env.json)")
+    record = BuildRecord(
+        status="ok",
+        kind=Kind.OK,
+        variant=variant,
+        runtime=spec.runtime,
+        precision=spec.precision,
+        target=target or spec.device,
+        per_target=spec.per_target,
+    )
+    source = source_record.load(model, root)
     with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
-        skip = why_not_built(spec, model, params, the_pass, knob_values, source.get("family", {}), probe, root)
+        skip = why_not_built(spec, model, params, the_pass, knob_values, source.family, probe, root)
         if skip:
-            info |= {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
-        elif source.get("status") == "failed":
-            info |= {"status": "failed", "kind": Kind.FAILED, "reason": f"the source model failed: {source['reason']}"}
-        elif spec.needs_export and export["status"] != "ok":
-            info |= {"status": "failed", "kind": Kind.FAILED, "reason": f"no ONNX export: {export['reason']}"}
+            ended = {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
+        elif not source.ok:
+            ended = {"status": "failed", "kind": Kind.FAILED, "reason": f"the source model failed: {source.reason}"}
+        elif spec.needs_export and source.export.status != "ok":
+            ended = {"status": "failed", "kind": Kind.FAILED, "reason": f"no ONNX export: {source.export.reason}"}
         else:
             try:
-                info |= call(
+                ended = call(
                     "pipeline.optimize.stage:run_pass",
                     {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root), "target": target},
                     timeout=params.build.timeout_s,
@@ -126,13 +125,14 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
                 for leftover in tmp.iterdir():
                     remove(leftover)
                 if failure.skip_kind:
-                    info |= {"status": "skipped", "kind": Kind(failure.skip_kind), "reason": str(failure)}
+                    ended = {"status": "skipped", "kind": Kind(failure.skip_kind), "reason": str(failure)}
                 else:
                     command = f"python stages/build.py {model} {variant}"
-                    info |= {
+                    ended = {
                         "status": "failed",
                         "kind": Kind.FAILED,
                         "reason": f"build failed: {failure.evidence(command)}",
                     }
-        write_json(tmp / layout.BUILD_INFO, info)
-    return info
+        record = BuildRecord.model_validate(record.model_dump() | ended)
+        build_record.write(record, tmp)
+    return record

@@ -23,7 +23,7 @@ from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.records import Records, load_env
 from pipeline.core.registry import BASELINES
 from pipeline.machine.naming import BRANCH_PREFIX
-from pipeline.present.summary import hardware, markdown_table, num, peak, rich_table, speedup
+from pipeline.present.summary import markdown_table, num, peak, rich_table, speedup
 
 COLUMNS = (
     "machine", "measured on", "variant", "target", "prec", "p50 ms", "p50 speed-up",
@@ -53,7 +53,7 @@ def machine_rows(machine: str, model: str, source: str, results: Path) -> list[l
     chosen = decided.chosen if decided else None
     baseline_name = BASELINES[source]
     baseline = found.get(baseline_name)
-    measured_on = hardware(load_env(results))
+    measured_on = load_env(results).hardware
     out = []
     for name in key_variants(found, chosen, baseline_name):
         r = found[name]

@@ -5,10 +5,9 @@ and which rows and outputs the quality figures rest on. Read from the records an
 
 from __future__ import annotations
 
-from typing import Any
-
 from pipeline.core.outcome import Skip
 from pipeline.core.records import Choice, Kind, Records, VariantRecord
+from pipeline.core.records.env import Cpu
 from pipeline.core.registry import should_beat
 
 # Variants that trade precision for speed, and the variant of the same runtime they should beat.
@@ -39,7 +38,7 @@ def on_gpu(record: VariantRecord) -> str:
     )
 
 
-def traps(found: Records, cpu: dict[str, Any], choice: Choice) -> list[str]:
+def traps(found: Records, cpu: Cpu, choice: Choice) -> list[str]:
     """Known traps visible in one model's numbers and its recorded choice, one sentence each. Variants
     that do not apply to the model, or were not needed (their kind says so), are a fact, not a warning:
     the report lists them once, apart (not_built)."""
@@ -51,7 +50,7 @@ def traps(found: Records, cpu: dict[str, Any], choice: Choice) -> list[str]:
             cause = on_gpu(found[fp16]) or (
                 "this CPU has no native FP16 arithmetic (reports/env.json: no AVX512-FP16 or AMX-FP16), so FP16 "
                 "only saves size here"
-                if not cpu.get("native_fp16")
+                if not cpu.native_fp16
                 else "although this CPU has native FP16 arithmetic (reports/env.json)"
             )
             warnings.append(
@@ -65,7 +64,7 @@ def traps(found: Records, cpu: dict[str, Any], choice: Choice) -> list[str]:
             peak = fast.peak / slow.peak if fast and slow else 1.0
             evidence = on_gpu(found[int8]) or (
                 "this CPU lacks VNNI (reports/env.json), which INT8 matrix products need to be fast"
-                if not cpu.get("vnni")
+                if not cpu.vnni
                 else "the CPU has VNNI (reports/env.json), so the ISA is not the cause; nothing here measured "
                 "where the time goes"
             )

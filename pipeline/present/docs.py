@@ -117,10 +117,7 @@ def decision_table(root: Path = Path(".")) -> str:
     rows = [line for line in index.read_text().splitlines() if line.startswith("|")]
     rows = [re.sub(r"\]\((\w+)\.md\)", r"](reports/report/\1.md)", row) for row in rows]
     env = load_env(root)
-    cpu = env.get("cpu", {})
-    where = (
-        f"machine {env.get('machine', {}).get('name', '?')} ({cpu.get('model', '?')}, {cpu.get('cores', '?')} cores)"
-    )
+    where = f"machine {env.machine_name or '?'} ({env.cpu.model}, {env.cpu.cores or '?'} cores)"
     return f"From `{index.as_posix()}`, measured on {where}:\n\n" + "\n".join(rows)
 
 

@@ -14,8 +14,11 @@ from typing import Any
 from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.errors import PipelineError
-from pipeline.core.files import atomic_dir, read_json, write_json
+from pipeline.core.files import atomic_dir, write_json
 from pipeline.core.records import Choice, Records, VariantRecord, load_env
+from pipeline.core.records import profile as profile_record
+from pipeline.core.records.env import Cpu
+from pipeline.core.records.profile import Profile
 from pipeline.core.registry import BASELINES, VARIANTS, ordered
 from pipeline.optimize.applicability import not_applicable
 from pipeline.present import generation
@@ -45,9 +48,7 @@ def recorded_choice(model: str, root: Path) -> Choice:
     return decided
 
 
-def model_report(
-    model: str, params: Params, found: Records, cpu: dict[str, Any], folder: Path, root: Path
-) -> dict[str, Any]:
+def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: Path, root: Path) -> dict[str, Any]:
     """Write one model's Markdown report and plots into `folder`; return its index row."""
     results = root
     deploy = layout.deploy_dir(model).as_posix()
@@ -140,26 +141,22 @@ def where_the_time_goes(model: str, found: Records, root: Path, rows_per_variant
     """One table per runtime: each profiled variant's share of time by operator type (FP32 next to
     its INT8 variants), from reports/profile/. Runtimes name operators differently, hence per runtime."""
     lines: list[str] = []
-    by_runtime: dict[str, dict[str, dict[str, Any]]] = {}
+    by_runtime: dict[str, dict[str, Profile]] = {}
     for variant in VARIANTS:
-        path = layout.profile_file(model, variant, root)
-        if variant in found and found[variant].ok and path.is_file():
-            profile = read_json(path)
-            if profile.get("top"):
-                by_runtime.setdefault(found[variant].runtime, {})[variant] = profile
+        profile = profile_record.load(model, variant, root) if variant in found and found[variant].ok else None
+        if profile and profile.top:
+            by_runtime.setdefault(found[variant].runtime, {})[variant] = profile
     for runtime, profiles in by_runtime.items():
         ops: list[str] = []
         for profile in profiles.values():
-            ops += [op for op in list(profile["top"])[:rows_per_variant] if op not in ops]
+            ops += [op for op in list(profile.top)[:rows_per_variant] if op not in ops]
         header = " | ".join(f"`{v}`" for v in profiles)
         lines += [f"**{runtime}**", "", f"| operator type | {header} |", "|---|" + "---:|" * len(profiles)]
         for op in ops:
             cells = []
             for profile in profiles.values():
-                entry = profile["top"].get(op)
-                cells.append(
-                    f"{entry['share_pct']:.0f}% ({entry['total_ms'] / profile['calls']:.3g} ms)" if entry else ""
-                )
+                entry, calls = profile.top.get(op), profile.calls or 1
+                cells.append(f"{entry.share_pct:.0f}% ({entry.total_ms / calls:.3g} ms)" if entry else "")
             lines.append(f"| {op} | " + " | ".join(cells) + " |")
         lines.append("")
     if not lines:
@@ -179,7 +176,7 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     the figures measured on this machine."""
     results = root
     env = load_env(results)
-    cpu, machine = env.get("cpu", {}), records.machine_name(results) or "?"
+    cpu, machine = env.cpu, env.machine_name or "?"
     index = []
     with atomic_dir(results / REPORT_DIR) as folder:
         for model in params.models:

@@ -125,13 +125,6 @@ def short_budget_notes(found: Records) -> list[str]:
     return [f"{variant}: {r.screen.reason}" for variant, r in sorted(found.items()) if r.out_of_contention and r.screen]
 
 
-def hardware(env: dict[str, Any]) -> str:
-    """The hardware a machine's env.json recorded: CPU model, cores, GPUs."""
-    cpu = env.get("cpu", {})
-    gpus = f", GPU {env['gpus']}" if env.get("gpus", "none") != "none" else ""
-    return f"{cpu.get('model', '?')} ({cpu.get('cores', '?')} cores{gpus})"
-
-
 def how_measured(params: Params, results: Path) -> str:
     """How the figures under `results` (a project root) were measured, in one paragraph."""
     bench = params.bench
@@ -139,7 +132,7 @@ def how_measured(params: Params, results: Path) -> str:
     machine = records.machine_name(results) or results.name
     latency = bench.latency
     return (
-        f"Measured on machine {machine}: {hardware(env)}, "
+        f"Measured on machine {machine}: {env.hardware}, "
         f"{bench.resolved_threads()} intra-op threads, each variant in its own process. "
         f"Latency: batch 1, after >= {bench.warmup.iters} warm-up calls and {bench.warmup.seconds:g} s; "
         f"timed call by call in blocks of ~{latency.block_seconds:g} s until the 95% interval of the p50 "

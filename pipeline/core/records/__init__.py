@@ -10,6 +10,7 @@ The variant record's API is re-exported here: `records.load(model)`, `records.Va
 from pipeline.core.outcome import Kind, Status
 from pipeline.core.records.base import Part
 from pipeline.core.records.choice import Choice, load_choice, parse_choice, write_choice
+from pipeline.core.records.env import load_env, machine_name
 from pipeline.core.records.variant import (
     Accuracy,
     EvalRows,
@@ -27,8 +28,6 @@ from pipeline.core.records.variant import (
     Throughput,
     VariantRecord,
     load,
-    load_env,
-    machine_name,
     parse,
     read_metrics,
     write,

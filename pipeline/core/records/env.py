@@ -14,12 +14,12 @@ from pipeline.core.records.base import Part
 
 
 class Cpu(Part):
-    model: str = "unknown"
-    vendor: str = "unknown"
+    model: str = "?"
+    vendor: str = "?"
     family: str = ""
     model_id: str = ""
     arch: str = ""
-    cores: int = 0
+    cores: int | None = None
     isa: dict[str, bool] = Field(default_factory=dict)  # the instruction-set extensions INT8 / BF16 / FP16 speed needs
     vnni: bool = False
     native_fp16: bool = False
@@ -61,8 +61,19 @@ class Env(Part):
     targets: dict[str, Probe] = Field(default_factory=dict)
 
     @property
-    def has_gpu(self) -> bool:
-        return self.gpus != "none"
+    def hardware(self) -> str:
+        """CPU model, cores and GPUs, for a heading."""
+        gpus = f", GPU {self.gpus}" if self.gpus != "none" else ""
+        return f"{self.cpu.model} ({self.cpu.cores or '?'} cores{gpus})"
+
+    @property
+    def cpu_id(self) -> str:
+        """The CPU's model, family and model number: two figures from different ones do not compare."""
+        return f"{self.cpu.model} family {self.cpu.family or '?'} model {self.cpu.model_id or '?'}"
+
+    @property
+    def machine_name(self) -> str | None:
+        return self.machine.name if self.machine else None
 
 
 def write(env: Env, root: Path = Path(".")) -> None:
@@ -72,4 +83,20 @@ def write(env: Env, root: Path = Path(".")) -> None:
 def load(root: Path = Path(".")) -> Env | None:
     """The machine the figures under `root` were measured on; None before the env stage ran."""
     path = layout.env_file(root)
-    return Env.model_validate(read_json(path)) if path.exists() else None
+    return parse(read_json(path)) if path.exists() else None
+
+
+def parse(data: object) -> Env:
+    """An env.json's content (this revision's, or an older one the gate reads)."""
+    return Env.model_validate(data)
+
+
+def load_env(root: Path = Path(".")) -> Env:
+    """As `load`, with every fact unknown ("?") before the env stage ran: for headings."""
+    return load(root) or Env()
+
+
+def machine_name(root: Path = Path(".")) -> str | None:
+    """The name of the machine the figures under `root` were measured on; None before the env stage ran."""
+    env = load(root)
+    return env.machine_name if env else None

@@ -12,13 +12,22 @@ from pipeline.core.files import read_json, write_json
 from pipeline.core.records.base import Part
 
 
+class OpTime(Part):
+    """One operator type's part of the profiled time."""
+
+    share_pct: float
+    executions: int
+    total_ms: float
+    kernel: str | None = None  # the kernel that ran most of its time, where the runtime names it
+
+
 class Profile(Part):
     """The top operator types by time per call, or `reason` when the runtime has no profiler or the
     variant was not measured."""
 
     calls: int | None = None
     profiled_ms_per_call: float | None = None
-    top: dict[str, float] = Field(default_factory=dict)  # operator type: ms per call
+    top: dict[str, OpTime] = Field(default_factory=dict)  # by operator type, the slowest first
     reason: str | None = None
 
 

@@ -493,14 +493,3 @@ def read_metrics(model: str, root: Path = Path(".")) -> dict[str, Metrics]:
     folder = layout.metrics_dir(root) / model
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     return {p.stem: Metrics.model_validate(read_json(p)) for p in files}
-
-
-def machine_name(root: Path = Path(".")) -> str | None:
-    """The name of the machine the figures under `root` were measured on; None before the env stage ran."""
-    return load_env(root).get("machine", {}).get("name")
-
-
-def load_env(root: Path = Path(".")) -> dict[str, Any]:
-    """The machine fingerprint the numbers belong to (reports/env.json); {} before the env stage ran."""
-    path = layout.env_file(root)
-    return read_json(path) if path.exists() else {}

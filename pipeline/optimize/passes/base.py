@@ -125,7 +125,7 @@ class Pass(ABC):
     @abstractmethod
     def run(self, ctx: BuildContext, config: Any) -> BuildResult: ...
 
-    def not_for(self, config: Any, family: dict[str, Any]) -> str | None:
+    def not_for(self, config: Any, family: Family) -> str | None:
         """Why this pass, with these knobs, is not applicable to a model of this family (the export's
         `family`: model_type transformer | cnn | other), or None. Asked by the build stage before any
         process starts."""

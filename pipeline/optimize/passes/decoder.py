@@ -105,8 +105,8 @@ def convert_stateful(ctx: BuildContext) -> ov.Model:
     from transformers import AutoModelForCausalLM, DynamicCache
 
     model = AutoModelForCausalLM.from_pretrained(hf_folder(ctx), dtype=torch.float32, local_files_only=True).eval()
-    family = ctx.source_info["family"]
-    layers, kv_heads, head_dim = family["layers"], family["kv_heads"], family["head_dim"]
+    family = ctx.family
+    layers, kv_heads, head_dim = family.layers or 0, family.kv_heads or 0, family.head_dim or 0
 
     class WithPast(torch.nn.Module):
         """The past key/values as plain tensors in and out: what a tracer can follow."""

@@ -37,7 +37,7 @@ def _write(ctx: BuildContext, kind: str, params_state: Any, **fields: Any) -> Bu
         "params": PARAMS,
         "inputs": list(ctx.config.inputs),
         "input_specs": {n: {"shape": s.shape[1:], "dtype": s.dtype} for n, s in ctx.config.inputs.items()},
-        "outputs": ctx.source_info["output_names"],
+        "outputs": ctx.source_info.output_names,
         **fields,
     }
     write_json(ctx.out_dir / ENTRY, spec)

@@ -27,7 +27,7 @@ PACKAGE = "model.pt2"
 
 
 def _write(ctx: BuildContext, **fields: Any) -> None:
-    names = {"inputs": list(ctx.config.inputs), "outputs": ctx.source_info["output_names"]}
+    names = {"inputs": list(ctx.config.inputs), "outputs": ctx.source_info.output_names}
     write_json(ctx.out_dir / ENTRY, names | fields)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
+from pipeline.core.config import InputSpec
 from pipeline.core.files import write_json
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE, AsExported
@@ -55,7 +56,7 @@ class TensorRtQdqConfig(StaticConfig, TensorRtConfig):
 
 
 def profile_shapes(
-    inputs: dict[str, dict[str, Any]],
+    inputs: dict[str, InputSpec],
     dims: dict[str, int],
     dim_sweep: dict[str, list[int]],
     max_batch: int,
@@ -67,7 +68,7 @@ def profile_shapes(
     shapes = {}
     for name, spec in inputs.items():
         low, opt, high = [], [], []
-        for axis, dim in enumerate(spec["shape"]):
+        for axis, dim in enumerate(spec.shape):
             if isinstance(dim, int):
                 values = [dim]
             elif axis == 0:
@@ -93,7 +94,7 @@ def ort_profile_options(shapes: dict[str, tuple[Shape, Shape, Shape]]) -> dict[s
 def shapes_for(ctx: BuildContext, config: TensorRtConfig) -> dict[str, tuple[Shape, Shape, Shape]]:
     max_batch = ctx.max_batch(config.max_batch)
     info = ctx.source_info
-    return profile_shapes(info["inputs"], info["dims"], ctx.config.dim_sweep, max_batch, ctx.fixed_batch)
+    return profile_shapes(info.inputs, info.dims, ctx.config.dim_sweep, max_batch, ctx.fixed_batch)
 
 
 def with_profile(result: BuildResult, ctx: BuildContext, config: TensorRtConfig) -> BuildResult:
@@ -159,7 +160,7 @@ def build_engine(ctx: BuildContext, onnx_path: Path, config: TensorRtConfig) -> 
         "compute_capability": gpu.get("compute_capability"),
         "key": engine_cache_key(onnx_path, trt.__version__, gpu),
         "inputs": list(shapes),
-        "outputs": ctx.source_info["output_names"],
+        "outputs": ctx.source_info.output_names,
         "profile_shapes": {k: [list(s) for s in v] for k, v in shapes.items()},
     }
     write_json(ctx.out_dir / ENGINE_INFO, facts)

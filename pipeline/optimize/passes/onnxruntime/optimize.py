@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pipeline.core import onnx_files
 from pipeline.core.onnx_files import graph_stats
+from pipeline.core.records.source import Family
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
 
@@ -30,7 +31,7 @@ class OrtOptimizeConfig(NoConfig):
 FUSED = "fused.onnx"  # scratch: the transformer optimizer's output
 
 
-def optimizer_type(family: dict[str, Any], configured: str = "auto") -> tuple[str, str]:
+def optimizer_type(family: Family, configured: str = "auto") -> tuple[str, str]:
     """ORT transformer optimizer's model type and why: the configured one, else the architecture the
     model's config names when ORT has fusions for it (`vit`: its attention is not BERT's pattern),
     else `bert` (the encoder fusions most exported transformers match)."""
@@ -38,7 +39,7 @@ def optimizer_type(family: dict[str, Any], configured: str = "auto") -> tuple[st
 
     if configured != "auto":
         return configured, "configured"
-    architecture = family.get("architecture")
+    architecture = family.architecture
     if architecture in MODEL_TYPES:
         return architecture, f"auto: the model's architecture ({architecture})"
     return "bert", f"auto: {f'no ORT fusions for {architecture}' if architecture else 'architecture unknown'}, bert"
@@ -53,7 +54,7 @@ def fuse_transformer(ctx: BuildContext, transformer_type: str = "auto") -> tuple
 
     family = ctx.family
     transformer_type, why = optimizer_type(family, transformer_type)
-    heads, hidden = family.get("num_heads", 0), family.get("hidden_size", 0)
+    heads, hidden = family.num_heads or 0, family.hidden_size or 0
     optimized = optimize_model(
         str(ctx.exported_onnx), model_type=transformer_type, num_heads=heads, hidden_size=hidden, opt_level=0
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import NotApplicable
+from pipeline.core.records.source import Family
 from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
 from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
 from pipeline.optimize.passes.onnxruntime.optimize import fuse_transformer
@@ -68,11 +69,11 @@ class DynamicInt8(Pass):
 
     Config = DynamicConfig
 
-    def not_for(self, config: DynamicConfig, family: dict[str, Any]) -> str | None:
-        if family.get("model_type") != "cnn" or config.op_types is not None:
+    def not_for(self, config: DynamicConfig, family: Family) -> str | None:
+        if family.model_type != "cnn" or config.op_types is not None:
             return None
         return (
-            f"a convolutional model ({family.get('how', 'model_type: cnn')}): ORT's dynamic ConvInteger has no "
+            f"a convolutional model ({family.how or 'model_type: cnn'}): ORT's dynamic ConvInteger has no "
             "fast CPU kernel and ORT recommends static INT8 (onnx_int8_static) for CNNs; op_types: [Conv, MatMul] "
             "builds it anyway"
         )

@@ -54,7 +54,7 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
     model = ov.convert_model(module, example_input=example, input=shapes)
     for port, name in zip(model.inputs, ctx.config.inputs, strict=True):  # the spec's names, as in ONNX
         port.get_tensor().set_names({name})
-    for port, name in zip(model.outputs, ctx.source_info["output_names"], strict=True):
+    for port, name in zip(model.outputs, ctx.source_info.output_names, strict=True):
         port.get_tensor().set_names({name})
     return model
 
