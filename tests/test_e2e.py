@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.core import onnx_files
+from pipeline.core import onnx_files, records
+from pipeline.core.files import read_json
+from pipeline.core.records import build as build_record
+from pipeline.core.records import env as env_record
+from pipeline.core.records import manifest as manifest_record
+from pipeline.core.records import profile as profile_record
+from pipeline.core.records import source as source_record
 from tests.conftest import HF_WORDS, copy_project, write_hf_folder, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
 from tests.pipeline_runs import (
@@ -288,6 +294,42 @@ def test_bring_your_own_onnx_without_data(project):
     assert report.count("`torch_eager`") == 1 and reason in report
     export = json.loads((root / "reports" / "export" / "byo_onnx.json").read_text())
     assert export["status"] == "ok" and export["parity"] == "ok"
+
+
+HANDOFFS = {  # every JSON one stage hands another, and the typed record that reads it
+    "artifacts/*/source/source.json": lambda p: source_record.SourceRecord.model_validate(read_json(p)),
+    "artifacts/*/*/build.json": lambda p: build_record.load(p.parent),
+    "reports/details/*/*.json": lambda p: records.parse(read_json(p)),
+    "reports/metrics/*/*.json": lambda p: records.Metrics.model_validate(read_json(p)),
+    "reports/selection/*.json": lambda p: records.parse_choice(read_json(p)),
+    "reports/profile/*/*.json": lambda p: profile_record.Profile.model_validate(read_json(p)),
+    "reports/export/*.json": lambda p: source_record.ExportReport.model_validate(read_json(p)),
+    "reports/env.json": lambda p: env_record.parse(read_json(p)),
+    "deploy/*/manifest.json": lambda p: manifest_record.load(p.parent),
+}
+NOT_HANDOFFS = (  # read by nothing but DVC or a person: code hashes, plot rows, logs, library versions
+    "reports/plan/*.json",
+    "reports/plots/*/*.json",
+    "reports/train/*.json",
+    "reports/bench_plan.json",
+    "reports/benchmarks/*.json",
+    "reports/software.json",
+    "reports/logs/**/*.json",
+)
+
+
+def test_every_json_a_repro_writes_loads_through_its_typed_record(project):
+    """A file a stage writes is read through one typed record (pipeline.core.records): each one the
+    repro wrote loads, and none is left out of both lists. Files inside an artifact (an entry the
+    runtime reads, a tokenizer) are the artifact, not a hand-off."""
+    root, _ = project
+    artifact_files = {p for p in (root / "artifacts").rglob("*.json") if p.name not in ("source.json", "build.json")}
+    artifact_files |= {p for p in (root / "deploy").rglob("*.json") if p.name != "manifest.json"}
+    loaded = {path for pattern, load in HANDOFFS.items() for path in root.glob(pattern) if load(path) is not None}
+    listed = {path for pattern in NOT_HANDOFFS for path in root.glob(pattern)}
+    written = {p for folder in ("artifacts", "reports", "deploy") for p in (root / folder).rglob("*.json")}
+    assert written - loaded - listed - artifact_files == set()
+    assert {p.name for p in loaded} >= {"source.json", "build.json", "manifest.json", "env.json"}
 
 
 def test_metrics_are_readable_by_dvc_and_the_summary(project):
