@@ -90,7 +90,7 @@ def main() -> None:
     folders: dict[str, str] = {}
     try:
         params_file = root / PARAMS_FILE
-        assert build_variant(model, BASELINE, load_params(params_file), root)["status"] == "ok"
+        assert build_variant(model, BASELINE, load_params(params_file), root).ok
         folders[BASELINE] = str(layout.variant_dir(model, BASELINE, root))
         print(f"{args.hf or model}: {args.variant} recipes ({fingerprint().cpu.model}); worst-row cosine "
               "and neighbour recall@10 to FP32")  # fmt: skip
@@ -101,9 +101,9 @@ def main() -> None:
             params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
             info = build_variant(model, args.variant, load_params(params_file), root)
             name = "_".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
-            row = rows[name] = {**knobs, "status": info["status"]}
-            if info["status"] != "ok":
-                print(f"{name:24} {info['status']}: {info['reason'][:80]}")
+            row = rows[name] = {**knobs, "status": info.status}
+            if not info.ok:
+                print(f"{name:24} {info.status}: {info.reason[:80]}")
                 continue
             where = {"root": str(root), "model": model, "variant": args.variant,
                      "row_files": [layout.VALIDATION, layout.REFERENCE]}  # fmt: skip

@@ -20,8 +20,10 @@ import yaml
 from benchmarks.smoke import SMOKE_SETTINGS, merged
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params, model_dir
-from pipeline.core.files import read_json
 from pipeline.core.isolate import call
+from pipeline.core.records import build as build_record
+from pipeline.core.records import source as source_record
+from pipeline.core.records.build import BuildRecord
 from pipeline.optimize.stage import build_variant
 from pipeline.prepare.export import export_model
 
@@ -46,8 +48,8 @@ def scratch_project(model: str, variants: list[str], overrides: dict[str, Any] |
     loaded = load_params(root / PARAMS_FILE)
     for variant in variants:
         info = build_variant(model, variant, loaded, root)
-        if info["status"] != "ok":
-            raise RuntimeError(f"{model}/{variant}: {info['status']}: {info['reason']}")
+        if not info.ok:
+            raise RuntimeError(f"{model}/{variant}: {info.status}: {info.reason}")
     return root
 
 
@@ -85,11 +87,11 @@ def export_in(model: str, root: str) -> dict[str, Any]:
     return export_model(model, load_params(Path(root) / PARAMS_FILE), Path(root))
 
 
-def entry(root: Path, model: str, variant: str) -> tuple[Path, dict[str, Any]]:
-    """The built file of a variant and its runtime configuration."""
+def entry(root: Path, model: str, variant: str) -> tuple[Path, BuildRecord]:
+    """The built file of a variant and its build record (with the runtime configuration)."""
     folder = layout.variant_dir(model, variant, root)
-    build = read_json(folder / layout.BUILD_INFO)
-    return folder / build["entry"], build
+    build = build_record.load(folder)
+    return folder / build.entry, build
 
 
 def fidelity_on(root: str, model: str, variant: str, row_files: list[str]) -> dict[str, Any]:
@@ -101,9 +103,9 @@ def fidelity_on(root: str, model: str, variant: str, row_files: list[str]) -> di
     from pipeline.core.evaluate import fidelity_block
 
     path, build = entry(Path(root), model, variant)
-    session = runtimes.load(build["runtime"], path, 1, build["runtime_config"])
+    session = runtimes.load(build.runtime, path, 1, build.runtime_config)
     source = layout.source_dir(model, Path(root))
-    fixed = read_json(source / layout.SOURCE_INFO).get("fixed_batch")  # a file that fixes its batch runs at it
+    fixed = source_record.load(model, Path(root)).fixed_batch  # a file that fixes its batch runs at it
     found = {}
     for name in row_files:
         rows = DataSet.load(source / name)

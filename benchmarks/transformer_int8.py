@@ -71,7 +71,7 @@ def measure(model: str, folder: Path, seq: int, batch: int, variants: list[str],
         rows: dict[str, dict[str, Any]] = {}
         for variant in variants:
             info = build_variant(model, variant, params, root)
-            rows[variant] = {"status": info["status"], "reason": info["reason"], "build": info.get("build", {})}
+            rows[variant] = {"status": info.status, "reason": info.reason, "build": info.build.as_dict()}
         ok = [v for v, r in rows.items() if r["status"] == "ok"]
         for variant in ok:
             where = {"root": str(root), "model": model, "variant": variant, "row_files": [layout.REFERENCE]}

@@ -16,6 +16,7 @@ from pipeline.core.config import Constraints, InputSpec, Params, SelectConfig, v
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
 from pipeline.core.records.build import RuntimeConfig
+from pipeline.core.records.env import Probe
 from pipeline.core.targets import Target, target_for
 from pipeline.decide.selection import screen
 from pipeline.machine import probe as target_probe
@@ -84,7 +85,7 @@ def test_provider_lists_follow_target_and_build(tmp_path, monkeypatch):
     ]
     model = tmp_path / "model.onnx"
     model.write_bytes(b"onnx bytes")
-    gpu = {"gpu": "NVIDIA H100", "compute_capability": "9.0"}
+    gpu = {"available": True, "gpu": "NVIDIA H100", "compute_capability": "9.0"}
     monkeypatch.setattr(target_probe, "probe_cuda", lambda index: gpu)
     monkeypatch.setattr(target_probe, "external_weights", lambda path: [])
     chain = ort.providers(
@@ -94,7 +95,7 @@ def test_provider_lists_follow_target_and_build(tmp_path, monkeypatch):
     assert name == "TensorrtExecutionProvider" and [p[0] for p in chain[1:2]] == ["CUDAExecutionProvider"]
     assert options["trt_fp16_enable"] and not options["trt_int8_enable"]
     assert options["trt_profile_min_shapes"] == "x:1x12" and options["device_id"] == 0
-    key = engine_cache_key(model, ort.tensorrt_version(), gpu)
+    key = engine_cache_key(model, ort.tensorrt_version(), Probe.model_validate(gpu))
     assert options["trt_engine_cache_path"] == str(tmp_path / "trt_cache" / key)
 
 
@@ -113,11 +114,13 @@ def test_engine_cache_key_names_model_tensorrt_and_gpu(tmp_path):
     model = tmp_path / "model.onnx"
     onnx.save_model(helper.make_model(graph), str(model), save_as_external_data=True, location="model.onnx.data",
                     size_threshold=0)  # fmt: skip
-    h100 = {"gpu": "NVIDIA H100", "compute_capability": "9.0"}
+    h100 = Probe(available=True, gpu="NVIDIA H100", compute_capability="9.0")
     key = engine_cache_key(model, "11.4", h100)
-    assert key == engine_cache_key(model, "11.4", dict(h100))
+    assert key == engine_cache_key(model, "11.4", h100.model_copy())
     assert key != engine_cache_key(model, "11.5", h100)
-    assert key != engine_cache_key(model, "11.4", h100 | {"gpu": "NVIDIA A100", "compute_capability": "8.0"})
+    assert key != engine_cache_key(
+        model, "11.4", h100.model_copy(update={"gpu": "NVIDIA A100", "compute_capability": "8.0"})
+    )
     data = tmp_path / "model.onnx.data"
     data.write_bytes(np.full((4, 4), 2, np.float32).tobytes())  # other weights, same graph file
     assert key != engine_cache_key(model, "11.4", h100)

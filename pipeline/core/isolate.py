@@ -19,6 +19,7 @@ import tempfile
 import threading
 import traceback
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +76,22 @@ def _tree_rss_mb(pid: int) -> float:
     return total / 1e6
 
 
-def _watch_memory(process: subprocess.Popen, limit_mb: float, verdict: dict[str, float], stop: threading.Event) -> None:
+@dataclass
+class Usage:
+    """What the child's process tree took: its peak resident memory, sampled every 0.1 s, and where it
+    was killed for going past the limit (None: it was not)."""
+
+    peak_mb: float = 0.0
+    killed_at_mb: float | None = None
+
+
+def _watch_memory(process: subprocess.Popen, limit_mb: float, verdict: Usage, stop: threading.Event) -> None:
     """Kill the child's process group before the kernel's OOM killer takes the whole stage."""
     while not stop.wait(0.1):
         used = _tree_rss_mb(process.pid)
-        verdict["peak_mb"] = max(verdict.get("peak_mb", 0.0), used)
+        verdict.peak_mb = max(verdict.peak_mb, used)
         if used > limit_mb:
-            verdict["killed_at_mb"] = used
+            verdict.killed_at_mb = used
             os.killpg(process.pid, signal.SIGKILL)
             return
 
@@ -98,7 +108,7 @@ def call(
     env: dict[str, str] | None = None,
     limit_mb: float | None = None,
     log: Path | None = None,
-    usage: dict[str, float] | None = None,
+    usage: Usage | None = None,
 ) -> Any:
     """Return `target(**kwargs)` computed in a child process, or raise IsolatedFailure.
 
@@ -106,11 +116,11 @@ def call(
     available at its start) is killed and the failure says so: one model too big for this
     machine must not bring the kernel's OOM killer down on the whole `dvc repro`. When the call
     fails (not when it does not apply), the child's whole stderr is kept at `log`. `usage`, when
-    given, receives the child's peak resident memory (`peak_mb`, sampled every 0.1 s)."""
+    given, receives the child's peak resident memory."""
     limit = limit_mb if limit_mb is not None else memory_limit_mb()
     with tempfile.TemporaryDirectory(prefix="isolate-") as tmp:
         try:
-            return _call(target, kwargs, timeout, env, limit, Path(tmp), usage if usage is not None else {})
+            return _call(target, kwargs, timeout, env, limit, Path(tmp), usage or Usage())
         except IsolatedFailure as failure:
             if log is not None and not failure.skip_kind:
                 log.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +130,7 @@ def call(
 
 
 def _call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, str] | None, limit: float,
-          tmp: Path, memory: dict[str, float]) -> Any:  # fmt: skip
+          tmp: Path, memory: Usage) -> Any:  # fmt: skip
     """`call`'s work, in the temporary folder `tmp` (request, result and the child's stderr)."""
     request, result = tmp / "request.json", tmp / "result.json"
     request.write_text(json.dumps({"target": target, "kwargs": kwargs}))
@@ -149,16 +159,16 @@ def _call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, st
         stop.set()
         pump.join(timeout=5)
         keep.close()
-    if "killed_at_mb" in memory:
+    if memory.killed_at_mb is not None:
         raise IsolatedFailure(
-            f"stopped at {memory['killed_at_mb']:,.0f} MB resident: more than the {limit:,.0f} MB this machine "
+            f"stopped at {memory.killed_at_mb:,.0f} MB resident: more than the {limit:,.0f} MB this machine "
             "could give it (90% of the memory available at its start)"
         )
     if result.exists():
         outcome = json.loads(result.read_text())
         if outcome["ok"]:
             return outcome["value"]
-        raise IsolatedFailure(outcome["reason"], outcome.get("skip_kind"))
+        raise IsolatedFailure(outcome["reason"], outcome["skip_kind"])  # the child below writes both
     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
     last = tail[-1] if tail else "no output"
     raise IsolatedFailure(

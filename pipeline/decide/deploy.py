@@ -21,7 +21,7 @@ from pipeline import __version__
 from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.files import atomic_dir, iter_files, read_json, sha256
-from pipeline.core.records import Records, VariantRecord
+from pipeline.core.records import Records, VariantRecord, code_entry
 from pipeline.core.records import build as build_record
 from pipeline.core.records import env as records_env
 from pipeline.core.records import manifest as manifest_record
@@ -78,7 +78,7 @@ def _package(model: str, artifact: Path, record: VariantRecord, params: Params, 
         if path.name != layout.BUILD_INFO:
             (shutil.copytree if path.is_dir() else shutil.copy2)(path, out / path.name)
     entry = out / build.entry
-    factory = read_json(entry).get("factory") if entry.suffix == ".json" else None  # a code artifact's entry
+    factory = code_entry.load(entry).factory if entry.suffix == ".json" else None  # a code artifact's entry
     if factory:
         copy_module_code(factory.partition(":")[0], root, out / CODE)
     config = params.model(model)

@@ -88,12 +88,12 @@ def recorded_probe(target: str, root: Path = Path(".")) -> Probe:
     return recorded or Probe.model_validate(probe(target))
 
 
-def engine_cache_key(model: Path, tensorrt_version: str, gpu: dict[str, Any]) -> str:
+def engine_cache_key(model: Path, tensorrt_version: str, gpu: Probe) -> str:
     """A TensorRT engine is valid for one model, one TensorRT version and one GPU model: the key
     names all four (the model's bytes, external weights included), so a changed one never loads."""
     digest = hashlib.sha256()
     for path in [model, *external_weights(model)]:
         digest.update(path.read_bytes())
-    facts = f"trt={tensorrt_version};gpu={gpu.get('gpu')};cc={gpu.get('compute_capability')}"
+    facts = f"trt={tensorrt_version};gpu={gpu.gpu};cc={gpu.compute_capability}"
     digest.update(facts.encode())
     return digest.hexdigest()[:16]

@@ -15,7 +15,7 @@ from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.files import size_mb, write_json
 from pipeline.core.isolate import IsolatedFailure, call
-from pipeline.core.records import Kind, VariantRecord
+from pipeline.core.records import Kind, Measured, VariantRecord
 from pipeline.core.records import build as build_record
 from pipeline.core.records import profile as profile_record
 from pipeline.core.records import source as source_record
@@ -89,13 +89,13 @@ def benchmark_variant(model: str, variant: str, params: Params, root: Path = Pat
                     env=thread_env(facts["threads"]),
                     log=layout.log_file(model, variant, "bench", root),
                 )
-            measured = result["measured"]
-            facts |= measured | {
+            measured = Measured.model_validate(result["measured"])
+            facts |= result["measured"] | {
                 "process_s": round(time.perf_counter() - start, 3),
                 "waited_s": round(waited, 3),  # for the machine lock: builds or a benchmark were running
             }
             profile = Profile.model_validate(result["profile"])
-            facts |= honest_precision(build.precision, measured.get("inference_precision"), build.build)
+            facts |= honest_precision(build.precision, measured.inference_precision, build.build)
             facts |= in_sample(build.build, source_record.load(model, root))
         except IsolatedFailure as failure:
             command = f"python stages/bench.py {model} {variant}"

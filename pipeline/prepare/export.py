@@ -42,7 +42,7 @@ from pipeline.core.data import (
 from pipeline.core.errors import ConfigError, PipelineError, first_line
 from pipeline.core.evaluate import task_metric
 from pipeline.core.files import atomic_dir, tree_digest, write_json
-from pipeline.core.isolate import IsolatedFailure, call
+from pipeline.core.isolate import IsolatedFailure, Usage, call
 from pipeline.core.memory import batch_limit, batch_size
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
@@ -271,7 +271,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
     config = with_token_ranges(config, evaluation)
     with atomic_dir(layout.source_dir(name, root)) as tmp:
         onnx_path = tmp / layout.EXPORTED_ONNX
-        start, usage = time.perf_counter(), {}
+        start, usage = time.perf_counter(), Usage()
         try:
             exported = call(
                 "pipeline.prepare.export:export_onnx_file",
@@ -291,7 +291,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         except IsolatedFailure as failure:
             exported, export_failure = {}, f"ONNX export failed: {failure}"
         exported["export_process_s"] = time.perf_counter() - start
-        exported["export_peak_mb"] = round(usage.get("peak_mb", 0.0), 1)  # the converter's process tree
+        exported["export_peak_mb"] = round(usage.peak_mb, 1)  # the converter's process tree
         start = time.perf_counter()
         source = load_source(name, config, root, dims)  # a model that cannot load fails here, alone
         load_s = time.perf_counter() - start
@@ -325,7 +325,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         evaluation.save(tmp / layout.REFERENCE)
         calibration.save(tmp / layout.CALIBRATION)
         validation.save(tmp / layout.VALIDATION)
-        fixed = report.get("fixed_batch", fixed)  # an ONNX file whose batch was proven relaxable
+        fixed = report["fixed_batch"]  # the exporter's, when it proved an ONNX file's batch relaxable
         try:
             if export_failure:
                 raise PipelineError(export_failure)

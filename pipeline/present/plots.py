@@ -98,7 +98,7 @@ def _draw_tradeoff(axes: Any, plotted: list[dict[str, Any]], percentile: str) ->
     """Latency vs quality loss: every variant, the Pareto front of the feasible ones, the choice."""
     for feasible, style in ((False, {"marker": "x", "color": "#999999"}), (True, {"marker": "o", "color": "#4c72b0"})):
         points = [r for r in plotted if r["feasible"] == feasible and r["quality_loss"] is not None]
-        spans = [r for r in points if r.get("latency_low_ms") is not None]
+        spans = [r for r in points if r["latency_low_ms"] is not None]
         if spans:  # the p50's 95% interval
             axes.errorbar(
                 [r["latency_ms"] for r in spans],

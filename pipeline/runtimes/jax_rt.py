@@ -17,26 +17,26 @@ import numpy as np
 from flax import serialization
 
 from pipeline.core.data import Arrays
-from pipeline.core.files import read_json
 from pipeline.core.model_code import as_list, import_object
+from pipeline.core.records import code_entry
 from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import Session, code_root
 
 
 class JaxSession(Session):
     def __init__(self, entry: Path, threads: int, config: RuntimeConfig) -> None:
-        spec = read_json(entry)
-        state = serialization.msgpack_restore((entry.parent / spec["params"]).read_bytes())
-        if spec["kind"] == "export":
-            exported = jax.export.deserialize(bytearray((entry.parent / spec["exported"]).read_bytes()))
+        spec = code_entry.load(entry)
+        state = serialization.msgpack_restore((entry.parent / (spec.params or "")).read_bytes())
+        if spec.kind == "export":
+            exported = jax.export.deserialize(bytearray((entry.parent / (spec.exported or "")).read_bytes()))
             function, params = jax.jit(exported.call), state
         else:
-            apply, template = import_object(spec["factory"], code_root(config), "jax artifact")(**spec["factory_args"])
+            apply, template = import_object(spec.factory or "", code_root(config), "jax artifact")(**spec.factory_args)
             function, params = jax.jit(apply), serialization.from_state_dict(template, state)
         self._function, self._params = function, jax.device_put(params)
-        self.input_names, self.output_names, self._kind = spec["inputs"], spec["outputs"], spec["kind"]
+        self.input_names, self.output_names, self._kind = spec.inputs, spec.outputs, spec.kind
         if config.compile_at_load:  # one batch-1 call: jit compiles and caches per input shape
-            zeros = [np.zeros((1, *s["shape"]), s["dtype"]) for s in spec["input_specs"].values()]
+            zeros = [np.zeros((1, *s.shape), s.dtype) for s in spec.input_specs.values()]
             jax.block_until_ready(self._function(self._params, *zeros))
 
     def run(self, inputs: Arrays) -> Arrays:

@@ -23,6 +23,7 @@ import onnxruntime as ort
 
 from pipeline.core.data import Arrays
 from pipeline.core.records.build import RuntimeConfig
+from pipeline.core.records.env import Probe
 from pipeline.runtimes.base import OpTime, Session
 
 
@@ -54,7 +55,7 @@ def providers(path: Path, target: str, config: RuntimeConfig) -> list[Any]:
 def tensorrt_options(path: Path, target: str, config: RuntimeConfig) -> dict[str, Any]:
     from pipeline.machine.probe import engine_cache_key, probe_cuda
 
-    gpu = probe_cuda(int(target.partition(":")[2] or 0))
+    gpu = Probe.model_validate(probe_cuda(int(target.partition(":")[2] or 0)))
     cache = path.parent / CACHE_DIR / engine_cache_key(path, tensorrt_version(), gpu)
     cache.mkdir(parents=True, exist_ok=True)
     return {

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from pipeline.core.data import Arrays
-from pipeline.core.files import read_json
+from pipeline.core.records import code_entry
 from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import OpTime, Session, code_root
 from pipeline.runtimes.torch_module import as_tuple, build_module
@@ -33,23 +33,18 @@ class TorchSession(Session):
         self._device = torch.device(target)
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
-        spec = read_json(entry)
-        if "package" in spec:
-            self._module = torch._inductor.aoti_load_package(str(entry.parent / spec["package"]))
+        spec = code_entry.load(entry)
+        if spec.package:
+            self._module = torch._inductor.aoti_load_package(str(entry.parent / spec.package))
             self._mode = "AOTInductor package"
         else:
-            weights = entry.parent / spec["weights"] if spec["weights"] else None
+            weights = entry.parent / spec.weights if spec.weights else None
             self._module = build_module(
-                spec["factory"],
-                spec["factory_args"],
-                weights,
-                code_root(config),
-                "torch artifact",
-                spec.get("init_seed", 0),
+                spec.factory or "", spec.factory_args, weights, code_root(config), "torch artifact", spec.init_seed
             )
             self._module = self._module.to(self._device)
             self._mode = "eager, grad disabled"
-        self.input_names, self.output_names = spec["inputs"], spec["outputs"]
+        self.input_names, self.output_names = spec.inputs, spec.outputs
         self._threads = threads
 
     def _tensors(self, inputs: Arrays) -> list[torch.Tensor]:

@@ -21,6 +21,7 @@ from cuda.bindings import runtime as cudart
 from pipeline.core.data import Arrays
 from pipeline.core.files import read_json
 from pipeline.core.records.build import RuntimeConfig
+from pipeline.core.records.env import Probe
 from pipeline.runtimes.base import Session
 
 
@@ -50,9 +51,9 @@ class TrtSession(Session):
 
         info = read_json(entry)
         index = int(target.partition(":")[2] or 0)
-        gpu = probe_cuda(index)
-        built_for = (info["tensorrt"], info["gpu"], info["compute_capability"])
-        here = (trt.__version__, gpu.get("gpu"), gpu.get("compute_capability"))
+        gpu = Probe.model_validate(probe_cuda(index))
+        built_for = (info["tensorrt"], info["gpu"], info["compute_capability"])  # the engine's own facts file
+        here = (trt.__version__, gpu.gpu, gpu.compute_capability)
         if built_for != here:
             raise RuntimeError(
                 f"{entry}: engine built for TensorRT {built_for[0]} on {built_for[1]} (sm {built_for[2]}), "

@@ -19,7 +19,8 @@ from typing import Any
 
 from pipeline.core.config import model_dir
 from pipeline.core.errors import PipelineError, Unavailable, first_line
-from pipeline.core.files import write_json
+from pipeline.core.records import code_entry
+from pipeline.core.records.code_entry import ArraySpec, CodeEntry
 from pipeline.optimize.applicability import not_installed
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
@@ -32,15 +33,10 @@ def _write(ctx: BuildContext, kind: str, params_state: Any, **fields: Any) -> Bu
     from flax import serialization
 
     (ctx.out_dir / PARAMS).write_bytes(serialization.msgpack_serialize(params_state))
-    spec = {
-        "kind": kind,
-        "params": PARAMS,
-        "inputs": list(ctx.config.inputs),
-        "input_specs": {n: {"shape": s.shape[1:], "dtype": s.dtype} for n, s in ctx.config.inputs.items()},
-        "outputs": ctx.source_info.output_names,
-        **fields,
-    }
-    write_json(ctx.out_dir / ENTRY, spec)
+    specs = {name: ArraySpec(shape=s.shape[1:], dtype=s.dtype) for name, s in ctx.config.inputs.items()}
+    entry = CodeEntry(kind=kind, params=PARAMS, inputs=list(ctx.config.inputs), input_specs=specs,
+                      outputs=ctx.source_info.output_names, **fields)  # fmt: skip
+    code_entry.write(entry, ctx.out_dir / ENTRY)
     return BuildResult(ENTRY, {"kind": kind, **{k: v for k, v in fields.items() if k != "factory_args"}},
                        runtime_config={"compile_at_load": True})  # fmt: skip
 

@@ -18,7 +18,8 @@ import shutil
 from typing import Any
 
 from pipeline.core.config import model_dir
-from pipeline.core.files import write_json
+from pipeline.core.records import code_entry
+from pipeline.core.records.code_entry import CodeEntry
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 ENTRY = "torch_model.json"
@@ -27,8 +28,8 @@ PACKAGE = "model.pt2"
 
 
 def _write(ctx: BuildContext, **fields: Any) -> None:
-    names = {"inputs": list(ctx.config.inputs), "outputs": ctx.source_info.output_names}
-    write_json(ctx.out_dir / ENTRY, names | fields)
+    entry = CodeEntry(inputs=list(ctx.config.inputs), outputs=ctx.source_info.output_names, **fields)
+    code_entry.write(entry, ctx.out_dir / ENTRY)
 
 
 def source_module(ctx: BuildContext) -> Any:

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from pipeline.core.config import InputSpec
 from pipeline.core.files import write_json
+from pipeline.core.records.env import Probe
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE, AsExported
 from pipeline.optimize.passes.onnxruntime.fp16 import Float16, Float16Config
@@ -152,12 +153,12 @@ def build_engine(ctx: BuildContext, onnx_path: Path, config: TensorRtConfig) -> 
     if engine is None:
         raise RuntimeError("TensorRT could not build an engine (its log is in the build log)")
     (ctx.out_dir / ENGINE).write_bytes(bytes(engine))
-    gpu = probe_cuda(int(ctx.target.partition(":")[2] or 0))
+    gpu = Probe.model_validate(probe_cuda(int(ctx.target.partition(":")[2] or 0)))
     facts = {
         "engine": ENGINE,
         "tensorrt": trt.__version__,
-        "gpu": gpu.get("gpu"),
-        "compute_capability": gpu.get("compute_capability"),
+        "gpu": gpu.gpu,
+        "compute_capability": gpu.compute_capability,
         "key": engine_cache_key(onnx_path, trt.__version__, gpu),
         "inputs": list(shapes),
         "outputs": ctx.source_info.output_names,
