@@ -21,8 +21,9 @@ from pathlib import Path
 from benchmarks.smoke import written_to
 from pipeline.core import records
 from pipeline.core.config import InputSpec
-from pipeline.core.data import check_input_values, check_inputs, generate_inputs
+from pipeline.core.data import generate_inputs
 from pipeline.core.files import write_json
+from pipeline.core.inputs import check_input_values, check_inputs
 
 ROWS, SEQ, VOCAB = 32, 64, 30522
 TOKENS = {

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from pipeline.core.config import InputSpec
-from pipeline.core.data import DataSet, batches, check_inputs, concat, generate_inputs, load_user_data
+from pipeline.core.data import DataSet, batches, concat, generate_inputs
 from pipeline.core.errors import ModelFileError
+from pipeline.core.inputs import check_inputs, load_user_data
 
 SPECS = {"x": InputSpec(shape=["batch", 3, 4]), "ids": InputSpec(shape=["batch", 5], dtype="int64", low=0, high=7)}
 

@@ -16,7 +16,8 @@ from pipeline.core.memory import batch_limit, batch_size, peak_rss_growth_mb
 from pipeline.measure.stage import benchmark_variant
 from pipeline.optimize.stage import build_variant
 from pipeline.prepare.check import check_models
-from pipeline.prepare.export import export_model, held_out_sets, token_bounds, user_eval_set
+from pipeline.prepare.export import export_model, token_bounds
+from pipeline.prepare.held_out import held_out_sets, user_eval_set
 from tests.conftest import tiny_config
 
 

@@ -14,8 +14,8 @@ from onnxconverter_common import float16
 from pipeline.ci import remeasure
 from pipeline.core.records.build import BuildFacts
 from pipeline.machine import fingerprint
+from pipeline.measure.clock import CpuClock
 from pipeline.measure.stage import honest_precision
-from pipeline.measure.worker import CpuClock
 from pipeline.optimize.plan import variant_code
 from pipeline.runtimes import ort
 
@@ -53,7 +53,7 @@ def test_other_processes_cpu_is_counted_inside_the_timed_intervals_only(monkeypa
     The clocks are simulated: this tests the accounting, not how busy this machine is right now."""
     from collections import namedtuple
 
-    from pipeline.measure import worker
+    from pipeline.measure import clock as worker
 
     Times = namedtuple("Times", "user system idle")
     clock_now = {"wall": 0.0, "others_busy": 0.0}

@@ -6,15 +6,16 @@ import numpy as np
 import pytest
 
 from pipeline.core.config import LatencyConfig, ThroughputConfig, WarmupConfig
+from pipeline.core.records import LatencyStats
 from pipeline.measure import harness, stats
-from pipeline.measure.stats import LatencyStats, spread_pct
+from pipeline.measure.stats import spread_pct
 
 
 def test_latency_stats_from_ns():
     stats = LatencyStats.from_ns(np.array([1_000_000, 2_000_000, 3_000_000, 4_000_000]))
     assert stats.p50 == pytest.approx(2.5) and stats.mean == pytest.approx(2.5)
     assert stats.min == 1.0 and stats.max == 4.0 and stats.n == 4
-    assert set(stats.to_dict()) == {"p50", "p90", "p99", "mean", "std", "min", "max", "n"}
+    assert set(stats.model_dump()) == {"p50", "p90", "p99", "mean", "std", "min", "max", "n"}
 
 
 def test_spread():
@@ -114,8 +115,8 @@ def test_a_ratio_that_moves_during_the_contest_is_not_called_separated():
 
 
 def test_p99_is_low_confidence_below_1000_calls():
-    assert stats.LatencyStats.from_ns(np.ones(999)).p99_low_confidence
-    assert not stats.LatencyStats.from_ns(np.ones(1000)).p99_low_confidence
+    assert LatencyStats.from_ns(np.ones(999)).p99_low_confidence
+    assert not LatencyStats.from_ns(np.ones(1000)).p99_low_confidence
 
 
 def test_timed_blocks_run_with_the_garbage_collector_off(monkeypatch):

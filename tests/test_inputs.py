@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from pipeline.core.config import InputSpec
-from pipeline.core.data import check_inputs, dims_of, generate_inputs, padded_batches, run_batched
+from pipeline.core.data import generate_inputs, padded_batches, run_batched
 from pipeline.core.errors import ConfigError, ModelFileError
+from pipeline.core.inputs import check_inputs, dims_of
 
 TOKENS = {
     "input_ids": InputSpec(shape=["batch", "seq"], dtype="int64", kind="token_ids", high=500),

@@ -8,6 +8,10 @@ registry (pipeline.optimize.variant_lists), the knobs inside a variant's section
 `Config` (pipeline.optimize.knobs), both by `python -m pipeline check`, `python -m pipeline stages`
 and the plan stage; reading params.yaml imports no pass. Which variants apply to which model is
 pipeline.optimize.applicability's question.
+
+Longer than a module should be because params.yaml is: one pydantic model per section, each field
+with its bound and its description (the docs' knob tables are generated from them); split by section
+it would scatter one file's schema over many.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ class InputSpec(Strict):
     `kind` says what the values mean, so generated inputs look like real ones: `token_ids` are
     uniform in [low, high) (high: the vocabulary size), `attention_mask` is a run of 1s then 0s
     (lengths seeded between `low`, default 1, and the full length), `token_type_ids` 0s then 1s.
-    It also says what real values must be (data.check_input_values): token ids in [0, high), masks 0/1.
+    It also says what real values must be (inputs.check_input_values): token ids in [0, high), masks 0/1.
     """
 
     shape: list[int | str]

@@ -14,6 +14,9 @@ import, and the packages table is the one list that the environment fingerprint
 
 Each VARIANTS entry is also data to the plan (pipeline.optimize.plan): a variant's stages depend on
 its own entry's text, not on this whole file, so an edit to one entry reruns that variant's stages only.
+
+Longer than a module should be because the catalogue is: one entry per variant, runtime, package and
+source kind, in one table each, so an edit to a backend is one place to look.
 """
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ import numpy as np
 
 from pipeline.core.config import GenerationBench
 from pipeline.core.memory import RssSampler
-from pipeline.core.records import Generation, Measured, Throughput
+from pipeline.core.records import Generation, LatencyStats, Measured, Throughput
 from pipeline.core.records import source as source_record
-from pipeline.measure.stats import LatencyStats, median_interval
-from pipeline.measure.worker import latency_figures, load_variant
+from pipeline.measure.stats import median_interval
+from pipeline.measure.worker import load_variant
 from pipeline.runtimes.generator import Generator
 
 
@@ -143,7 +143,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
     measured = Measured(
         load_ms=loaded.load_ms,
         first_infer_ms=first_generation_ms,
-        latency_ms=latency_figures(tpot),
+        latency_ms=tpot,
         latency_is="time per output token (batch 1, greedy)",
         p50_ci_ms={"low": interval.low, "high": interval.high, "blocks": interval.blocks},
         p50_ci_pct=interval.half_width_pct,

@@ -9,6 +9,7 @@ garbage collector is off inside timed blocks (a collection would land in one cal
 from __future__ import annotations
 
 import gc
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.core.config import LatencyConfig, ThroughputConfig, WarmupConfig
-from pipeline.measure.stats import Interval, LatencyStats, median_interval
+from pipeline.core.config import BenchConfig, LatencyConfig, ThroughputConfig, WarmupConfig
+from pipeline.core.records import LatencyStats
+from pipeline.measure.stats import Interval, median_interval
 from pipeline.runtimes.base import AsyncQueue, ThreadQueue
 
 clock = time.perf_counter_ns
@@ -176,3 +178,16 @@ def harness_limit_rps(requests: int, seconds: float = 0.2) -> float:
     """Requests per second the thread-per-request queue reaches with calls that do nothing: a
     concurrent figure near this measures the harness, not the runtime."""
     return measure_concurrent(ThreadQueue([lambda: None] * requests), 1, seconds)
+
+
+def latency_uncertainty(latency: LatencyResult, bench: BenchConfig) -> dict[str, Any]:
+    """The p50's interval, whether it is noisy (wider than the target when the time cap came), and
+    whether the p99 rests on too few calls."""
+    interval = latency.p50_interval
+    known = math.isfinite(interval.half_width_pct)  # fewer than 5 blocks by the time cap: no interval
+    return {
+        "p50_ci_ms": {"low": interval.low, "high": interval.high, "blocks": interval.blocks} if known else None,
+        "p50_ci_pct": interval.half_width_pct if known else None,
+        "noisy": not known or interval.half_width_pct > bench.latency.target_pct,
+        "p99_low_confidence": latency.stats.p99_low_confidence,
+    }

@@ -20,7 +20,6 @@ from scipy import special  # not scipy.stats: its import takes ~1.2 s, paid by e
 
 CONFIDENCE = 0.95
 MIN_BLOCKS = 6  # the fewest values whose median has a 95% order-statistic interval
-P99_MIN_CALLS = 1000  # a p99 from fewer calls rests on fewer than 10 samples beyond it
 
 
 @dataclass(frozen=True)
@@ -94,51 +93,6 @@ def paired_ratio_interval(ratios: Sequence[float], segments: int = 5, confidence
     half = float(special.stdtrit(segments - 1, 0.5 + confidence / 2) * logs.std(ddof=1) / np.sqrt(segments))
     low, high = float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
     return Interval(robust.center, min(robust.low, low), max(robust.high, high), len(values), confidence)
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """Per-call latency in milliseconds (optimum-benchmark's shape: from_values, to_dict)."""
-
-    p50: float
-    p90: float
-    p99: float
-    mean: float
-    std: float
-    min: float
-    max: float
-    n: int
-
-    @classmethod
-    def from_ns(cls, samples_ns: np.ndarray) -> LatencyStats:
-        ms = np.asarray(samples_ns, dtype=np.float64) / 1e6
-        p50, p90, p99 = np.percentile(ms, [50, 90, 99])
-        return cls(
-            float(p50),
-            float(p90),
-            float(p99),
-            float(ms.mean()),
-            float(ms.std(ddof=1)) if len(ms) > 1 else 0.0,
-            float(ms.min()),
-            float(ms.max()),
-            len(ms),
-        )
-
-    @property
-    def p99_low_confidence(self) -> bool:
-        return self.n < P99_MIN_CALLS
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "p50": self.p50,
-            "p90": self.p90,
-            "p99": self.p99,
-            "mean": self.mean,
-            "std": self.std,
-            "min": self.min,
-            "max": self.max,
-            "n": self.n,
-        }
 
 
 def spread_pct(values: Sequence[float]) -> float:

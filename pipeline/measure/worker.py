@@ -15,68 +15,38 @@ never counted. CPU time, ours and other processes', is summed over the timed int
 from __future__ import annotations
 
 import importlib
-import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from pipeline.core import layout
-from pipeline.core.config import PARAMS_FILE, BenchConfig, ModelConfig, Params, ThroughputConfig, load_params
-from pipeline.core.data import Arrays, DataSet, generate_inputs, run_batched, sample_batch
+from pipeline.core.config import PARAMS_FILE, ModelConfig, Params, load_params
+from pipeline.core.data import DataSet, run_batched, sample_batch
 from pipeline.core.evaluate import accuracy_block, fidelity_block
 from pipeline.core.memory import RssSampler
-from pipeline.core.records import Accuracy, Measured, Stability, Throughput
-from pipeline.core.records import LatencyStats as LatencyFigures
+from pipeline.core.records import Accuracy, Measured, Stability
 from pipeline.core.records import build as build_record
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
 from pipeline.core.registry import RUNTIMES
 from pipeline.measure.budget import ContentionScreen, contention_screen, eval_batch, eval_rows
+from pipeline.measure.clock import CpuClock, PhaseTimes
 from pipeline.measure.energy import EnergyMeter
 from pipeline.measure.gpu import GpuMeter
 from pipeline.measure.harness import (
-    LatencyResult,
-    harness_limit_rps,
-    measure_concurrent,
+    latency_uncertainty,
     measure_latency,
-    measure_throughput,
     warm_up,
 )
 from pipeline.measure.profile import op_profile
-from pipeline.measure.stats import Interval as SampleInterval
-from pipeline.measure.stats import LatencyStats
+from pipeline.measure.sweeps import measure_sweeps
 from pipeline.runtimes.base import Session
 from pipeline.runtimes.layout import in_layout
 
 
-def other_load(before: Any, after: Any, own_cpu_s: float, wall_s: float) -> dict[str, float]:
-    """CPU time that other processes (and the hypervisor, as steal) took while we were timing.
-
-    Measured, not guessed: on a 2-core box a second busy process can triple a latency, so the
-    report flags runs where this is high.
-    """
-
-    def busy(t: Any) -> float:
-        return (
-            sum(t)
-            - t.idle
-            - getattr(t, "iowait", 0.0)
-            - getattr(t, "steal", 0.0)
-            - getattr(t, "guest", 0.0)
-            - getattr(t, "guest_nice", 0.0)
-        )
-
-    others = max(0.0, busy(after) - busy(before) - own_cpu_s)
-    steal = getattr(after, "steal", 0.0) - getattr(before, "steal", 0.0)
-    return {"other_cpu_pct": 100.0 * others / wall_s, "steal_pct": 100.0 * steal / wall_s}
-
-
-@dataclass
 class Loaded:
     """A variant loaded by its runtime, with what it took to get there."""
 
@@ -118,68 +88,10 @@ def measure_latency_only(model: str, artifact: str, root: str = ".") -> dict[str
     latency = measure_latency(call, loaded.params.bench.latency)
     return {
         "load_ms": loaded.load_ms,
-        "latency_ms": latency.stats.to_dict(),
+        "latency_ms": latency.stats.model_dump(),
         **latency_uncertainty(latency, loaded.params.bench),
         "runtime": loaded.session.details(),
     }
-
-
-def latency_uncertainty(latency: LatencyResult, bench: BenchConfig) -> dict[str, Any]:
-    """The p50's interval, whether it is noisy (wider than the target when the time cap came), and
-    whether the p99 rests on too few calls."""
-    interval = latency.p50_interval
-    known = math.isfinite(interval.half_width_pct)  # fewer than 5 blocks by the time cap: no interval
-    return {
-        "p50_ci_ms": {"low": interval.low, "high": interval.high, "blocks": interval.blocks} if known else None,
-        "p50_ci_pct": interval.half_width_pct if known else None,
-        "noisy": not known or interval.half_width_pct > bench.latency.target_pct,
-        "p99_low_confidence": latency.stats.p99_low_confidence,
-    }
-
-
-class PhaseTimes(dict):
-    """Wall-clock seconds of each phase of the benchmark (details.phase_s): where a slow stage spends."""
-
-    @contextmanager
-    def timed(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self[name] = round(self.get(name, 0.0) + time.perf_counter() - start, 3)
-
-
-class CpuClock:
-    """This process's CPU time over wall time, and other processes' (and the hypervisor's steal),
-    each summed over the intervals it was running only: a figure about the timed calls, not about
-    whatever ran between them."""
-
-    def __init__(self) -> None:
-        self.cpu_s = self.wall_s = self.others_s = self.steal_s = 0.0
-
-    @contextmanager
-    def running(self) -> Iterator[None]:
-        process = psutil.Process()
-        before, wall, system = process.cpu_times(), time.perf_counter(), psutil.cpu_times()
-        try:
-            yield
-        finally:
-            after, system_after = process.cpu_times(), psutil.cpu_times()
-            wall_s = time.perf_counter() - wall
-            own_s = (after.user - before.user) + (after.system - before.system)
-            load = other_load(system, system_after, own_s, wall_s)
-            self.cpu_s += own_s
-            self.wall_s += wall_s
-            self.others_s += load["other_cpu_pct"] * wall_s / 100.0
-            self.steal_s += load["steal_pct"] * wall_s / 100.0
-
-    def other_load(self) -> dict[str, float]:
-        wall = self.wall_s or 1.0
-        return {"other_cpu_pct": 100.0 * self.others_s / wall, "steal_pct": 100.0 * self.steal_s / wall}
-
-    @property
-    def util_pct(self) -> float:
-        return 100.0 * self.cpu_s / self.wall_s if self.wall_s else 0.0
 
 
 def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
@@ -251,7 +163,7 @@ def measure_loaded(
         load_ms=loaded.load_ms,
         **({"load_cached_ms": cached_load_ms} if cached_load_ms is not None else {}),
         first_infer_ms=first_infer_ms,
-        latency_ms=latency_figures(latency.stats),
+        latency_ms=latency.stats,
         **latency_uncertainty(latency, bench),
         screen=verdict,
         **sweeps,
@@ -277,8 +189,6 @@ def measure_loaded(
         phase_s={"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
         baseline_rss_mb=baseline_mb,
         memory_how=sampler.how,
-        latency_min_ms=latency.stats.min,
-        latency_max_ms=latency.stats.max,
         stability=Stability(
             blocks=latency.blocks,
             calls=latency.stats.n,
@@ -291,126 +201,3 @@ def measure_loaded(
         | {"eval_batch": batch, "sweep": [f"b{b}" for b in sizes] if sweeps else []},
     )
     return {"measured": measured.model_dump(mode="json", exclude_unset=True), "profile": profile}
-
-
-def measure_sweeps(
-    loaded: Loaded,
-    config: ModelConfig,
-    source: SourceRecord,
-    one: Arrays,
-    sizes: list[int],
-    sampler: RssSampler,
-    phases: PhaseTimes,
-    cpu: CpuClock,
-) -> dict[str, Any]:
-    """The figures of a full budget, as Measured's fields: the throughput sweep at `sizes` and the
-    concurrent figure (their CPU on `cpu`), then the dimension sweep. A variant out of contention gets none."""
-    session, bench = loaded.session, loaded.params.bench
-    with cpu.running():
-        with phases.timed("sweep"):
-            sweep = throughput_sweep(session, loaded.reference, sizes, bench.throughput, sampler)
-        with phases.timed("concurrent"):
-            concurrent = concurrent_throughput(session, one, source.fixed_batch or 1, bench)
-    with phases.timed("dim_sweep"):
-        by_dim = latency_by_dim(session, config, source, bench)
-    by_batch = sweep["by_batch"]
-    peak_key = max(by_batch, key=by_batch.__getitem__)
-    throughput = Throughput(
-        peak=by_batch[peak_key], peak_batch=int(peak_key[1:]), by_batch=by_batch, stopped_by=sweep["stopped_by"]
-    )
-    return {
-        "throughput_sps": throughput,
-        "throughput_concurrent": concurrent,
-        "rss_mb_by_batch": sweep["rss_mb_by_batch"],
-        **({"latency_ms_by_dim": by_dim} if by_dim else {}),
-        "sweep_load": cpu.other_load(),
-        "throughput_ci": sweep["ci"],
-    }
-
-
-def latency_figures(stats: LatencyStats) -> LatencyFigures:
-    """The recorded percentiles of a timed loop (min and max go beside them, as latency_min/max_ms)."""
-    return LatencyFigures(**{k: v for k, v in stats.to_dict().items() if k not in ("min", "max")})
-
-
-def throughput_sweep(
-    session: Session, reference: DataSet, sizes: list[int], config: ThroughputConfig, sampler: RssSampler
-) -> dict[str, Any]:
-    """Samples per second of one synchronous caller at each batch size, the same loop for every
-    runtime, with the peak RSS at each. It stops at a batch whose gain over the previous one is
-    confirmed below `min_gain_pct` (the top of the gain's interval), or when one call takes longer
-    than `max_call_s`; an unconfirmed small gain goes on to the next batch. `stopped_by` says which."""
-    by_batch: dict[str, float] = {}
-    intervals: dict[str, SampleInterval] = {}
-    rss: dict[str, float] = {}
-    stopped_by = "all batch sizes measured"
-    for size in sizes:
-        key = f"b{size}"
-        if by_batch:  # at the previous batch's samples/s; per-sample cost seldom grows with the batch
-            expected_s = size / list(by_batch.values())[-1]
-            if expected_s > 2 * config.max_call_s:  # far over: not worth one call to find out
-                stopped_by = (
-                    f"one call at batch {size} would take about {expected_s:.2f} s (at the previous batch's "
-                    f"samples/s) > 2 x max_call_s {config.max_call_s:g}"
-                )
-                break
-        with sampler.phase(key):
-            call = session.prepare(sample_batch(reference.inputs, size))
-            start = time.perf_counter()
-            call()
-            one_call_s = time.perf_counter() - start
-            if by_batch and one_call_s > config.max_call_s:
-                stopped_by = f"one call at batch {size} took {one_call_s:.2f} s > max_call_s {config.max_call_s:g}"
-                break
-            measured = measure_throughput(call, size, config)
-        by_batch[key], intervals[key], rss[key] = measured.sps, measured.interval, sampler.peaks[key]
-        if len(intervals) > 1:
-            previous = list(intervals.values())[-2]
-            gain_high = 100 * (measured.interval.high / max(previous.low, 1e-12) - 1)
-            if gain_high < config.min_gain_pct:
-                gain = 100 * (measured.sps / previous.center - 1)
-                stopped_by = (
-                    f"batch {size} gained {gain:+.1f}% over the previous one (at most {gain_high:+.1f}% "
-                    f"at 95% confidence < {config.min_gain_pct:g}%)"
-                )
-                break
-    ci = {k: v.to_dict() for k, v in intervals.items()}
-    return {"by_batch": by_batch, "rss_mb_by_batch": rss, "stopped_by": stopped_by, "ci": ci}
-
-
-def concurrent_throughput(session: Session, one: Arrays, batch: int, bench: BenchConfig) -> dict[str, Any]:
-    """Samples per second with several batch-1 requests in flight: a server's view, beside the
-    single-caller sweep. Every runtime gets the same threads in all, split per request where it can
-    (how is recorded); a figure near the harness's own limit (no-op calls) is flagged."""
-    threads = bench.resolved_threads()
-    queue = session.async_queue(one, bench.throughput.concurrent_requests or threads, threads)
-    value = measure_concurrent(queue, batch, bench.throughput.concurrent_seconds)
-    limit = harness_limit_rps(queue.requests) * batch
-    return {
-        "sps": value,
-        "batch": batch,
-        "total_threads": threads,
-        "harness_limit_sps": limit,
-        "harness_bound": value >= 0.5 * limit,
-        **queue.details(),
-    }
-
-
-def latency_by_dim(session: Session, config: ModelConfig, source: SourceRecord, bench: Any) -> dict[str, Any]:
-    """Batch-1 latency at each value of `dim_sweep`'s dimensions (timed as the batch-1 figure), on
-    inputs generated at that size; the other dimensions keep their values. Keys are the values
-    (a dict: DVC drops lists)."""
-    result: dict[str, Any] = {}
-    for dim, values in config.dim_sweep.items():
-        result[dim] = {}
-        for value in values:
-            dims = source.dims | {dim: value}
-            inputs = generate_inputs(config.inputs, source.fixed_batch or 1, 0, dims, source.vocab_size)
-            call = session.prepare(inputs)
-            warm_up(call, bench.warmup)
-            measured = measure_latency(call, bench.latency)
-            stats = measured.stats.to_dict()
-            result[dim][str(value)] = {k: stats[k] for k in ("p50", "p90", "p99", "n")} | {
-                "p50_ci_pct": latency_uncertainty(measured, bench)["p50_ci_pct"]
-            }
-    return result

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import PARAMS_FILE, Params, model_dir
-from pipeline.core.data import load_user_data
 from pipeline.core.errors import ConfigError, PipelineError, first_line
+from pipeline.core.inputs import load_user_data
 
 TRAINED = "trained"  # the train stage's output folder inside models/<name>/ (dvc.yaml)
 

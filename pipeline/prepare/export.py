@@ -25,29 +25,23 @@ import numpy as np
 
 from pipeline.core import layout, onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig, Params, model_dir
-from pipeline.core.data import (
-    Arrays,
-    DataSet,
-    check_input_values,
-    declared_bounds,
-    dims_of,
-    generate_inputs,
-    load_user_data,
-    outputs_rows_first,
-    rows_in,
-    run_batched,
-    sample_batch,
-    to_model_layout,
-)
+from pipeline.core.data import Arrays, DataSet, run_batched, sample_batch
 from pipeline.core.errors import ConfigError, PipelineError, first_line
 from pipeline.core.evaluate import task_metric
 from pipeline.core.files import atomic_dir, tree_digest, write_json
+from pipeline.core.inputs import (
+    declared_bounds,
+    dims_of,
+    outputs_rows_first,
+    to_model_layout,
+)
 from pipeline.core.isolate import IsolatedFailure, Usage, call
 from pipeline.core.memory import batch_limit, batch_size
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
 from pipeline.prepare.decoder import export_decoder
 from pipeline.prepare.family import model_family
+from pipeline.prepare.held_out import held_out_record, held_out_sets, user_eval_set
 from pipeline.prepare.sources import load_source
 from pipeline.prepare.sources.base import SourceModel
 
@@ -56,14 +50,6 @@ PREDICT_BATCH = 256  # at most; memory decides below that
 # so rerunning the export does not rebuild every variant.
 TIMINGS = {"export_s", "export_process_s", "export_peak_mb", "source_load_s", "source_predict_ms_per_sample",
            "export_stage_s"}  # fmt: skip
-
-
-def user_eval_set(name: str, params: Params, root: Path) -> DataSet | None:
-    config = params.model(name)
-    if not config.eval_data:
-        return None
-    data = load_user_data(model_dir(name, root) / config.eval_data, config.inputs, f"catalog.{name}.eval_data")
-    return data.head(params.export.max_eval_samples)
 
 
 def resolve_dims(name: str, config: ModelConfig, evaluation: DataSet | None) -> dict[str, int]:
@@ -119,60 +105,6 @@ def token_bounds(name: str, config: ModelConfig, source: SourceModel) -> dict[st
             )
         bounds[input_name] = vocab if declared is None else declared
     return bounds
-
-
-def generated_set(config: ModelConfig, source: SourceModel, n: int, seed: int, role: str) -> DataSet:
-    inputs = generate_inputs(config.inputs, n, seed, source.dims, source.vocab_size, source.field)
-    return DataSet(inputs, origin=f"{role} inputs generated from the input spec ({n} samples, seed {seed})")
-
-
-def held_out_sets(
-    name: str, params: Params, root: Path, evaluation: DataSet | None, source: SourceModel, bounds: dict[str, int]
-) -> dict[str, DataSet]:
-    """The three disjoint roles of input rows: `calibration` (static INT8), `validation` (what
-    accuracy control tunes on) and `scoring` (what every variant is measured on).
-
-    With calib_data, its rows are split between calibration and validation (in export.split's
-    proportions, seeded: never the same rows) and every eval row scores. With eval data
-    alone, the eval rows are split (export.split, seeded). Without either, each role is generated
-    from the spec with its own seed.
-
-    Every row is checked against the token `bounds` (check_input_values) where it is born: a Gather
-    that clamps an id would corrupt every variant's figures without failing."""
-    config = params.model(name)
-    if evaluation is None:
-        n, seed = params.export.generated_samples, params.export.seed
-        sets = {
-            role: generated_set(config, source, n, seed + offset, role)
-            for offset, role in enumerate(("scoring", "calibration", "validation"))
-        }
-        for data in sets.values():
-            check_input_values(data.inputs, config.inputs, data.origin, bounds)
-        return sets
-    # loaded before the source (its dims come from it) against the declared bounds: now the model's too
-    what = f"{evaluation.origin} ({PARAMS_FILE}: catalog.{name}.eval_data)"
-    check_input_values(evaluation.inputs, config.inputs, what, bounds)
-    if config.calib_data:
-        calib = model_dir(name, root) / config.calib_data
-        data = load_user_data(calib, config.inputs, f"catalog.{name}.calib_data", bounds)
-        split = params.export.split
-        share = split.validation / (split.calibration + split.validation)
-        parts = data.split({"validation": share}, params.export.seed)
-        return {"scoring": evaluation, "calibration": parts["rest"], "validation": parts["validation"]}
-    split = params.export.split
-    parts = evaluation.split({"calibration": split.calibration, "validation": split.validation}, params.export.seed)
-    return {"scoring": parts.pop("rest"), **parts}
-
-
-def held_out_record(sets: dict[str, DataSet]) -> dict[str, Any]:
-    """Counts and origins of each role, and how many scoring rows the others share (0 unless the
-    user's calib_data repeats eval rows: then the report marks the figures in-sample)."""
-    scoring = sets["scoring"]
-    return {
-        role: {"rows": len(data), "origin": data.origin}
-        | ({} if role == "scoring" else {"rows_in_scoring": rows_in(scoring.inputs, data.inputs)})
-        for role, data in sets.items()
-    }
 
 
 def check_onnx(

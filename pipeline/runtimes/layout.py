@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.core.config import InputSpec
-from pipeline.core.data import Arrays, outputs_rows_first, to_model_layout
+from pipeline.core.data import Arrays
+from pipeline.core.inputs import outputs_rows_first, to_model_layout
 from pipeline.core.records.build import ModelLayout, RuntimeConfig
 from pipeline.runtimes.base import AsyncQueue, OpTime, Session
 

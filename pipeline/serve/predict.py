@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.core.data import Arrays, check_input_values, check_inputs, outputs_to_model, rows_first, run_batched
+from pipeline.core.data import Arrays, run_batched
 from pipeline.core.errors import ModelFileError
 from pipeline.core.files import sha256
+from pipeline.core.inputs import check_input_values, check_inputs, outputs_to_model, rows_first
 from pipeline.core.records import manifest as manifest_record
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.core import layout
 from pipeline.core.config import ModelConfig
-from pipeline.core.data import Arrays, DataSet, outputs_rows_first, to_model_layout
+from pipeline.core.data import Arrays, DataSet
+from pipeline.core.inputs import outputs_rows_first, to_model_layout
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import Family, SourceRecord
 from pipeline.core.registry import KNOWN_DEFECTS, KnownDefect

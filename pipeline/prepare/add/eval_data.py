@@ -20,7 +20,7 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
     {"text", "label"} rows) with a Hugging Face folder's own tokenizer; labels make it a classifier
     measured by accuracy. A symbolic axis no `--dim` set takes the data's size (take_data_dims)."""
     from pipeline.core.config import InputSpec
-    from pipeline.core.data import dims_of, load_user_data
+    from pipeline.core.inputs import dims_of, load_user_data
 
     entry = inferred.entry
     if entry.inputs is None:  # a decoder: no input specs to check rows against

@@ -23,8 +23,9 @@ import onnx
 
 from pipeline.core import onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
-from pipeline.core.data import Arrays, outputs_rows_first, to_model_layout
+from pipeline.core.data import Arrays
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
+from pipeline.core.inputs import outputs_rows_first, to_model_layout
 from pipeline.prepare.sources.base import SourceModel, output_names
 
 ONNX_DTYPES = {

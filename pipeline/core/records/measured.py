@@ -1,0 +1,329 @@
+"""What the bench worker measures in its own process (`Measured`) and the typed figures it holds: each
+type that measures (`LatencyStats.from_ns`) is the type recorded in reports/details."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from pipeline.core.records.base import Part
+
+P99_MIN_CALLS = 1000  # a p99 from fewer calls rests on fewer than 10 samples beyond it
+
+
+class LatencyStats(Part):
+    """Percentiles of one timed loop, ms (a decoder's: time per output token): what the harness
+    measures (`from_ns`) is what the record holds."""
+
+    p50: float
+    p90: float
+    p99: float | None = None  # not for the time per token of a decoder's few runs
+    mean: float
+    std: float | None = None
+    min: float | None = None  # the fastest and the slowest call
+    max: float | None = None
+    n: int
+
+    @classmethod
+    def from_ns(cls, samples_ns: Any) -> LatencyStats:
+        """From per-call timings in nanoseconds."""
+        ms = np.asarray(samples_ns, dtype=np.float64) / 1e6
+        p50, p90, p99 = np.percentile(ms, [50, 90, 99])
+        return cls(
+            p50=float(p50),
+            p90=float(p90),
+            p99=float(p99),
+            mean=float(ms.mean()),
+            std=float(ms.std(ddof=1)) if len(ms) > 1 else 0.0,
+            min=float(ms.min()),
+            max=float(ms.max()),
+            n=len(ms),
+        )
+
+    @property
+    def p99_low_confidence(self) -> bool:
+        return self.n < P99_MIN_CALLS
+
+
+class Interval(Part):
+    """The p50's 95% confidence interval (order statistics of the block medians), ms."""
+
+    low: float
+    high: float
+    blocks: int
+
+
+class SampleRateInterval(Part):
+    """A throughput's 95% interval over its timed blocks (None where too few blocks gave none)."""
+
+    low: float | None
+    high: float | None
+    half_width_pct: float | None
+    blocks: int
+
+
+class Throughput(Part):
+    """Samples (or generated tokens) per second of one synchronous caller at each batch size."""
+
+    peak: float
+    peak_batch: int
+    by_batch: dict[str, float]  # keyed "b<batch>": DVC drops lists
+    stopped_by: str = ""
+    unit: str | None = None  # decoders: generated tokens / s
+
+
+class Accuracy(Part):
+    """The task metric on the held-out scoring rows and its delta against the FP32 source's."""
+
+    metric: str
+    value: float | None = None
+    source_value: float | None = None
+    delta: float | None = None
+    eval_samples: int | None = None
+    eval_origin: str | None = None
+
+
+class OutputFidelity(Part):
+    """One output against the FP32 source on the same rows (pipeline.core.evaluate.output_fidelity), or a
+    decoder's logits (pipeline.measure.generation.quality)."""
+
+    # what the output was judged as (pipeline.core.evaluate.output_kind): class_scores, embedding,
+    # channels (a mixed-scale grid) or values; None in records written before it was recorded
+    output_kind: str | None = None
+    cosine_mean: float | None = None
+    cosine_min: float | None = None  # the worst row's cosine
+    rel_l2: float | None = None
+    max_abs_diff: float | None = None
+    max_rel_diff: float | None = None  # relative to the output's range
+    values_per_row: int | None = None
+    top1_agreement: float | None = None
+    top1_agreement_min: float | None = None  # decoders: the worst row's next-token agreement
+    # embeddings (several values per row, not class scores): the source's 10 nearest rows kept, and
+    # Spearman's correlation of every pair's similarity (pipeline.core.evaluate.neighbour_agreement)
+    neighbour_recall: float | None = None
+    similarity_rank_corr: float | None = None
+    # a mixed-scale grid: the worst channel's max error relative to that channel's reference peak, and which
+    channel_error: float | None = None
+    worst_channel: str | None = None
+    rows: int | None = None
+
+    @property
+    def one_value_per_row(self) -> bool:
+        """A probability or score: its cosine over the column can stay at 0.997 while one row moves from
+        0.1 to 0.86, so its error decides."""
+        return self.values_per_row == 1
+
+    @property
+    def score(self) -> float | None:
+        """Fidelity on the worst row, 1 = identical: 1 - the worst channel's relative error for a mixed-scale
+        grid, 1 - the error relative to the output's range for one value per row, else the worst row's cosine."""
+        if self.channel_error is not None:
+            return 1.0 - self.channel_error
+        if self.one_value_per_row:
+            return None if self.max_rel_diff is None else 1.0 - self.max_rel_diff
+        return self.cosine_min
+
+
+class Screen(Part):
+    """How much the bench measured, and why (pipeline.measure.budget)."""
+
+    budget: Literal["full", "short"]
+    reason: str
+    best_known: str | None = None  # the variant it was compared with, when there was one
+
+
+class EvalRows(Part):
+    """How many scoring rows accuracy and fidelity were computed on, of how many, and by which rule."""
+
+    used: int
+    available: int
+    rule: str
+
+
+class Stability(Part):
+    """How the batch-1 latency loop ended, and what else used the CPU meanwhile."""
+
+    blocks: int
+    calls: int
+    seconds: float
+    stopped_by: str
+    other_cpu_pct: float
+    steal_pct: float
+
+
+class Generation(Part):
+    """A decoder's generation figures (pipeline.measure.generation)."""
+
+    ttft_ms: dict[str, float]  # keyed "p<prompt length>"
+    tpot_ms: LatencyStats
+    tokens_per_s: dict[str, float]
+    context_tokens: int
+    context_footprint_mb: float
+    kv_cache_mb_fp32: float
+    how: str
+
+
+class Perplexity(Part):
+    """A decoder's perplexity on held-out text against the FP32 source's (what max_ppl_increase_pct limits)."""
+
+    source: float
+    variant: float
+    increase_pct: float
+    rows: int
+    tokens: int
+
+
+class Measured(Part):
+    """What a bench worker measured, in its own process (pipeline.measure.worker, .generation). Every field
+    is None on a variant that was not measured."""
+
+    load_ms: float | None = Field(None, description="time to load the artifact into its runtime, ms")
+    load_cached_ms: float | None = Field(
+        None, description="the same load from the runtime's compiled-model cache, ms (runtimes that cache)"
+    )
+    first_infer_ms: float | None = Field(
+        None, description="the first call after the load (a decoder: the first generation), ms"
+    )
+    latency_ms: LatencyStats | None = None
+    latency_is: str | None = Field(
+        None, description="what `latency_ms` times when it is not a batch-1 call (decoders: the time per output token)"
+    )
+    p50_ci_ms: Interval | None = None
+    p50_ci_pct: float | None = Field(None, description="half-width of the p50's 95% interval, % of p50")
+    noisy: bool | None = Field(
+        None, description="the p50's interval stayed wider than bench.latency.target_pct until the time cap"
+    )
+    p99_low_confidence: bool | None = Field(None, description="the p99 rests on fewer than 1000 calls")
+    screen: Screen | None = Field(
+        None,
+        description="the measuring budget: full, or short for a variant out of contention (its p50 interval "
+        "starts above bench.contention_ratio x the top of the best known p50 interval of the same model on this "
+        "machine: latency to its minimum blocks, no throughput, concurrent or dim sweep), why, and the variant "
+        "compared with (best_known)",
+    )
+    throughput_sps: Throughput | None = Field(
+        None,
+        description="samples (or generated tokens) per second of one synchronous caller at each batch size; "
+        "absent on a short budget (out of contention: see screen)",
+    )
+    throughput_concurrent: dict[str, Any] | None = Field(
+        None, description="samples/s with several batch-1 requests in flight, and how the runtime ran them"
+    )
+    peak_rss_mb: float | None = Field(
+        None, description="peak RSS of the bench process over load and batch-1 latency, MB"
+    )
+    footprint_mb: float | None = Field(
+        None, description="peak_rss_mb minus the process before loading: the runtime's own memory, MB"
+    )
+    load_rss_mb: float | None = Field(None, description="RSS right after the load, MB")
+    rss_mb_by_batch: dict[str, float] | None = Field(None, description="peak RSS at each batch size of the sweep, MB")
+    cpu_util_pct: dict[str, float] | None = Field(
+        None, description="this process's CPU time over wall time per phase (latency, sweep), %"
+    )
+    energy: dict[str, Any] | None = Field(
+        None, description="energy per inference from RAPL where the machine exposes it, else why not"
+    )
+    gpu_memory_mb: float | None = Field(None, description="GPU memory of the bench process (GPU targets), MB")
+    gpu_util_pct: float | None = Field(
+        None, description="mean GPU utilisation over the batch-1 latency (GPU targets), %"
+    )
+    dims: dict[str, int] | None = Field(
+        None, description="the values of the symbolic dimensions the figures were measured at"
+    )
+    fixed_batch: int | None = Field(None, description="the batch the model is fixed to (its 'batch 1'), if any")
+    latency_ms_by_dim: dict[str, dict[str, dict[str, float | int | None]]] | None = Field(
+        None, description="batch-1 latency at each value of dim_sweep's dimensions"
+    )
+    accuracy: Accuracy | None = None
+    fidelity: dict[str, OutputFidelity] | None = None
+    fidelity_batch: int | None = Field(
+        None,
+        description="the batch accuracy and fidelity were computed at: the variant's peak-throughput batch, "
+        "at most bench.eval_batch (bench.eval_batch without a sweep; the fixed batch of a fixed-batch model)",
+    )
+    eval_rows: EvalRows | None = Field(
+        None,
+        description="the scoring rows accuracy and fidelity used, of those held out, and the rule: every "
+        "labelled row; unlabelled, the fewest whose worst row bounds the rest (bench.unlabelled_rows)",
+    )
+    inference_precision: str | None = Field(None, description="what the runtime says it computed in")
+    generation: Generation | None = None
+    perplexity: Perplexity | None = None
+    import_ms: float | None = Field(None, description="time to import the runtime's module, ms")
+    runtime_rss_mb: float | None = Field(None, description="RSS after importing the runtime, MB")
+    phase_s: dict[str, float] | None = Field(None, description="wall-clock seconds of each benchmark phase")
+    baseline_rss_mb: float | None = Field(None, description="RSS of the bench process before loading, MB")
+    memory_how: str | None = Field(None, description="how peak memory was read")
+    stability: Stability | None = None
+    sweep_load: dict[str, float] | None = Field(
+        None, description="CPU other processes and the hypervisor took during the sweep, %"
+    )
+    throughput_ci: dict[str, SampleRateInterval] | None = None
+    runtime_settings: dict[str, Any] | None = Field(
+        None, description="the runtime's own settings (threads, providers, hints)"
+    )
+    batching: dict[str, Any] | None = Field(None, description="the memory-bounded batch sizes and how they were found")
+    eval_origin: str | None = Field(None, description="decoders: where the held-out windows came from")
+
+    @property
+    def out_of_contention(self) -> bool:
+        """Measured on the short budget: no throughput, concurrent or dim sweep (`screen.reason` says why)."""
+        return self.screen is not None and self.screen.budget == "short"
+
+    @property
+    def accuracy_drop(self) -> float | None:
+        """The FP32 source's task metric minus this variant's (negative: the variant scores higher)."""
+        return None if self.accuracy_delta is None else 0.0 - self.accuracy_delta  # never -0.0
+
+    @property
+    def ppl_increase_pct(self) -> float | None:
+        """A decoder's held-out perplexity over the FP32 source's, %."""
+        return self.perplexity.increase_pct if self.perplexity else None
+
+    @property
+    def accuracy_delta(self) -> float | None:
+        """Task metric minus the FP32 source's; None without labels or a task metric."""
+        return self.accuracy.delta if self.accuracy else None
+
+    @property
+    def outputs(self) -> dict[str, OutputFidelity]:
+        return self.fidelity or {}
+
+    def _lowest(self, figure: str) -> float | None:
+        """The lowest of one OutputFidelity figure over the outputs that have it: the worst decides."""
+        values = [value for f in self.outputs.values() if (value := getattr(f, figure)) is not None]
+        return min(values) if values else None
+
+    @property
+    def worst_cosine(self) -> float | None:
+        """The lowest per-row cosine over every output: one broken output or row decides."""
+        return self._lowest("cosine_min")
+
+    @property
+    def worst_channel_error(self) -> float | None:
+        """The largest channel error over the mixed-scale grid outputs (what judges them, not the cosine)."""
+        values = [f.channel_error for f in self.outputs.values() if f.channel_error is not None]
+        return max(values) if values else None
+
+    @property
+    def worst_output_score(self) -> float | None:
+        """The worst output's score (OutputFidelity.score): what ties are broken on and the Pareto front weighs."""
+        return self._lowest("score")
+
+    @property
+    def top1_agreement(self) -> float | None:
+        """The first output's (the class scores', or a decoder's logits') top-1 agreement with the source."""
+        first = next(iter(self.outputs.values()), None)
+        return first.top1_agreement if first else None
+
+    @property
+    def neighbour_recall(self) -> float | None:
+        """The lowest recall@10 of the source's nearest neighbours over the embedding outputs."""
+        return self._lowest("neighbour_recall")
+
+    @property
+    def similarity_rank_corr(self) -> float | None:
+        """The lowest rank correlation of pairwise similarities over the embedding outputs."""
+        return self._lowest("similarity_rank_corr")
