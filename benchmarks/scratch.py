@@ -19,8 +19,9 @@ import yaml
 
 from benchmarks.smoke import SMOKE_SETTINGS, merged
 from pipeline.core import layout
-from pipeline.core.config import PARAMS_FILE, load_params, model_dir
+from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.isolate import call
+from pipeline.core.layout import model_dir
 from pipeline.core.records import build as build_record
 from pipeline.core.records import source as source_record
 from pipeline.core.records.build import BuildRecord

@@ -13,18 +13,18 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from pathlib import Path
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from pipeline.core import layout
 from pipeline.core.layout import short_name
 
 RUNNING = re.compile(r"^Running stage '([^']+)'")
 UNCHANGED = re.compile(r"^Stage '([^']+)' didn't change")
 RESULT = re.compile(r"^[\w .:/-]+: ((?:ok|skipped|failed|none)\b.*)$")  # pipeline.stage_runner's result line
-LOG = Path("reports/logs/repro.log")
+LOG = layout.repro_log()
 
 
 def stage_count() -> int:

@@ -22,6 +22,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from pipeline.core import layout
 from pipeline.core.errors import PipelineError
 
 
@@ -71,7 +72,7 @@ def run_stage(
     return 0
 
 
-LOGS = Path("reports/logs/stages")
+LOGS = layout.stage_logs()
 PEAK_PREFIX = "stage peak RSS:"
 
 

@@ -28,7 +28,6 @@ from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.validation import FieldError, validate
 
-MODELS_DIR = Path("models")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
 # The registry's source kinds (pipeline.core.registry.SOURCES: tests/test_registry.py holds them equal),
 # written out so that the schema imports no table; transformers: a Hugging Face model folder
@@ -602,11 +601,6 @@ class Params(Strict):
             )
         overrides = self.model(model).overrides.get(name, {}) if model else {}
         return dict(self.all_variants[name] or {}) | overrides
-
-
-def model_dir(name: str, root: Path = Path(".")) -> Path:
-    """Every model has a folder models/<name>/ holding its files; DVC watches the whole folder."""
-    return root / MODELS_DIR / name
 
 
 # libyaml's parser where PyYAML was built with it: every stage reads params.yaml (17 ms -> 2 ms)

@@ -11,6 +11,7 @@ from pathlib import Path
 ARTIFACTS = Path("artifacts")
 REPORTS = Path("reports")
 DEPLOY = Path("deploy")
+MODELS = Path("models")  # models/<name>/: a model's files; DVC watches the whole folder
 MANIFEST = "manifest.json"
 PARAMS_FILE = "params.yaml"  # every knob; read by pipeline.core.config only
 
@@ -70,7 +71,7 @@ def metrics_dir(root: Path = Path(".")) -> Path:
 
 def profile_file(model: str, variant: str, root: Path = Path(".")) -> Path:
     """Where the time goes in one variant: its top operator types (pipeline.measure.profile)."""
-    return root / REPORTS / "profile" / model / f"{variant}.json"
+    return profile_dir(root) / model / f"{variant}.json"
 
 
 def log_file(model: str, variant: str, stage: str, root: Path = Path(".")) -> Path:
@@ -84,7 +85,7 @@ def export_report(model: str, root: Path = Path(".")) -> Path:
 
 def selection_file(model: str, root: Path = Path(".")) -> Path:
     """The select stage's choice for `model`, a DVC metric (its `chosen` field is a string)."""
-    return root / REPORTS / "selection" / f"{model}.json"
+    return selection_dir(root) / f"{model}.json"
 
 
 def deploy_dir(model: str, root: Path = Path(".")) -> Path:
@@ -109,3 +110,46 @@ def env_file(root: Path = Path(".")) -> Path:
 def software_file(root: Path = Path(".")) -> Path:
     """The software fingerprint the shared stages depend on."""
     return root / REPORTS / "software.json"
+
+
+def model_dir(name: str, root: Path = Path(".")) -> Path:
+    """Every model has a folder models/<name>/ holding its files; DVC watches the whole folder."""
+    return root / MODELS / name
+
+
+def train_report(model: str, root: Path = Path(".")) -> Path:
+    """A zoo model's training record (the train stage's)."""
+    return root / REPORTS / "train" / f"{model}.json"
+
+
+def plan_file(variant: str, root: Path = Path(".")) -> Path:
+    """A variant's params and code hash (the plan stage's), which its builds and benches depend on."""
+    return plan_dir(root) / f"{variant}.json"
+
+
+def profile_dir(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "profile"
+
+
+def selection_dir(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "selection"
+
+
+def report_dir(root: Path = Path(".")) -> Path:
+    """The report stage's Markdown and PNG (reports/report/index.md and one page per model)."""
+    return root / REPORTS / "report"
+
+
+def plots_dir(root: Path = Path(".")) -> Path:
+    """The report stage's plot data, which `dvc plots show` draws."""
+    return root / REPORTS / "plots"
+
+
+def stage_logs(root: Path = Path(".")) -> Path:
+    """Each DVC stage's output, one file per stage run."""
+    return root / REPORTS / "logs" / "stages"
+
+
+def repro_log(root: Path = Path(".")) -> Path:
+    """`python -m pipeline repro`'s whole `dvc repro` output."""
+    return root / REPORTS / "logs" / "repro.log"

@@ -120,7 +120,7 @@ def text_facts(factory: str | None, args: dict[str, Any], root: Path, out: Path)
     """A Hugging Face text model (`add` of a folder): its tokenizer and config copied beside the
     artifact (not its weights), and its label names, so `predict --text` tokenizes as the eval rows
     were. Other models: nothing."""
-    if factory != HF_FOLDER_FACTORY or args.get("task") == "image-classification":
+    if factory != HF_FOLDER_FACTORY or args["task"] == "image-classification":  # `add` writes the task
         return {}
     folder = root / args["folder"]
     (out / TOKENIZER).mkdir()

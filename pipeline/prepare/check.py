@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.config import PARAMS_FILE, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, Params
 from pipeline.core.errors import ConfigError, PipelineError, first_line
 from pipeline.core.inputs import load_user_data
+from pipeline.core.layout import model_dir
 
 TRAINED = "trained"  # the train stage's output folder inside models/<name>/ (dvc.yaml)
 

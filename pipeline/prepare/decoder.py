@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from pipeline.core import layout
-from pipeline.core.config import PARAMS_FILE, InputSpec, ModelConfig, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, InputSpec, ModelConfig, Params
 from pipeline.core.data import DataSet
 from pipeline.core.errors import ModelFileError, first_line
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.inputs import load_user_data
+from pipeline.core.layout import model_dir
 from pipeline.core.model_code import import_object
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import Family, HeldOut, SourceRecord

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core import layout, onnx_files
-from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig, Params
 from pipeline.core.data import Arrays, DataSet, run_batched, sample_batch
 from pipeline.core.errors import ConfigError, PipelineError, first_line
 from pipeline.core.evaluate import task_metric
@@ -36,6 +36,7 @@ from pipeline.core.inputs import (
     to_model_layout,
 )
 from pipeline.core.isolate import IsolatedFailure, Usage, call
+from pipeline.core.layout import model_dir
 from pipeline.core.memory import batch_limit, batch_size
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.config import PARAMS_FILE, ModelConfig, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, ModelConfig, Params
 from pipeline.core.data import DataSet, generate_inputs, rows_in
 from pipeline.core.inputs import check_input_values, load_user_data
+from pipeline.core.layout import model_dir
 from pipeline.prepare.sources.base import SourceModel
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.config import PARAMS_FILE, Params, model_dir
+from pipeline.core.config import PARAMS_FILE, Params
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import atomic_dir, write_json
-from pipeline.core.layout import REPORTS
+from pipeline.core.layout import REPORTS, model_dir
 from pipeline.core.model_code import import_object
 
 TRAINED = "trained"

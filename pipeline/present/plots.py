@@ -14,7 +14,7 @@ from pipeline.core.records import Choice, Records
 from pipeline.core.registry import VARIANTS
 from pipeline.present import generation
 
-PLOTS_DIR = layout.REPORTS / "plots"
+PLOTS_DIR = layout.plots_dir()
 PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory", "tpot_size")
 
 

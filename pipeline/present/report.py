@@ -26,7 +26,7 @@ from pipeline.present.diagnosis import judged_outputs, not_built, scored_rows, t
 from pipeline.present.plots import PLOTS_DIR, draw, plot_data
 from pipeline.present.summary import how_measured, markdown_table, rows, short_budget_notes, speedup
 
-REPORT_DIR = layout.REPORTS / "report"
+REPORT_DIR = layout.report_dir()
 
 
 def _quality(record: VariantRecord) -> str:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.core.config import model_dir
 from pipeline.core.errors import PipelineError, Unavailable, first_line
+from pipeline.core.layout import model_dir
 from pipeline.core.records import code_entry
 from pipeline.core.records.code_entry import ArraySpec, CodeEntry
 from pipeline.optimize.applicability import not_installed

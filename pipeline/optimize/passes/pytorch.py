@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from pipeline.core.config import model_dir
+from pipeline.core.layout import model_dir
 from pipeline.core.records import code_entry
 from pipeline.core.records.code_entry import CodeEntry
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass

@@ -7,7 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pipeline.core.config import MODELS_DIR, PARAMS_FILE, load_params, model_dir
+from pipeline.core.config import PARAMS_FILE, load_params
+from pipeline.core.layout import MODELS, model_dir
 from pipeline.prepare.add.axes import NAME
 from pipeline.prepare.add.eval_data import with_eval
 from pipeline.prepare.add.flags import Flags
@@ -46,7 +47,7 @@ def add_model(name: str, path: Path, root: Path = Path("."), flags: Flags | None
 
 def describe(name: str, inferred: Inferred) -> str:
     """What `add` prints: the entry, what it inferred, and the one command to run."""
-    lines = [f"added {name} to {PARAMS_FILE} (catalog and models) and {MODELS_DIR}/{name}/:"]
+    lines = [f"added {name} to {PARAMS_FILE} (catalog and models) and {MODELS}/{name}/:"]
     lines += entry_lines(name, inferred.entry.as_yaml())
     lines += [f"  - {note}" for note in inferred.notes]
     lines.append(f"run it: dvc repro   (then: python -m pipeline summary {name})")

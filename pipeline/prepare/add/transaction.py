@@ -10,8 +10,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pipeline.core.config import MODELS_DIR, PARAMS_FILE, load_params, model_dir
+from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.errors import ModelFileError, PipelineError
+from pipeline.core.layout import MODELS, model_dir
 from pipeline.prepare.add.eval_data import EVAL_FILE
 from pipeline.prepare.add.inferred import AddError, Inferred
 from pipeline.prepare.add.params_text import with_entry
@@ -70,7 +71,7 @@ def _large(folder: Path, file: str) -> list[str]:
 
 def track(folder: Path, files: list[str], root: Path) -> list[str]:
     """`dvc add` the model's files: git keeps a small .dvc file and a .gitignore entry for each."""
-    paths = [f"{MODELS_DIR}/{folder.name}/{file}" for file in files]
+    paths = [f"{MODELS}/{folder.name}/{file}" for file in files]
     if not paths:  # code alone (no weights file): git keeps it
         return []
     done = subprocess.run(["dvc", "add", "-q", *paths], cwd=root, capture_output=True, text=True)

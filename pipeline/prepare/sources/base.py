@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig, model_dir
+from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
 from pipeline.core.data import Arrays, generate_inputs
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
+from pipeline.core.layout import model_dir
 
 T = TypeVar("T")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.core.config import MODELS_DIR
 from pipeline.core.errors import PipelineError, first_line
+from pipeline.core.layout import MODELS
 from pipeline.prepare.add.axes import DEFAULT_DIM, axes_notes
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Entry, Inferred, Input
@@ -66,7 +66,7 @@ def inspect_hf(name: str, path: Path, flags: Flags) -> Inferred:
     entry = Entry(
         "torch",
         factory=HF_FOLDER_FACTORY,
-        factory_args={"folder": f"{MODELS_DIR}/{name}/{HF_DIR}", "task": task},
+        factory_args={"folder": f"{MODELS}/{name}/{HF_DIR}", "task": task},
         inputs=inputs,
         dims=used_dims,
         outputs=["logits" if task != "feature-extraction" else "embedding"],
