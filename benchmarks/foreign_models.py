@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     machine = fingerprint()
     write_json(out, {
         "machine": hardware_name(machine),
-        "cpu": machine["cpu"]["model"],
+        "cpu": machine.cpu.model,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "how": "each model added with one `python -m pipeline add NAME FILE --eval eval.npz` into a fresh copy of "
                "the project, `dvc repro` with the default params; speed-up: deployed vs onnx_fp32 in one process, "

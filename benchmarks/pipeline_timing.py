@@ -260,8 +260,8 @@ def main() -> None:
         args.noop_runs, models = 0, {"tiny_onnx": ("tiny_onnx", lambda root: tiny_onnx(root.parent / "elsewhere"))}
 
     found = fingerprint()
-    result: dict[str, Any] = {"machine": hardware_name(found), "cpu": found["cpu"]["model"],
-                              "cores": found["cpu"]["cores"], "date": time.strftime("%Y-%m-%d")}  # fmt: skip
+    result: dict[str, Any] = {"machine": hardware_name(found), "cpu": found.cpu.model,
+                              "cores": found.cpu.cores, "date": time.strftime("%Y-%m-%d")}  # fmt: skip
     if args.noop_runs:  # 0: the committed run is another machine's, and settling it would rerun the zoo
         timed(["dvc", "repro"])  # settle: the first run may still have work to do
         runs = [timed(["dvc", "repro"]) for _ in range(args.noop_runs)]

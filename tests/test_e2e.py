@@ -449,7 +449,7 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     ran = rerun()
     from pipeline.optimize.plan import variant_code
 
-    configured = [*params["variants"], *params["machine_variants"], *params["gpu_variants"]]
+    configured = list(params.all_variants)
     uses_fp16 = {v for v in configured if Path("pipeline/optimize/passes/onnxruntime/fp16.py") in variant_code(v, root)}
     assert "onnx_fp16" in uses_fp16 and "onnx_int8_static" not in uses_fp16
     assert {n for n in ran if n.startswith("build@")} == {f"build@{m}-{v}" for v in uses_fp16 for m in applies(v)}
