@@ -1,5 +1,6 @@
 """What the tests that run the real pipeline share: run a command in a project, start a project the
-way a user does (git, DVC, `dvc repro`), read what a run wrote, and deploy one pinned variant."""
+way a user does (git, DVC, `dvc repro`), the project docs/development.md's recipes start from and what
+they changed, read what a run wrote, and deploy one pinned variant."""
 
 from __future__ import annotations
 
@@ -56,10 +57,77 @@ def fast_project(root: Path) -> Path:
     return root
 
 
+def git(root: Path, *args: str) -> str:
+    return run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], root)
+
+
+def write_tiny_onnx(path: Path) -> None:
+    """x [batch, 12] -> MatMul -> Add -> output [batch, 3], written without an exporter."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((12, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "b"),
+    ]
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["output"])],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 12])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 3])],
+        weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+def recipe_project(root: Path, variants: list[str] | None = None) -> dict:
+    """A copy of the repository at `root` as a user's project before one of docs/development.md's recipes
+    (a backend, a variant, a source kind): one small ONNX model `tiny`, quick benchmarks, `variants` alone
+    listed (None: params.yaml's lists as they are), the generated files current, committed in git with
+    DVC set up. Its params, for the recipe to edit. The caller points PYTHONPATH at `root` first: the
+    copy's own code runs in the children, not the repository's (the editable install's)."""
+    from tests.conftest import copy_project, write_params
+    from tests.helpers import FAST_BENCH
+
+    copy_project(root)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["models"] = ["tiny"]
+    params["catalog"]["tiny"] = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}
+    params["bench"] = FAST_BENCH
+    if variants is not None:
+        params["variants"] = {name: params["variants"].get(name, {}) for name in variants}
+        params["machine_variants"], params["gpu_variants"] = {}, {}
+        for entry in params["catalog"].values():  # the zoo's knobs for variants no longer listed go too
+            entry["overrides"] = {name: knobs for name, knobs in entry.get("overrides", {}).items() if name in variants}
+    write_params(root, params)
+    write_tiny_onnx(root / "models" / "tiny" / "model.onnx")
+    run([sys.executable, "-m", "pipeline", "docs", "--write"], root)
+    init_project(root)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the project")
+    return params
+
+
+def changed_files(root: Path) -> set[str]:
+    """Every file git sees modified or new in `root` since its last commit."""
+    return {line[3:] for line in git(root, "status", "--porcelain", "--untracked-files=all").splitlines()}
+
+
+def written_by_repro(paths: set[str]) -> set[str]:
+    """Of `paths`, those `dvc repro` may write (docs/development.md, "What the generators write"): stage
+    outputs under reports/ (artifacts/ is git-ignored), dvc.lock files and DVC's .gitignore entries."""
+    return {p for p in paths if p.startswith("reports/") or Path(p).name in ("dvc.lock", ".gitignore")}
+
+
 def commit_and_repro(root: Path) -> str:
     """Commit everything, then the root pipeline as a user types it; DVC's output."""
-    run(["git", "add", "-A"], root)
-    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"], root)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
     return run(["dvc", "repro"], root)
 
 
