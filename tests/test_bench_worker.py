@@ -168,7 +168,8 @@ def test_a_variant_out_of_contention_stops_at_min_blocks_and_skips_the_sweeps():
     metrics = run(StandIn, screen=FAST_RIVAL)
     assert metrics["screen"]["budget"] == "short" and metrics["screen"]["best_known"] == "onnx_opt"
     assert "out of contention" in metrics["screen"]["reason"] and "1.5x" in metrics["screen"]["reason"]
-    assert metrics["stability"]["blocks"] == BENCH.latency.min_blocks
+    # stopped at the first check: min_blocks, or the block after them that reaches min_seconds on a loaded machine
+    assert BENCH.latency.min_blocks <= metrics["stability"]["blocks"] <= BENCH.latency.min_blocks + 2
     assert metrics["stability"]["stopped_by"].startswith("out of contention")
     for skipped in ("throughput_sps", "throughput_concurrent", "rss_mb_by_batch", "throughput_ci", "sweep_load"):
         assert skipped not in metrics

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import psutil
@@ -34,7 +33,6 @@ def other_load(before: Any, after: Any, own_cpu_s: float, wall_s: float) -> dict
     return {"other_cpu_pct": 100.0 * others / wall_s, "steal_pct": 100.0 * steal / wall_s}
 
 
-@dataclass
 class PhaseTimes(dict):
     """Wall-clock seconds of each phase of the benchmark (details.phase_s): where a slow stage spends."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from pipeline.runtimes.base import Session
 from pipeline.runtimes.layout import in_layout
 
 
+@dataclass
 class Loaded:
     """A variant loaded by its runtime, with what it took to get there."""
 
