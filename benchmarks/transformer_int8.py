@@ -38,6 +38,7 @@ from pipeline.core.config import load_params
 from pipeline.core.files import write_json
 from pipeline.core.isolate import call
 from pipeline.core.records import Measured
+from pipeline.core.records.env import Cpu
 from pipeline.machine.fingerprint import fingerprint
 from pipeline.measure.contest import measure_contenders
 from pipeline.optimize.stage import build_variant
@@ -177,8 +178,8 @@ def why(rows: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def show(name: str, result: dict[str, Any], cpu: dict[str, Any]) -> None:
-    print(f"\n{name}, seq {result['seq']}, batch {result['batch']} ({cpu['cores']} threads, {cpu['model']}; "
+def show(name: str, result: dict[str, Any], cpu: Cpu) -> None:
+    print(f"\n{name}, seq {result['seq']}, batch {result['batch']} ({cpu.cores} threads, {cpu.model}; "
           "fidelity on the scoring rows)")  # fmt: skip
     print(f"  timing: {result['how']}")
     print(f"{'variant':22} {'precision':10} {'worst cos':>9} {'nn@10':>6} {'rank r':>7} {'p50 ms':>8} {'vs fp32':>8}")

@@ -148,7 +148,7 @@ def test_every_variant_writes_schema_metrics(project):
         m = metrics(root, "spam_fnn", variant)
         assert m["status"] == "ok", (variant, m["reason"])
         assert m["size_mb"] > 0 and m["load_ms"] > 0 and m["first_infer_ms"] > 0
-        assert set(m["latency_ms"]) == {"p50", "p90", "p99", "mean", "std", "n"}
+        assert set(m["latency_ms"]) == {"p50", "p90", "p99", "mean", "std", "min", "max", "n"}
         assert 0 < m["latency_ms"]["p50"] <= m["latency_ms"]["p99"] and m["latency_ms"]["n"] >= 20
         assert m["peak_rss_mb"] >= m["load_rss_mb"] > 10 and m["threads"] == 1
         assert m["cpu_util_pct"]["latency"] > 0
