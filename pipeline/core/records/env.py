@@ -36,8 +36,6 @@ class MachineName(Part):
 class Probe(Part):
     """Whether a target can run here and why not; for a GPU, which one (pipeline.machine.probe)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     available: bool
     reason: str = ""
     gpu: str | None = None

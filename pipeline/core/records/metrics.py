@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from pipeline.core import layout
 from pipeline.core.files import read_json
 from pipeline.core.outcome import Status
+from pipeline.core.records.base import Part
 
 
-class Metrics(BaseModel):
+class Metrics(Part):
     """One variant of one model on this machine: what DVC tracks as a metric."""
-
-    model_config = ConfigDict(extra="forbid")
 
     status: Status = Field(description="ok, skipped (does not apply: the reason is in the details) or failed")
     p50_ms: float | None = Field(None, description="median batch-1 latency, ms")

@@ -12,7 +12,7 @@ from pipeline.core.files import read_json, write_json
 from pipeline.core.records.base import Part
 
 
-class OpTime(Part):
+class OpShare(Part):
     """One operator type's part of the profiled time."""
 
     share_pct: float
@@ -27,7 +27,7 @@ class Profile(Part):
 
     calls: int | None = None
     profiled_ms_per_call: float | None = None
-    top: dict[str, OpTime] = Field(default_factory=dict)  # by operator type, the slowest first
+    top: dict[str, OpShare] = Field(default_factory=dict)  # by operator type, the slowest first
     reason: str | None = None
 
 

@@ -9,7 +9,7 @@ It says whether the source loaded and exported (`status`, `export`), what the ar
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field
 
@@ -75,11 +75,6 @@ class ExportReport(Part):
     status: Literal["ok", "failed"]
     reason: str = ""
     source: str | None = None
-
-    @property
-    def facts(self) -> dict[str, Any]:
-        """The converter's own facts, by name."""
-        return dict(self.model_extra or {})
 
 
 class SourceRecord(Part):
