@@ -118,6 +118,13 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from pipeline.serve.server import serve
+
+    serve(args.deploy, args.host, args.port, args.instances, args.threads)
+    return 0
+
+
 def _predict(args: argparse.Namespace) -> int:
     from pipeline.serve.predict import run_cli
 
@@ -226,6 +233,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--allow-nonfinite", action="store_true", help="pass NaN and Inf in float inputs (refused by default)"
     )
     predict.set_defaults(run=_predict)
+    served = commands.add_parser(
+        "serve", help="serve a deploy/<model> folder over the Open Inference Protocol (KServe v2 REST)"
+    )
+    served.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
+    served.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    served.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1; 0.0.0.0 in a container)")
+    served.add_argument("--instances", type=int, help="model instances (default: the benchmark's concurrent requests)")
+    served.add_argument("--threads", type=int, help="threads in all (default: the benchmark's concurrent threads)")
+    served.set_defaults(run=_serve)
     gate = commands.add_parser(
         "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI)"
     )

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import onnx
 import onnxruntime as ort
 
 from pipeline.core.data import Arrays
@@ -119,6 +118,8 @@ class OrtSession(Session):
         """What an FP16 file computes in on this provider, read from ONNX Runtime's optimized graph:
         the CPU provider has few FP16 kernels and runs FP32 ones behind inserted Casts (or folds
         FP16 weights back to FP32), so the weights its compute operators take say what ran."""
+        import onnx  # the bench's question: the lean serving image has ONNX Runtime, not the onnx package
+
         if self._target != "cpu" or not _has_fp16_weights(self._path):
             return None
         with tempfile.TemporaryDirectory(prefix="ort-optimized-") as folder:
@@ -180,6 +181,8 @@ COMPUTE_OPS = frozenset(
 
 
 def _has_fp16_weights(path: Path) -> bool:
+    import onnx
+
     graph = onnx.load(str(path), load_external_data=False).graph
     return any(i.data_type == onnx.TensorProto.FLOAT16 for i in graph.initializer)
 

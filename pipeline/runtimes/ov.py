@@ -37,6 +37,18 @@ def compile_properties(hint: str, threads: int, precision: str, group_size: int 
     return properties
 
 
+def ports(inputs: Arrays, names: list[str]) -> dict[int, np.ndarray]:
+    """Inputs by port index: front ends name inputs differently, the spec's order is stable."""
+    # np.ascontiguousarray makes a 0-d array (a scalar input) 1-d: np.require keeps its shape
+    return {i: np.require(inputs[name], requirements="C") for i, name in enumerate(names)}
+
+
+def infer(request: ov.InferRequest, compiled: ov.CompiledModel, names: list[str], inputs: Arrays) -> Arrays:
+    """One synchronous call: outputs by name, copied out of the request's buffers."""
+    results = request.infer(ports(inputs, names))
+    return {port.any_name: np.array(results[port]) for port in compiled.outputs}
+
+
 class OpenVinoSession(Session):
     def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
         self._path, self._threads = path, threads
@@ -59,15 +71,10 @@ class OpenVinoSession(Session):
         )
 
     def _ports(self, inputs: Arrays) -> dict[int, np.ndarray]:
-        """Inputs by port index: front ends name inputs differently, the spec's order is stable."""
-        # np.ascontiguousarray makes a 0-d array (a scalar input) 1-d: np.require keeps its shape
-        return {i: np.require(inputs[name], requirements="C") for i, name in enumerate(self.input_names)}
+        return ports(inputs, self.input_names)
 
     def run(self, inputs: Arrays) -> Arrays:
-        results = self._request.infer(self._ports(inputs))
-        return {
-            name: np.array(results[port]) for name, port in zip(self.output_names, self._compiled.outputs, strict=True)
-        }
+        return infer(self._request, self._compiled, self.input_names, inputs)
 
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
         """A request of its own with the inputs bound: preparing another batch (the sweep) must not
@@ -80,6 +87,17 @@ class OpenVinoSession(Session):
         # about 4 of 5 bench processes, OpenVINO 2026.4.1 CPU plugin, amd-25-1-2c).
         self._requests.append(request)
         return request.infer
+
+    def request_sessions(self, requests: int, threads: int) -> tuple[list[Session], str]:
+        """OpenVINO's way to serve requests arriving at once (a server's instances): the model
+        compiled with the THROUGHPUT hint, this session's threads split into the plugin's streams,
+        an infer request per stream (`requests` and `threads` are the plugin's to decide, as in
+        `async_queue`)."""
+        compiled = self._compile("THROUGHPUT", ov.Core())
+        count = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+        streams = int(compiled.get_property("NUM_STREAMS"))
+        sessions: list[Session] = [OpenVinoRequest(compiled, self.input_names) for _ in range(count)]
+        return sessions, f"{count} infer requests on {streams} streams (THROUGHPUT hint, {self._threads} threads)"
 
     def async_queue(self, inputs: Arrays, requests: int, threads: int) -> OpenVinoQueue:
         """OpenVINO's own way to serve many requests: a model compiled with the THROUGHPUT hint
@@ -119,6 +137,18 @@ class OpenVinoSession(Session):
             "latency_hint_streams": int(self._compiled.get_property("NUM_STREAMS")),
             "execution_devices": ", ".join(self._compiled.get_property("EXECUTION_DEVICES")),
         }
+
+
+class OpenVinoRequest(Session):
+    """One infer request of a compiled model: a session for one request thread at a time."""
+
+    def __init__(self, compiled: ov.CompiledModel, input_names: list[str]) -> None:
+        self._compiled, self._request = compiled, compiled.create_infer_request()
+        self.input_names = input_names
+        self.output_names = [port.any_name for port in compiled.outputs]
+
+    def run(self, inputs: Arrays) -> Arrays:
+        return infer(self._request, self._compiled, self.input_names, inputs)
 
 
 class OpenVinoQueue:

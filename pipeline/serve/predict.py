@@ -26,6 +26,7 @@ from pipeline.core.inputs import check_input_values, check_inputs, outputs_to_mo
 from pipeline.core.records import manifest as manifest_record
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
+from pipeline.runtimes.base import Session
 from pipeline.serve.text import labelled, token_labelled, tokenize
 
 NONFINITE_HINT = " (predict --allow-nonfinite, or load(..., allow_nonfinite=True), lets NaN and Inf through)"
@@ -69,6 +70,11 @@ class Predictor:
 
         Any size fits a symbolic dimension (a sequence length, say); a model that fixes its batch
         is fed batches of exactly that size, the last one padded and the padding dropped."""
+        return self.run(self.check(inputs, source), batch)
+
+    def check(self, inputs: Arrays | np.ndarray, source: str = "inputs") -> Arrays:
+        """The inputs rows first, after every check (names, shapes, dtypes, then values): one
+        ModelFileError naming the array and the bound it broke."""
         if isinstance(inputs, np.ndarray):
             if len(self.inputs) != 1:
                 names = ", ".join(self.inputs)
@@ -77,8 +83,12 @@ class Predictor:
         checked = check_inputs(rows_first(inputs, self.inputs), self.inputs, source)
         if self.check_values:
             check_input_values(checked, self.inputs, source, self.bounds, self.allow_nonfinite, NONFINITE_HINT)
+        return checked
+
+    def run(self, checked: Arrays, batch: int = 256, session: Session | None = None) -> Arrays:
+        """Outputs for inputs `check` passed, on `session` (a server's instance) or the predictor's own."""
         fixed = self.manifest.fixed_batch
-        outputs = run_batched(self.session.run, checked, fixed or batch, fixed is not None)
+        outputs = run_batched((session or self.session).run, checked, fixed or batch, fixed is not None)
         layout = self.manifest.runtime_config.layout
         axes = layout.outputs if layout else {}  # a state's batch axis
         return outputs_to_model({name: outputs[name] for name in self.output_names}, axes)

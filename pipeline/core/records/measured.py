@@ -74,6 +74,21 @@ class Throughput(Part):
     unit: str | None = None  # decoders: generated tokens / s
 
 
+class ConcurrentThroughput(Part):
+    """Samples/s with several batch-1 requests in flight, and how the runtime ran them: the settings a
+    server's instances reproduce (pipeline.serve)."""
+
+    sps: float
+    batch: int
+    total_threads: int
+    harness_limit_sps: float
+    harness_bound: bool
+    requests: int = Field(description="requests in flight: ONNX Runtime's sessions, OpenVINO's infer requests")
+    how: str
+    streams: int | None = None  # OpenVINO's THROUGHPUT hint
+    threads: int | None = None  # OpenVINO: the threads its streams share
+
+
 class Accuracy(Part):
     """The task metric on the held-out scoring rows and its delta against the FP32 source's."""
 
@@ -208,7 +223,7 @@ class Measured(Part):
         description="samples (or generated tokens) per second of one synchronous caller at each batch size; "
         "absent on a short budget (out of contention: see screen)",
     )
-    throughput_concurrent: dict[str, Any] | None = Field(
+    throughput_concurrent: ConcurrentThroughput | None = Field(
         None, description="samples/s with several batch-1 requests in flight, and how the runtime ran them"
     )
     peak_rss_mb: float | None = Field(

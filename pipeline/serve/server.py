@@ -1,0 +1,145 @@
+"""`python -m pipeline serve deploy/<model> --port N`: the deploy folder behind the Open Inference
+Protocol (KServe v2 REST), for local use and as a KServe custom predictor.
+
+Built on FastAPI and uvicorn, the ASGI stack KServe's own Python model server runs on (kserve 0.21
+pins protobuf<7 and psutil<6, which the pipeline's environment cannot take). Every request goes
+through the same checks as `predict` (a bad one gets HTTP 400 and one line naming the tensor and the
+bound; the server keeps serving) and runs with the runtime settings the benchmark measured the
+artifact's concurrent throughput with: as many instances as it ran requests at once (ONNX Runtime: a
+session each with its share of the threads; OpenVINO: the THROUGHPUT hint's infer requests), each
+serving one request at a time on a thread of its own (the runtimes release the GIL while they compute).
+
+    GET  /v2/health/live, /v2/health/ready, /v2/models/<model>/ready
+    GET  /v2                                   server metadata
+    GET  /v2/models/<model>                    model metadata: tensors from the model file, the manifest's facts
+    POST /v2/models/<model>/infer              (also under /versions/1/)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from pipeline import __version__
+from pipeline.core.data import Arrays
+from pipeline.core.errors import ModelFileError
+from pipeline.core.records import manifest as manifest_record
+from pipeline.serve import protocol
+from pipeline.serve.predict import Predictor, load
+from pipeline.serve.signature import read_signature
+
+VERSION = "1"
+
+
+class Model:
+    """The deploy folder's predictor and its pool of instances, each used by one request at a time."""
+
+    def __init__(self, folder: Path, instances: int | None = None, threads: int | None = None) -> None:
+        self.folder = folder
+        manifest = manifest_record.load(folder)
+        concurrent = manifest.metrics.throughput_concurrent if manifest.metrics else None
+        self.threads = threads or (concurrent.total_threads if concurrent else None)
+        self.predictor: Predictor = load(folder, self.threads)
+        self.name = manifest.model
+        wanted = instances or (concurrent.requests if concurrent else 1)
+        sessions, self.how = self.predictor.session.request_sessions(wanted, self.threads or 1)
+        self.instances: queue.SimpleQueue = queue.SimpleQueue()
+        for session in sessions:
+            self.instances.put(session)
+        self.executor = ThreadPoolExecutor(len(sessions), thread_name_prefix="instance")
+        self.signature = read_signature(folder, manifest)
+        self.datatypes = {spec.name: spec.datatype for spec in self.signature.inputs}
+        self.size = len(sessions)
+
+    def infer(self, inputs: Arrays) -> Arrays:
+        """Check, then run on a free instance (called on an executor thread)."""
+        checked = self.predictor.check(inputs, source="request")
+        session = self.instances.get()
+        try:
+            return self.predictor.run(checked, session=session)
+        finally:
+            self.instances.put(session)
+
+    def metadata(self) -> dict[str, Any]:
+        manifest = self.predictor.manifest
+        return {
+            "name": self.name,
+            "versions": [VERSION],
+            "platform": {"onnxruntime": "onnxruntime_onnx", "openvino": "openvino"}.get(
+                manifest.runtime, manifest.runtime
+            ),
+            "inputs": [spec.as_metadata() for spec in self.signature.inputs],
+            "outputs": [spec.as_metadata() for spec in self.signature.outputs],
+            "parameters": {
+                "variant": manifest.variant,
+                "runtime": f"{manifest.runtime} {manifest.runtime_version}",
+                "measured_on": manifest.machine,
+                "sha256": manifest.files.get(manifest.entry, ""),
+                "instances": self.how,
+            },
+        }
+
+
+def create_app(model: Model) -> FastAPI:
+    """The v2 REST routes for one model."""
+    app = FastAPI(title=f"{model.name} (Open Inference Protocol)", docs_url=None, redoc_url=None)
+
+    def error(status: int, message: str) -> JSONResponse:
+        return JSONResponse({"error": message}, status_code=status)
+
+    def known(name: str, version: str | None = None) -> JSONResponse | None:
+        if name != model.name:
+            return error(404, f"unknown model {name!r}: this server serves {model.name!r}")
+        if version not in (None, VERSION):
+            return error(404, f"unknown version {version!r} of {name!r}: this server serves version {VERSION}")
+        return None
+
+    @app.get("/v2/health/live")
+    @app.get("/v2/health/ready")
+    async def health() -> dict[str, bool]:
+        return {"live": True, "ready": True}
+
+    @app.get("/v2")
+    async def server_metadata() -> dict[str, Any]:
+        return {"name": "modelopt-pipeline", "version": __version__, "extensions": ["binary_tensor_data"]}
+
+    @app.get("/v2/models/{name}/ready")
+    @app.get("/v2/models/{name}/versions/{version}/ready")
+    async def model_ready(name: str, version: str | None = None) -> Response:
+        return known(name, version) or JSONResponse({"name": name, "ready": True})
+
+    @app.get("/v2/models/{name}")
+    @app.get("/v2/models/{name}/versions/{version}")
+    async def model_metadata(name: str, version: str | None = None) -> Response:
+        return known(name, version) or JSONResponse(model.metadata())
+
+    @app.post("/v2/models/{name}/infer")
+    @app.post("/v2/models/{name}/versions/{version}/infer")
+    async def infer(name: str, request: Request, version: str | None = None) -> Response:
+        if refused := known(name, version):
+            return refused
+        body = await request.body()
+        try:
+            decoded = protocol.decode(body, request.headers.get(protocol.HEADER_LENGTH), model.datatypes)
+            outputs = await asyncio.get_running_loop().run_in_executor(model.executor, model.infer, decoded.inputs)
+            content, headers = protocol.encode(outputs, decoded, model.name, VERSION)
+        except (protocol.BadRequest, ModelFileError) as bad:
+            return error(400, str(bad).splitlines()[0])
+        return Response(content, headers=headers)
+
+    return app
+
+
+def serve(folder: Path, host: str, port: int, instances: int | None = None, threads: int | None = None) -> None:
+    """Load the deploy folder and serve it until interrupted."""
+    import uvicorn
+
+    model = Model(folder, instances, threads)
+    print(f"serving {model.name} ({model.predictor.manifest.variant}) on http://{host}:{port}/v2: {model.how}")
+    uvicorn.run(create_app(model), host=host, port=port, log_level="warning", access_log=False)
