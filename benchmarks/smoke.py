@@ -73,3 +73,20 @@ def tiny_encoder(folder: Path) -> Path:
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(files() / name, folder / name)
     return folder
+
+
+def smoke_deploy(folder: Path) -> Path:
+    """A deploy folder of tiny_onnx (no measurements in its manifest), as the select stage lays one out."""
+    from pipeline.core.config import InputSpec
+    from pipeline.core.files import sha256
+    from pipeline.core.records import manifest as manifest_record
+    from pipeline.core.records.manifest import Manifest
+
+    entry = tiny_onnx(folder)
+    spec = InputSpec.model_validate({"shape": ["batch", 16], "dtype": "float32"})
+    manifest = Manifest(
+        model="tiny", variant="onnx_fp32", machine="smoke", runtime="onnxruntime", runtime_version="smoke",
+        entry=entry.name, inputs={"x": spec}, outputs=["y"], files={entry.name: sha256(entry)},
+    )  # fmt: skip
+    manifest_record.write(manifest, folder)
+    return folder

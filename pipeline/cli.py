@@ -133,6 +133,16 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serving(args: argparse.Namespace) -> int:
+    from pipeline.serve.repositories.write import write_serving
+
+    report = write_serving(args.deploy)
+    print(f"{report.model}: {report.folder}")
+    for line in report.lines():
+        print(f"  {line}")
+    return 0
+
+
 def _gate(args: argparse.Namespace) -> int:
     from pipeline.ci.gate import print_gate, run_gate
     from pipeline.core.config import load_params
@@ -242,6 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     served.add_argument("--instances", type=int, help="model instances (default: the benchmark's concurrent requests)")
     served.add_argument("--threads", type=int, help="threads in all (default: the benchmark's concurrent threads)")
     served.set_defaults(run=_serve)
+    serving = commands.add_parser(
+        "serving", help="write and check Triton, OVMS and KServe repositories (deploy/<model>/serving/)"
+    )
+    serving.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
+    serving.set_defaults(run=_serving)
     gate = commands.add_parser(
         "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI)"
     )

@@ -29,6 +29,7 @@ SMOKE = [
     smoke("choice_stability"),
     smoke("harness_overhead"),
     smoke("foreign_models"),
+    smoke("serving_load"),
     smoke("foreign_corpus", ["{tmp}"], "smoke.json"),
     smoke("pipeline_timing", slow=True),
     smoke("transformer_int8", slow=True),

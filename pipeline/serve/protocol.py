@@ -18,37 +18,13 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.data import Arrays
+from pipeline.serve.signature import numpy_dtype, v2_datatype
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
-
-# v2 datatype <-> numpy (BYTES, strings, has no fixed width: no model here takes it)
-DATATYPES = {
-    "BOOL": np.dtype(np.bool_),
-    "UINT8": np.dtype(np.uint8),
-    "UINT16": np.dtype(np.uint16),
-    "UINT32": np.dtype(np.uint32),
-    "UINT64": np.dtype(np.uint64),
-    "INT8": np.dtype(np.int8),
-    "INT16": np.dtype(np.int16),
-    "INT32": np.dtype(np.int32),
-    "INT64": np.dtype(np.int64),
-    "FP16": np.dtype(np.float16),
-    "FP32": np.dtype(np.float32),
-    "FP64": np.dtype(np.float64),
-}
 
 
 class BadRequest(ValueError):
     """A request the protocol or the model cannot take: HTTP 400 with this one line."""
-
-
-def datatype(dtype: np.dtype | str) -> str:
-    """The v2 datatype of a numpy dtype."""
-    wanted = np.dtype(dtype)
-    for name, known in DATATYPES.items():
-        if known == wanted:
-            return name
-    raise BadRequest(f"dtype {wanted} has no v2 datatype")
 
 
 @dataclass
@@ -86,7 +62,7 @@ def decode(body: bytes, header_length: str | None, expected: dict[str, str]) -> 
         declared = tensor.get("datatype")
         if declared != expected[name]:
             raise BadRequest(f"input {name!r}: datatype {declared!r}, the model takes {expected[name]}")
-        dtype, count = DATATYPES[declared], int(np.prod(shape))
+        dtype, count = numpy_dtype(declared), int(np.prod(shape))
         size = (tensor.get("parameters") or {}).get("binary_data_size")
         if size is not None:
             if size != count * dtype.itemsize or offset + size > len(binary):
@@ -121,7 +97,7 @@ def encode(outputs: Arrays, request: InferRequest, model: str, version: str = "1
         if name not in outputs:
             raise BadRequest(f"output {name!r}: the model has no such output (outputs: {', '.join(outputs)})")
         value = np.asarray(outputs[name])
-        tensor: dict[str, Any] = {"name": name, "datatype": datatype(value.dtype), "shape": list(value.shape)}
+        tensor: dict[str, Any] = {"name": name, "datatype": v2_datatype(value.dtype), "shape": list(value.shape)}
         if name in request.binary_outputs or "*" in request.binary_outputs:
             raw = np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
             tensor["parameters"] = {"binary_data_size": len(raw)}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import queue
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,8 @@ class Model:
             "platform": {"onnxruntime": "onnxruntime_onnx", "openvino": "openvino"}.get(
                 manifest.runtime, manifest.runtime
             ),
-            "inputs": [spec.as_metadata() for spec in self.signature.inputs],
-            "outputs": [spec.as_metadata() for spec in self.signature.outputs],
+            "inputs": [asdict(spec) for spec in self.signature.inputs],
+            "outputs": [asdict(spec) for spec in self.signature.outputs],
             "parameters": {
                 "variant": manifest.variant,
                 "runtime": f"{manifest.runtime} {manifest.runtime_version}",

@@ -1,0 +1,285 @@
+"""The v2 server under load: N concurrent clients for T seconds against `python -m pipeline serve`, on
+loopback, with bad requests mixed in, compared with the same artifact's concurrent throughput measured
+in process the way the bench stage measures it (before and after the load, in this run).
+
+    python -m benchmarks.serving_load deploy/minilm_l6 --clients 8 --seconds 60 --python /tmp/lean/bin/python
+
+Each client is a thread with its own `tritonclient.http` client (Triton's official HTTP client: binary
+tensors, keep-alive), sending batch-1 requests back to back. Every `--bad-every`-th request of a client
+is a bad one (an id past the vocabulary, a wrong shape, a wrong datatype, in turn): it must come back 400
+with one line. Every valid answer is compared bit for bit with what `predict` returns for it in this
+process. The server's RSS is sampled every 0.5 s: growth is the last sample over the first one after the
+warm-up. The server runs with the settings the bench recorded for the artifact's concurrent figure
+(its instances and threads), and `--python` picks its interpreter: the lean serving environment
+(serving/requirements.txt) by default when one is given, else this one. The load generator shares the
+machine with the server (2 cores here): its own CPU time is recorded beside the figures.
+
+Writes reports/benchmarks/serving_load.json. `--smoke`: a tiny ONNX deploy folder, 2 clients, 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+from benchmarks.smoke import smoke_deploy, written_to
+from pipeline.core.data import Arrays, generate_inputs
+from pipeline.machine.naming import current
+from pipeline.measure.harness import measure_concurrent
+from pipeline.serve.predict import load
+
+DEFAULT_OUT = Path("reports/benchmarks/serving_load.json")
+
+
+@dataclass
+class Tally:
+    """What the clients saw: latencies of valid requests, and every answer that was not as expected."""
+
+    valid_ms: list[float] = field(default_factory=list)
+    bad_answered_400: int = 0
+    failed_valid: list[str] = field(default_factory=list)
+    bad_not_400: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def payloads(folder: Path, count: int) -> tuple[list[Arrays], list[Arrays], list[tuple[str, Arrays]]]:
+    """`count` valid batch-1 requests at the dims the artifact was measured at, what predict answers to
+    each, and the bad requests (kind, arrays)."""
+    predictor = load(folder, threads=1)
+    manifest = predictor.manifest
+    vocab = max(manifest.token_bounds.values(), default=None)
+    rows = generate_inputs(manifest.inputs, count, 0, manifest.dims, vocab_size=vocab)
+    valid = [{name: value[i : i + 1] for name, value in rows.items()} for i in range(count)]
+    expected = [predictor(inputs) for inputs in valid]
+    first = valid[0]
+    name = next(iter(first))
+    bad = [("wrong shape", {**first, name: first[name][..., :1] if first[name].ndim > 1 else first[name][None]})]
+    wrong = np.int32 if first[name].dtype != np.int32 else np.int64
+    bad.append(("wrong datatype", {**first, name: first[name].astype(wrong)}))
+    ids = [n for n, spec in manifest.inputs.items() if spec.kind == "token_ids" and n in manifest.token_bounds]
+    if ids:
+        past = {**first, ids[0]: first[ids[0]].copy()}
+        past[ids[0]][0, 0] = manifest.token_bounds[ids[0]]
+        bad.append(("id past the vocabulary", past))
+    return valid, expected, bad
+
+
+def request(client: Any, http: Any, model: str, inputs: Arrays) -> dict[str, np.ndarray]:
+    tensors = []
+    for name, value in inputs.items():
+        tensor = http.InferInput(name, list(value.shape), http.np_to_triton_dtype(value.dtype))
+        tensor.set_data_from_numpy(value, binary_data=True)
+        tensors.append(tensor)
+    result = client.infer(model, tensors)
+    return {output["name"]: result.as_numpy(output["name"]) for output in result.get_response()["outputs"]}
+
+
+def client_loop(url: str, model: str, work: tuple, tally: Tally, stop: threading.Event, index: int, bad_every: int):
+    import tritonclient.http as http
+    from tritonclient.utils import InferenceServerException
+
+    valid, expected, bad = work
+    client = http.InferenceServerClient(url, connection_timeout=30, network_timeout=30)
+    sent = 0
+    while not stop.is_set():
+        sent += 1
+        if bad_every and sent % bad_every == 0:
+            kind, inputs = bad[(sent // bad_every + index) % len(bad)]
+            try:
+                request(client, http, model, inputs)
+                outcome = f"{kind}: answered 200"
+            except InferenceServerException as error:
+                ok = error.status() == "400" and "\n" not in (error.message() or "")
+                outcome = "" if ok else f"{kind}: {error.status()} {error.message()}"
+            with tally.lock:
+                if outcome:
+                    tally.bad_not_400.append(outcome)
+                else:
+                    tally.bad_answered_400 += 1
+            continue
+        pick = (sent + index * 7) % len(valid)
+        start = time.perf_counter()
+        try:
+            got = request(client, http, model, valid[pick])
+            problem = next(
+                (f"{n}: differs from predict" for n, v in expected[pick].items() if got[n].tobytes() != v.tobytes()),
+                "",
+            )
+        except Exception as error:  # any failure of a valid request is counted, never raised
+            problem = f"{type(error).__name__}: {error}"
+        elapsed = (time.perf_counter() - start) * 1000
+        with tally.lock:
+            if problem:
+                tally.failed_valid.append(problem)
+            else:
+                tally.valid_ms.append(elapsed)
+    client.close()
+
+
+def in_process_concurrent(folder: Path, valid: Arrays, seconds: float) -> dict[str, Any]:
+    """The bench stage's concurrent figure for this artifact, measured now: its recorded requests and
+    threads, `seconds` of batch-1 calls kept in flight."""
+    predictor = load(folder)
+    metrics = predictor.manifest.metrics
+    recorded = metrics.throughput_concurrent if metrics else None
+    requests, threads = (recorded.requests, recorded.total_threads) if recorded else (2, 2)
+    predictor = load(folder, threads)
+    queue = predictor.session.async_queue(predictor.check(valid), requests, threads)
+    sps = measure_concurrent(queue, 1, seconds)
+    return {"sps": sps, **queue.details()}
+
+
+def run_load(args: argparse.Namespace, folder: Path, work: tuple) -> dict[str, Any]:
+    """Start the server, warm it, load it for `args.seconds`, stop it: the figures the clients and the
+    RSS sampler saw."""
+    port = free_port()
+    url = f"127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [args.python, "-m", "pipeline", "serve", str(folder), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        banner = server.stdout.readline().strip()
+        import tritonclient.http as http
+
+        probe = http.InferenceServerClient(url)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if probe.is_server_ready():
+                    break
+            except Exception:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the server did not start: {banner} {server.stdout.read()}") from None
+                time.sleep(0.2)
+        model = probe.get_model_metadata(json.loads((folder / "manifest.json").read_text())["model"])["name"]
+        process = psutil.Process(server.pid)
+
+        def load_for(seconds: float, tally: Tally, rss: list[float]) -> tuple[float, float]:
+            stop = threading.Event()
+            threads = [
+                threading.Thread(target=client_loop, args=(url, model, work, tally, stop, i, args.bad_every))
+                for i in range(args.clients)
+            ]
+            cpu0, start = time.process_time(), time.perf_counter()
+            for thread in threads:
+                thread.start()
+            while time.perf_counter() - start < seconds:
+                rss.append(process.memory_info().rss / 2**20)
+                time.sleep(0.5)
+            stop.set()
+            for thread in threads:
+                thread.join()
+            return time.perf_counter() - start, time.process_time() - cpu0
+
+        load_for(args.warmup, Tally(), [])
+        tally, rss = Tally(), []
+        wall, client_cpu = load_for(args.seconds, tally, rss)
+        server_cpu = sum(process.cpu_times()[:2])
+    finally:
+        server.terminate()
+        server.wait(30)
+    latencies = np.array(tally.valid_ms)
+    return {
+        "server": banner,
+        "seconds": round(wall, 2),
+        "valid_requests": len(latencies),
+        "requests_per_s": len(latencies) / wall,
+        "latency_ms": {
+            "p50": float(np.percentile(latencies, 50)),
+            "p99": float(np.percentile(latencies, 99)),
+            "max": float(latencies.max()),
+        }
+        if len(latencies)
+        else None,
+        "failed_valid": len(tally.failed_valid),
+        "failed_valid_examples": sorted(set(tally.failed_valid))[:5],
+        "bad_requests": tally.bad_answered_400 + len(tally.bad_not_400),
+        "bad_answered_400": tally.bad_answered_400,
+        "bad_not_400_examples": sorted(set(tally.bad_not_400))[:5],
+        "rss_mb": {"first": rss[0], "last": rss[-1], "max": max(rss), "samples": len(rss)},
+        "rss_growth_pct": 100 * (rss[-1] / rss[0] - 1),
+        "load_generator_cpu_s": round(client_cpu, 2),
+        "server_cpu_s_total": round(server_cpu, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("deploy", nargs="?", type=Path, default=Path("deploy/minilm_l6"))
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--warmup", type=float, default=5, help="seconds of load before the measured run")
+    parser.add_argument("--bad-every", type=int, default=10, help="every Nth request of a client is a bad one")
+    parser.add_argument("--in-process-seconds", type=float, default=15)
+    parser.add_argument("--python", default=sys.executable, help="the server's interpreter (the lean serving env)")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args(argv)
+    folder = args.deploy
+    if args.smoke:
+        folder = smoke_deploy(Path("smoke-deploy"))
+        args.clients, args.seconds, args.warmup, args.in_process_seconds, args.bad_every = 2, 2, 0.5, 0.5, 3
+    work = payloads(folder, 16)
+    before = in_process_concurrent(folder, work[0][0], args.in_process_seconds)
+    served = run_load(args, folder, work)
+    after = in_process_concurrent(folder, work[0][0], args.in_process_seconds)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    recorded = (manifest.get("metrics") or {}).get("throughput_concurrent")
+    in_process = (before["sps"] + after["sps"]) / 2
+    result = {
+        "machine": current().name,
+        "model": manifest["model"],
+        "variant": manifest["variant"],
+        "runtime": f"{manifest['runtime']} {manifest['runtime_version']}",
+        "how": (
+            f"{args.clients} client threads (tritonclient.http, binary tensors, keep-alive) in one process beside "
+            f"the server on loopback, batch-1 requests back to back for {args.seconds:g} s after a {args.warmup:g} s "
+            f"warm-up; every {args.bad_every}th request of a client a bad one; valid answers compared bit for bit "
+            f"with predict; server RSS sampled every 0.5 s. In-process figure: the bench stage's concurrent "
+            f"queue on this artifact ({args.in_process_seconds:g} s before and after the load), this run."
+        ),
+        "server_python": args.python,
+        "clients": args.clients,
+        "served": served,
+        "in_process_concurrent": {"before": before, "after": after, "mean_sps": in_process},
+        "recorded_concurrent_sps": recorded["sps"] if recorded else None,
+        "recorded_on": manifest["machine"],
+        "ratio_to_in_process": served["requests_per_s"] / in_process,
+        "ratio_to_recorded": served["requests_per_s"] / recorded["sps"] if recorded else None,
+    }
+    out = written_to(args.out, DEFAULT_OUT, args.smoke)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    lat = served["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
+    print(
+        f"{result['model']} ({result['variant']}): {served['requests_per_s']:.1f} valid requests/s at "
+        f"{args.clients} clients, p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms; "
+        f"{served['failed_valid']} failed valid, {served['bad_answered_400']}/{served['bad_requests']} bad answered "
+        f"400; RSS {served['rss_growth_pct']:+.1f}%; x{result['ratio_to_in_process']:.2f} of the in-process "
+        f"concurrent {in_process:.1f}/s (recorded {result['recorded_concurrent_sps']}) -> {out}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

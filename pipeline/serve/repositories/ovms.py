@@ -1,0 +1,106 @@
+"""An OpenVINO Model Server repository: serving/ovms/config.json, the artifact in <model>/1/, and
+provenance.json beside them.
+
+OVMS's config schema (src/schema.cpp, vendored as ovms_config_schema.json) allows no key it does
+not know, so the sha256 and where each setting came from go in provenance.json, not config.json.
+`base_path` is relative: OVMS resolves it against config.json's folder (FileSystem::setPath with
+the config's directory as root), so the folder works wherever it is mounted. OVMS runs ONNX files
+with OpenVINO, not ONNX Runtime: an ONNX Runtime artifact is written only when OpenVINO reads it,
+and its provenance says its figures are ONNX Runtime's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.core.errors import first_line
+from pipeline.core.files import write_json
+from pipeline.core.records.manifest import Manifest
+from pipeline.serve.repositories import measured
+from pipeline.serve.repositories.artifact import VERSION, artifact_files, place
+from pipeline.serve.repositories.scope import NotServable
+
+CONFIG = "config.json"
+PROVENANCE = "provenance.json"
+SCHEMA = Path(__file__).with_name("ovms_config_schema.json")
+
+
+def settings(manifest: Manifest) -> tuple[int, dict[str, str], dict[str, str]]:
+    """nireq, plugin_config and, per setting, the measurement it comes from."""
+    found = measured.concurrency(manifest)
+    why = {"nireq": f"{found.requests}: the concurrent measurement ran {found.text} ({found.how})"}
+    if manifest.runtime != "openvino":
+        plugin = {"INFERENCE_NUM_THREADS": str(found.total_threads)}
+        why["INFERENCE_NUM_THREADS"] = (
+            f"{found.total_threads}: the thread budget of the concurrent measurement; no other plugin setting was "
+            f"measured for this file on OpenVINO"
+        )
+        return found.requests, plugin, why
+    plugin = {"INFERENCE_NUM_THREADS": str(found.threads or found.total_threads)}
+    why["INFERENCE_NUM_THREADS"] = f"{plugin['INFERENCE_NUM_THREADS']}: the concurrent measurement's compiled model"
+    if found.streams is not None:
+        plugin |= {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": str(found.streams)}
+        why["PERFORMANCE_HINT"] = "THROUGHPUT: the hint the concurrent measurement compiled with"
+        why["NUM_STREAMS"] = f"{found.streams}: the streams the THROUGHPUT hint made on {manifest.machine}"
+    ran = measured.metrics(manifest).runtime_settings or {}
+    precision = ran.get("inference_precision") or manifest.runtime_config.inference_precision
+    if precision and precision != "auto":
+        plugin["INFERENCE_PRECISION_HINT"] = str(precision)
+        why["INFERENCE_PRECISION_HINT"] = f"{precision}: the precision the measured run computed in"
+    group = ran.get("dynamic_quantization_group_size", manifest.runtime_config.dynamic_quantization_group_size)
+    if group is not None:
+        plugin["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = str(group)
+        why["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = f"{group}: the group size the measured run used"
+    return found.requests, plugin, why
+
+
+def openvino_reads(path: Path) -> str | None:
+    """Why OpenVINO (OVMS's engine) cannot read an ONNX file, or None when it can."""
+    import openvino as ov
+
+    try:
+        ov.Core().read_model(str(path))
+    except Exception as error:
+        return first_line(error)
+    return None
+
+
+def config_json(manifest: Manifest) -> dict:
+    nireq, plugin, _ = settings(manifest)
+    config = {"name": manifest.model, "base_path": manifest.model, "target_device": "CPU", "nireq": nireq}
+    return {"model_config_list": [{"config": config | {"plugin_config": plugin}}]}
+
+
+def provenance(manifest: Manifest) -> dict:
+    _, _, why = settings(manifest)
+    note = (
+        f"measured as {manifest.runtime} {manifest.runtime_version} on {manifest.machine}"
+        if manifest.runtime == "openvino"
+        else f"OVMS runs this ONNX file with OpenVINO; the figures behind variant {manifest.variant} are "
+        f"{manifest.runtime}'s. The pipeline measured OpenVINO on this model as its openvino_* variants (their own "
+        "IR), not this file"
+    )
+    return {
+        "model": manifest.model,
+        "variant": manifest.variant,
+        "machine": manifest.machine,
+        "runtime": f"{manifest.runtime} {manifest.runtime_version}",
+        "note": note,
+        "sha256": {f"{manifest.model}/{VERSION}/{name}": manifest.files[name] for name in artifact_files(manifest)},
+        "settings": why,
+        "why_this_file": "config.json takes no key OVMS does not know (its schema: additionalProperties false)",
+    }
+
+
+def write_ovms(folder: Path, manifest: Manifest, serving: Path) -> str:
+    """serving/ovms/: config.json, <model>/1/ and provenance.json; returns a one-line summary."""
+    if manifest.runtime != "openvino" and (why := openvino_reads(folder / manifest.entry)):
+        raise NotServable(f"OVMS runs ONNX with OpenVINO, which cannot read {manifest.entry}: {why}")
+    root = serving / "ovms"
+    place(folder, manifest, root / manifest.model / VERSION)
+    config = config_json(manifest)
+    write_json(root / CONFIG, config)
+    write_json(root / PROVENANCE, provenance(manifest))
+    entry = config["model_config_list"][0]["config"]
+    plugin = ", ".join(f"{key} {value}" for key, value in entry["plugin_config"].items())
+    return f"ovms/{CONFIG} (nireq {entry['nireq']}, {plugin})"

@@ -1,0 +1,197 @@
+"""A Triton model repository: serving/triton/<model>/config.pbtxt and the artifact in version folder 1/.
+
+The config is Triton's own protobuf (tritonclient's model_config_pb2) printed by protobuf's text
+format; every setting taken from a measurement is named in a header comment. The backends' keys
+are the ones their READMEs and sources read (triton-inference-server/onnxruntime_backend README and
+src/onnxruntime.cc; openvino_backend README and src/openvino.cc).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+from pipeline.core.files import write_text
+from pipeline.core.records.manifest import Manifest
+from pipeline.serve.repositories import measured
+from pipeline.serve.repositories.artifact import VERSION, artifact_files, place
+from pipeline.serve.repositories.scope import NotServable
+from pipeline.serve.signature import Signature, TensorSpec, triton_type
+
+CONFIG = "config.pbtxt"
+BACKEND = {"onnxruntime": "onnxruntime", "openvino": "openvino"}  # manifest runtime -> Triton backend
+DEFAULT_MODEL_FILE = {"onnxruntime": "model.onnx", "openvino": "model.xml"}  # each backend's default file name
+# onnxruntime_backend README: optimization.graph.level -1 basic, 1 extended, 2 disabled; absent: all (its default)
+ORT_GRAPH_LEVEL = {"basic": -1, "extended": 1, "disabled": 2}
+ORT_PARAMETERS = frozenset({
+    "intra_op_thread_count", "inter_op_thread_count", "execution_mode", "enable_mem_arena", "enable_mem_pattern",
+    "memory.enable_memory_arena_shrinkage", "session.use_device_allocator_for_initializers",
+})  # fmt: skip
+# The keys openvino_backend's ParseParameters reads (README "Parameters"); it ignores any other key silently
+OPENVINO_PARAMETERS = frozenset({
+    "PERFORMANCE_HINT", "CPU_EXTENSION_PATH", "INFERENCE_NUM_THREADS", "COMPILATION_NUM_THREADS", "HINT_BF16",
+    "NUM_STREAMS", "SKIP_OV_DYNAMIC_BATCHSIZE", "ENABLE_BATCH_PADDING", "RESHAPE_IO_LAYERS", "TARGET_DEVICE",
+})  # fmt: skip
+OPENVINO_BATCH = (
+    "the openvino_backend fixes a batching model to max_batch_size (ov::set_batch in src/openvino.cc) and refuses "
+    "any other batch unless ENABLE_BATCH_PADDING pads it: with 0 the dynamic model takes the batch each request "
+    "brings, as the benchmark fed it"
+)
+
+
+def batching(manifest: Manifest, signature: Signature, backend: str) -> tuple[int, str]:
+    """max_batch_size and why: the sweep's largest batch when the server may stack requests along
+    the first axis, else 0 (the batch axis then stays in dims)."""
+    if backend == "openvino":
+        return 0, f"max_batch_size 0 (dims keep the batch axis): {OPENVINO_BATCH}"
+    problem = measured.batch_axis_problem(manifest, signature)
+    if problem:
+        return 0, f"max_batch_size 0 (dims keep the batch axis): {problem}"
+    largest = measured.largest_batch(manifest)
+    if largest is None:
+        return 0, "max_batch_size 0 (dims keep the batch axis): no throughput sweep recorded, no batch size measured"
+    return largest, (
+        f"max_batch_size {largest}: largest batch of the throughput sweep on {manifest.machine} "
+        f"({measured.sweep_text(manifest)})"
+    )
+
+
+def dims(tensor: TensorSpec, batched: bool) -> tuple[list[int], list[int] | None]:
+    """Config dims (without the batch axis when Triton batches) and the reshape a scalar needs:
+    Triton's dims take at least one dimension, so a scalar travels as [1] and is reshaped to []."""
+    if not tensor.shape:
+        return [1], []
+    return (tensor.shape[1:] if batched else tensor.shape), None
+
+
+def triton_config(manifest: Manifest, signature: Signature) -> tuple[mc.ModelConfig, list[str]]:
+    """The model config and the header comments naming where each setting came from."""
+    backend = BACKEND[manifest.runtime]
+    if backend == "openvino" and any(not t.shape for t in signature.inputs):
+        raise NotServable("the openvino_backend does not take scalar inputs (README, Known Issues)")
+    config = mc.ModelConfig(name=manifest.model, backend=backend)
+    notes = [f"backend {backend}: the artifact runs on {manifest.runtime} {manifest.runtime_version}, as measured"]
+    if manifest.entry != DEFAULT_MODEL_FILE[backend]:
+        config.default_model_filename = manifest.entry
+    config.max_batch_size, why = batching(manifest, signature, backend)
+    notes.append(why)
+    batched = config.max_batch_size > 0
+    for tensors, add in ((signature.inputs, config.input.add), (signature.outputs, config.output.add)):
+        for tensor in tensors:
+            shape, reshape = dims(tensor, batched)
+            entry = add(name=tensor.name, data_type=mc.DataType.Value(triton_type(tensor.datatype)), dims=shape)
+            if reshape is not None:
+                entry.reshape.shape[:] = reshape
+    if manifest.dims:
+        sizes = ", ".join(f"{k} {v}" for k, v in manifest.dims.items())
+        notes.append(f"dims -1: any size; the figures were measured at {sizes}")
+    notes += _dynamic_batching(config, manifest)
+    notes += _instances(config, manifest, backend)
+    return config, notes
+
+
+def _dynamic_batching(config: mc.ModelConfig, manifest: Manifest) -> list[str]:
+    preferred, why = measured.batching_gain(manifest)
+    if config.max_batch_size == 0:
+        return [f"no dynamic_batching: it needs max_batch_size above 0 ({why})"]
+    if preferred is None:
+        return [f"no dynamic_batching: {why}: gathering requests would only add latency"]
+    delay = measured.queue_delay_us(manifest)
+    config.dynamic_batching.preferred_batch_size.append(preferred)
+    config.dynamic_batching.max_queue_delay_microseconds = delay
+    p50 = measured.num(measured.metrics(manifest).p50_ms)
+    return [
+        f"dynamic_batching preferred_batch_size [{preferred}]: {why}",
+        f"max_queue_delay_microseconds {delay}: the batch-1 p50 latency ({p50} ms); waiting longer than one call "
+        "costs more than it gains",
+    ]
+
+
+def _instances(config: mc.ModelConfig, manifest: Manifest, backend: str) -> list[str]:
+    found = measured.concurrency(manifest)
+    config.instance_group.add(count=found.requests, kind=mc.ModelInstanceGroup.KIND_CPU)
+    notes = [f"instance_group count {found.requests} KIND_CPU: the concurrent measurement ran {found.text}"]
+    settings = measured.metrics(manifest).runtime_settings or {}
+    if backend == "onnxruntime":
+        share = found.threads_per_request
+        parameters = {"intra_op_thread_count": share, "inter_op_thread_count": 1, "execution_mode": 0}
+        notes.append(
+            f"intra_op_thread_count {share}: {found.total_threads} threads // {found.requests} requests, one session "
+            f"per instance as measured ({found.how})"
+        )
+        notes.append(
+            "inter_op_thread_count 1, execution_mode 0 (sequential): how pipeline.runtimes.ort runs every session"
+        )
+        level = str(settings.get("graph_optimization", "all"))
+        if level in ORT_GRAPH_LEVEL:
+            config.optimization.graph.level = ORT_GRAPH_LEVEL[level]
+            notes.append(f"optimization.graph.level {ORT_GRAPH_LEVEL[level]}: graph optimization {level}, as measured")
+        else:
+            notes.append(f"optimization.graph: none written: graph optimization {level} is the backend's default")
+    else:
+        parameters, more = _openvino_parameters(found, settings, manifest)
+        notes += more
+    for key, value in parameters.items():
+        config.parameters[key].string_value = str(value)
+    return notes
+
+
+def _openvino_parameters(
+    found: measured.Concurrency, settings: dict, manifest: Manifest
+) -> tuple[dict[str, object], list[str]]:
+    threads = found.threads or found.total_threads
+    parameters: dict[str, object] = {"INFERENCE_NUM_THREADS": threads}
+    notes = []
+    if found.streams is not None:
+        parameters |= {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": found.streams}
+        notes.append(
+            f"PERFORMANCE_HINT THROUGHPUT, NUM_STREAMS {found.streams}, INFERENCE_NUM_THREADS {threads}: the "
+            f"concurrent measurement's compiled model ({found.how}); the instances share it, one infer request each"
+        )
+    else:
+        notes.append(f"INFERENCE_NUM_THREADS {threads}: the threads of the concurrent measurement ({found.how})")
+    precision = settings.get("inference_precision") or manifest.runtime_config.inference_precision
+    if precision == "bf16":
+        parameters["HINT_BF16"] = "YES"
+        notes.append("HINT_BF16 YES: the measured run computed in bf16")
+    elif precision and precision != "auto":
+        notes.append(
+            f"INFERENCE_PRECISION_HINT {precision} (measured): not written, the openvino_backend has no key for it "
+            "(README documents HINT_BF16 only): the CPU plugin's default precision applies"
+        )
+    group = settings.get("dynamic_quantization_group_size", manifest.runtime_config.dynamic_quantization_group_size)
+    if group is not None:
+        notes.append(
+            f"DYNAMIC_QUANTIZATION_GROUP_SIZE {group} (measured): not written, not a documented openvino_backend "
+            "parameter (its sources ignore unknown keys): the plugin's default applies"
+        )
+    return parameters, notes
+
+
+def header(manifest: Manifest, notes: list[str]) -> str:
+    """Comment lines above the config: what it serves, its sha256, and each measured setting's source."""
+    lines = [
+        f"Triton model configuration for {manifest.model}: variant {manifest.variant}, measured on "
+        f"{manifest.machine}; written by `python -m pipeline serving` from manifest.json",
+        *(f"sha256 {VERSION}/{name} {manifest.files[name]}" for name in artifact_files(manifest)),
+        *notes,
+    ]
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def write_triton(folder: Path, manifest: Manifest, signature: Signature, serving: Path) -> str:
+    """serving/triton/<model>/: config.pbtxt and version folder 1/; returns a one-line summary."""
+    config, notes = triton_config(manifest, signature)
+    model_dir = serving / "triton" / manifest.model
+    place(folder, manifest, model_dir / VERSION)
+    write_text(model_dir / CONFIG, header(manifest, notes) + text_format.MessageToString(config))
+    batching = (
+        f"dynamic batching to {list(config.dynamic_batching.preferred_batch_size)}"
+        if config.HasField("dynamic_batching")
+        else "no dynamic batching"
+    )
+    count = config.instance_group[0].count
+    settings = f"{config.backend} backend, max_batch_size {config.max_batch_size}, {batching}, {count} instance(s)"
+    return f"triton/{manifest.model} ({settings})"
