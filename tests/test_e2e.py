@@ -332,6 +332,46 @@ def test_every_json_a_repro_writes_loads_through_its_typed_record(project):
     assert {p.name for p in loaded} >= {"source.json", "build.json", "manifest.json", "env.json"}
 
 
+def test_every_deployed_choice_carries_engine_repositories_that_pass_their_checks(project):
+    """deploy/<model>/serving/: a Triton and an OVMS repository (and KServe services for them) whose
+    configs pass the engines' own schemas and every check against the artifact, or one line per engine
+    saying why it cannot serve the artifact as it is; the measured settings land in them."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    from pipeline.serve.repositories.check import check_kserve, check_ovms, check_triton
+    from pipeline.serve.signature import read_signature
+
+    root, _ = project
+    served = {}
+    for folder in sorted((root / "deploy").iterdir()):
+        manifest = manifest_record.load(folder)
+        serving = folder / "serving"
+        if not manifest.variant:
+            assert not serving.exists(), folder
+            continue
+        readme, problems = (serving / "README.md").read_text(), []
+        for engine in ("triton", "ovms"):
+            if not (serving / engine).is_dir():
+                assert f"- {engine}: cannot serve {manifest.model} as is: " in readme, folder
+                continue
+            served.setdefault(manifest.model, []).append(engine)
+            problems += check_kserve(serving / "kserve" / f"{engine}.yaml", manifest)
+        if (serving / "triton").is_dir():
+            problems += check_triton(serving / "triton", manifest, read_signature(folder, manifest))
+            config = text_format.Parse(
+                (serving / "triton" / manifest.model / "config.pbtxt").read_text(), model_config_pb2.ModelConfig()
+            )
+            concurrent = manifest.metrics.throughput_concurrent
+            assert config.instance_group[0].count == concurrent.requests, folder
+            if manifest.fixed_batch:
+                assert config.max_batch_size == 0 and config.input[0].dims[0] == manifest.fixed_batch
+        if (serving / "ovms").is_dir():
+            problems += check_ovms(serving / "ovms", manifest)
+        assert problems == [], folder
+    assert {"spam_fnn", "byo_fixed"} <= set(served), served
+
+
 def test_metrics_are_readable_by_dvc_and_the_summary(project):
     root, _ = project
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], root))

@@ -4,8 +4,10 @@ and write deploy/<model>/.
 deploy/<model>/ holds the chosen variant's files, the model's code when its runtime needs it
 (torch_eager and jax_jit name a factory), and manifest.json: what it is, how to run it, the numbers
 it was chosen on, sha256 of every file, the constraints, why it won and why every other variant
-did not. reports/selection/<model>.json records the choice (committed), which the CI gate compares
-between revisions.
+did not; serving/ the Triton, OpenVINO Model Server and KServe repositories written from those
+numbers (pipeline.serve.repositories), or why no engine serves the artifact as it is.
+reports/selection/<model>.json records the choice (committed), which the CI gate compares between
+revisions.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pipeline.decide.choice import choice_record
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import decided_by
 from pipeline.optimize.applicability import not_applicable
+from pipeline.serve.repositories.write import write_serving
 from pipeline.serve.text import HF_FOLDER_FACTORY, TOKENIZER
 
 CODE = "code"
@@ -63,11 +66,14 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
             ),
             tmp,
         )
+        serving = write_serving(tmp) if chosen else None
     record = choice_record(model, decision, found, params)
     records.write_choice(model, record, results)
+    served = [r.engine for r in serving.engines if r.written] if serving else []
     return {
         "status": record.status,
-        "reason": f"chose {decision.chosen}: {decision.why}" if chosen else decision.why,
+        "reason": (f"chose {decision.chosen}: {decision.why}" if chosen else decision.why)
+        + (f"; serving/: {', '.join(served) or 'no engine serves it as is'}" if serving else ""),
     }
 
 
