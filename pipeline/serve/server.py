@@ -31,6 +31,7 @@ from pipeline import __version__
 from pipeline.core.data import Arrays
 from pipeline.core.errors import ModelFileError
 from pipeline.core.records import manifest as manifest_record
+from pipeline.machine.fingerprint import cores
 from pipeline.serve import protocol
 from pipeline.serve.predict import Predictor, load
 from pipeline.serve.signature import read_signature
@@ -42,21 +43,19 @@ class Model:
     """The deploy folder's predictor and its pool of instances, each used by one request at a time."""
 
     def __init__(self, folder: Path, instances: int | None = None, threads: int | None = None) -> None:
-        self.folder = folder
         manifest = manifest_record.load(folder)
         concurrent = manifest.metrics.throughput_concurrent if manifest.metrics else None
-        self.threads = threads or (concurrent.total_threads if concurrent else None)
-        self.predictor: Predictor = load(folder, self.threads)
+        total = threads or (concurrent.total_threads if concurrent else cores())
+        self.predictor: Predictor = load(folder, total)
         self.name = manifest.model
         wanted = instances or (concurrent.requests if concurrent else 1)
-        sessions, self.how = self.predictor.session.request_sessions(wanted, self.threads or 1)
+        sessions, self.how = self.predictor.session.request_sessions(wanted, total)
         self.instances: queue.SimpleQueue = queue.SimpleQueue()
         for session in sessions:
             self.instances.put(session)
         self.executor = ThreadPoolExecutor(len(sessions), thread_name_prefix="instance")
         self.signature = read_signature(folder, manifest)
         self.datatypes = {spec.name: spec.datatype for spec in self.signature.inputs}
-        self.size = len(sessions)
 
     def infer(self, inputs: Arrays) -> Arrays:
         """Check, then run on a free instance (called on an executor thread)."""
