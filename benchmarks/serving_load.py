@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -37,6 +35,7 @@ from benchmarks.smoke import smoke_deploy, written_to
 from pipeline.core.data import Arrays, generate_inputs
 from pipeline.machine.naming import current
 from pipeline.measure.harness import measure_concurrent
+from pipeline.serve import server
 from pipeline.serve.predict import load
 
 DEFAULT_OUT = Path("reports/benchmarks/serving_load.json")
@@ -51,12 +50,6 @@ class Tally:
     failed_valid: list[str] = field(default_factory=list)
     bad_not_400: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def payloads(folder: Path, count: int) -> tuple[list[Arrays], list[Arrays], list[tuple[str, Arrays]]]:
@@ -149,30 +142,11 @@ def in_process_concurrent(folder: Path, valid: Arrays, seconds: float) -> dict[s
 def run_load(args: argparse.Namespace, folder: Path, work: tuple) -> dict[str, Any]:
     """Start the server, warm it, load it for `args.seconds`, stop it: the figures the clients and the
     RSS sampler saw."""
-    port = free_port()
-    url = f"127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [args.python, "-m", "pipeline", "serve", str(folder), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    running = server.start(folder, args.python)
+    url = running.url
+    model = json.loads((folder / "manifest.json").read_text())["model"]
     try:
-        banner = server.stdout.readline().strip()
-        import tritonclient.http as http
-
-        probe = http.InferenceServerClient(url)
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if probe.is_server_ready():
-                    break
-            except Exception:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"the server did not start: {banner} {server.stdout.read()}") from None
-                time.sleep(0.2)
-        model = probe.get_model_metadata(json.loads((folder / "manifest.json").read_text())["model"])["name"]
-        process = psutil.Process(server.pid)
+        process = psutil.Process(running.process.pid)
 
         def load_for(seconds: float, tally: Tally, rss: list[float]) -> tuple[float, float]:
             stop = threading.Event()
@@ -195,9 +169,9 @@ def run_load(args: argparse.Namespace, folder: Path, work: tuple) -> dict[str, A
         tally, rss = Tally(), []
         wall, client_cpu = load_for(args.seconds, tally, rss)
         server_cpu = sum(process.cpu_times()[:2])
+        banner = running.banner()
     finally:
-        server.terminate()
-        server.wait(30)
+        running.stop()
     latencies = np.array(tally.valid_ms)
     return {
         "server": banner,

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.serve import protocol
+from pipeline.serve import protocol, server
 from pipeline.serve.predict import load
 from tests.conftest import REPO
 from tests.tiny_deploy import SEQ, SPECS, VOCAB, deploy_folders
@@ -103,43 +101,17 @@ def lean_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def servers(lean_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, str]]]:
-    """A server per runtime's deploy folder: variant -> (folder, url)."""
-    folders = deploy_folders(tmp_path_factory.mktemp("tok"))
+    """A server per runtime's deploy folder, from the lean environment: variant -> (folder, url)."""
     started = {}
-    for variant, folder in folders.items():
-        port = free_port()
-        process = subprocess.Popen(
-            [lean_python, "-m", "pipeline", "serve", str(folder), "--port", str(port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        started[variant] = (folder, f"127.0.0.1:{port}", process)
     try:
-        for variant, (_, url, process) in started.items():
-            client = http.InferenceServerClient(url)
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if client.is_server_ready():
-                        break
-                except Exception:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise AssertionError(f"{variant}'s server did not start: {process.stdout.read()}") from None
-                    time.sleep(0.2)
-        yield {variant: (folder, url) for variant, (folder, url, _) in started.items()}
+        for variant, folder in deploy_folders(tmp_path_factory.mktemp("tok")).items():
+            started[variant] = (folder, server.start(folder, str(lean_python)))
+        yield {variant: (folder, running.url) for variant, (folder, running) in started.items()}
     finally:
-        for _, _, process in started.values():
-            process.terminate()
-            process.wait(10)
+        for _, running in started.values():
+            running.stop()
 
 
 def tok_inputs(rows: int = 5, seq: int = SEQ, seed: int = 3) -> dict[str, np.ndarray]:

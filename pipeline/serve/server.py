@@ -19,8 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -141,5 +147,46 @@ def serve(folder: Path, host: str, port: int, instances: int | None = None, thre
     import uvicorn
 
     model = Model(folder, instances, threads)
-    print(f"serving {model.name} ({model.predictor.manifest.variant}) on http://{host}:{port}/v2: {model.how}")
+    variant = model.predictor.manifest.variant
+    print(f"serving {model.name} ({variant}) on http://{host}:{port}/v2: {model.how}", flush=True)
     uvicorn.run(create_app(model), host=host, port=port, log_level="warning", access_log=False)
+
+
+@dataclass
+class Started:
+    """A server in a process of its own: its `host:port` and the file its output goes to."""
+
+    process: subprocess.Popen
+    url: str
+    log: Path
+
+    def banner(self) -> str:
+        return self.log.read_text().partition("\n")[0]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+        self.log.unlink(missing_ok=True)
+
+
+def start(folder: Path, python: str = sys.executable, timeout: float = 120) -> Started:
+    """`python -m pipeline serve folder` on a free loopback port, with interpreter `python` (a serving
+    environment's), returned once /v2/health/ready answers; its output, if it dies first, in the
+    error. For tests and load runs."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = Path(tempfile.mkstemp(prefix="serve-", suffix=".log")[1])
+    with log.open("w") as out:
+        command = [python, "-m", "pipeline", "serve", str(folder), "--port", str(port)]
+        started = Started(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), f"127.0.0.1:{port}", log)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{started.url}/v2/health/ready", timeout=5):
+                return started
+        except OSError:
+            if started.process.poll() is not None or time.monotonic() > deadline:
+                started.process.kill()
+                raise ModelFileError(f"{folder}: the server did not start: {log.read_text()[-2000:]}") from None
+            time.sleep(0.2)
