@@ -67,6 +67,16 @@ BAD_BODIES = {
     "datatype": (b'{"inputs": [{"name": "x", "shape": [1], "datatype": "INT64", "data": [1]}]}', None, "FP32"),
     "count": (b'{"inputs": [{"name": "x", "shape": [2, 2], "datatype": "FP32", "data": [1, 2, 3]}]}', None, "needs 4"),
     "shape": (b'{"inputs": [{"name": "x", "shape": [-1], "datatype": "FP32", "data": [1]}]}', None, "'shape'"),
+    "outputs": (
+        b'{"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}], "outputs": [1]}',
+        None,
+        "'outputs' must be a list",
+    ),
+    "parameters": (
+        b'{"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1], "parameters": 3}]}',
+        None,
+        "input 'x': 'parameters' must be an object",
+    ),
     "binary size": (
         b'{"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "parameters": {"binary_data_size": 4}}]}1234',
         "9999",

@@ -63,9 +63,9 @@ def decode(body: bytes, header_length: str | None, expected: dict[str, str]) -> 
         if declared != expected[name]:
             raise BadRequest(f"input {name!r}: datatype {declared!r}, the model takes {expected[name]}")
         dtype, count = numpy_dtype(declared), int(np.prod(shape))
-        size = (tensor.get("parameters") or {}).get("binary_data_size")
+        size = _parameters(tensor, f"input {name!r}").get("binary_data_size")
         if size is not None:
-            if size != count * dtype.itemsize or offset + size > len(binary):
+            if not isinstance(size, int) or size != count * dtype.itemsize or offset + size > len(binary):
                 raise BadRequest(
                     f"input {name!r}: binary_data_size {size} bytes, shape {shape} of {declared} needs "
                     f"{count * dtype.itemsize} ({len(binary) - offset} left in the body)"
@@ -77,16 +77,16 @@ def decode(body: bytes, header_length: str | None, expected: dict[str, str]) -> 
         inputs[name] = array.reshape(shape)
     if offset != len(binary):
         raise BadRequest(f"{len(binary) - offset} bytes of binary data no input claims")
-    parameters = request.get("parameters") or {}
+    everything = bool(_parameters(request, "the request").get("binary_data_output", False))
     outputs = request.get("outputs")
-    requested = [o["name"] for o in outputs] if isinstance(outputs, list) else None
-    binary_outputs = set()
-    for output in outputs or []:
-        if (output.get("parameters") or {}).get("binary_data", parameters.get("binary_data_output", False)):
-            binary_outputs.add(output["name"])
-    if outputs is None and parameters.get("binary_data_output"):
-        binary_outputs = {"*"}
-    return InferRequest(inputs, request.get("id"), binary_outputs, requested)
+    if outputs is None:
+        return InferRequest(inputs, request.get("id"), {"*"} if everything else set())
+    if not isinstance(outputs, list) or not all(
+        isinstance(o, dict) and isinstance(o.get("name"), str) for o in outputs
+    ):
+        raise BadRequest("'outputs' must be a list of {name, parameters} objects")
+    binary = {o["name"] for o in outputs if _parameters(o, f"output {o['name']!r}").get("binary_data", everything)}
+    return InferRequest(inputs, request.get("id"), binary, [o["name"] for o in outputs])
 
 
 def encode(outputs: Arrays, request: InferRequest, model: str, version: str = "1") -> tuple[bytes, dict[str, str]]:
@@ -112,6 +112,13 @@ def encode(outputs: Arrays, request: InferRequest, model: str, version: str = "1
     if not chunks:
         return header, {"content-type": "application/json"}
     return header + b"".join(chunks), {"content-type": "application/octet-stream", HEADER_LENGTH: str(len(header))}
+
+
+def _parameters(part: dict, where: str) -> dict:
+    parameters = part.get("parameters") or {}
+    if not isinstance(parameters, dict):
+        raise BadRequest(f"{where}: 'parameters' must be an object, got {parameters!r}")
+    return parameters
 
 
 def _shape(shape: Any, name: str) -> list[int]:
