@@ -70,9 +70,6 @@ class OpenVinoSession(Session):
             str(self._path), DEVICE, compile_properties(hint, self._threads, self._precision, self._group_size)
         )
 
-    def _ports(self, inputs: Arrays) -> dict[int, np.ndarray]:
-        return ports(inputs, self.input_names)
-
     def run(self, inputs: Arrays) -> Arrays:
         return infer(self._request, self._compiled, self.input_names, inputs)
 
@@ -80,7 +77,7 @@ class OpenVinoSession(Session):
         """A request of its own with the inputs bound: preparing another batch (the sweep) must not
         change what an earlier prepared call runs."""
         request = self._compiled.create_infer_request()
-        for index, array in self._ports(inputs).items():
+        for index, array in ports(inputs, self.input_names).items():
             request.set_input_tensor(index, ov.Tensor(array))
         # Kept for the session's life: destroying a used request and then inferring on another of the
         # same compiled model corrupted the heap (SIGSEGV / "corrupted double-linked list" in
@@ -104,7 +101,7 @@ class OpenVinoSession(Session):
         (the same `threads` in all, split into the plugin's streams) and an AsyncInferQueue of the
         plugin's optimal number of requests (`requests` is ignored: the streams decide)."""
         compiled = self._compile("THROUGHPUT", ov.Core())
-        return OpenVinoQueue(compiled, self._ports(inputs))
+        return OpenVinoQueue(compiled, ports(inputs, self.input_names))
 
     def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
         """OpenVINO's per-layer counters (PERF_COUNT) on a second compilation: executed layers only,
@@ -114,7 +111,7 @@ class OpenVinoSession(Session):
         request = ov.Core().compile_model(str(self._path), DEVICE, properties).create_infer_request()
         times = []
         for _ in range(calls):
-            request.infer(self._ports(inputs))
+            request.infer(ports(inputs, self.input_names))
             times += [
                 OpTime(info.node_type, info.real_time.total_seconds() * 1000, info.exec_type)
                 for info in request.profiling_info
