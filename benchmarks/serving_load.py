@@ -33,10 +33,11 @@ import psutil
 
 from benchmarks.smoke import smoke_deploy, written_to
 from pipeline.core.data import Arrays, generate_inputs
+from pipeline.core.records import manifest as manifest_record
 from pipeline.machine.naming import current
 from pipeline.measure.harness import measure_concurrent
 from pipeline.serve import server
-from pipeline.serve.predict import load
+from pipeline.serve.predict import Predictor, load
 
 DEFAULT_OUT = Path("reports/benchmarks/serving_load.json")
 
@@ -52,10 +53,9 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def payloads(folder: Path, count: int) -> tuple[list[Arrays], list[Arrays], list[tuple[str, Arrays]]]:
+def payloads(predictor: Predictor, count: int) -> tuple[list[Arrays], list[Arrays], list[tuple[str, Arrays]]]:
     """`count` valid batch-1 requests at the dims the artifact was measured at, what predict answers to
     each, and the bad requests (kind, arrays)."""
-    predictor = load(folder, threads=1)
     manifest = predictor.manifest
     vocab = max(manifest.token_bounds.values(), default=None)
     rows = generate_inputs(manifest.inputs, count, 0, manifest.dims, vocab_size=vocab)
@@ -126,25 +126,20 @@ def client_loop(url: str, model: str, work: tuple, tally: Tally, stop: threading
     client.close()
 
 
-def in_process_concurrent(folder: Path, valid: Arrays, seconds: float) -> dict[str, Any]:
+def in_process_concurrent(predictor: Predictor, valid: Arrays, seconds: float) -> dict[str, Any]:
     """The bench stage's concurrent figure for this artifact, measured now: its recorded requests and
-    threads, `seconds` of batch-1 calls kept in flight."""
-    predictor = load(folder)
-    metrics = predictor.manifest.metrics
-    recorded = metrics.throughput_concurrent if metrics else None
-    requests, threads = (recorded.requests, recorded.total_threads) if recorded else (2, 2)
-    predictor = load(folder, threads)
+    threads (the server's too), `seconds` of batch-1 calls kept in flight."""
+    requests, threads = server.measured_instances(predictor.manifest)
     queue = predictor.session.async_queue(predictor.check(valid), requests, threads)
     sps = measure_concurrent(queue, 1, seconds)
     return {"sps": sps, **queue.details()}
 
 
-def run_load(args: argparse.Namespace, folder: Path, work: tuple) -> dict[str, Any]:
+def run_load(args: argparse.Namespace, folder: Path, model: str, work: tuple) -> dict[str, Any]:
     """Start the server, warm it, load it for `args.seconds`, stop it: the figures the clients and the
     RSS sampler saw."""
     running = server.start(folder, args.python)
     url = running.url
-    model = json.loads((folder / "manifest.json").read_text())["model"]
     try:
         process = psutil.Process(running.process.pid)
 
@@ -213,18 +208,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         folder = smoke_deploy(Path("smoke-deploy"))
         args.clients, args.seconds, args.warmup, args.in_process_seconds, args.bad_every = 2, 2, 0.5, 0.5, 3
-    work = payloads(folder, 16)
-    before = in_process_concurrent(folder, work[0][0], args.in_process_seconds)
-    served = run_load(args, folder, work)
-    after = in_process_concurrent(folder, work[0][0], args.in_process_seconds)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    recorded = (manifest.get("metrics") or {}).get("throughput_concurrent")
+    # one predictor with the threads the server and the bench's concurrent figure use
+    predictor = load(folder, server.measured_instances(manifest_record.load(folder))[1])
+    manifest = predictor.manifest
+    work = payloads(predictor, 16)
+    before = in_process_concurrent(predictor, work[0][0], args.in_process_seconds)
+    served = run_load(args, folder, manifest.model, work)
+    after = in_process_concurrent(predictor, work[0][0], args.in_process_seconds)
+    recorded = manifest.metrics.throughput_concurrent if manifest.metrics else None
     in_process = (before["sps"] + after["sps"]) / 2
     result = {
         "machine": current().name,
-        "model": manifest["model"],
-        "variant": manifest["variant"],
-        "runtime": f"{manifest['runtime']} {manifest['runtime_version']}",
+        "model": manifest.model,
+        "variant": manifest.variant,
+        "runtime": f"{manifest.runtime} {manifest.runtime_version}",
         "how": (
             f"{args.clients} client threads (tritonclient.http, binary tensors, keep-alive) in one process beside "
             f"the server on loopback, batch-1 requests back to back for {args.seconds:g} s after a {args.warmup:g} s "
@@ -236,10 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         "clients": args.clients,
         "served": served,
         "in_process_concurrent": {"before": before, "after": after, "mean_sps": in_process},
-        "recorded_concurrent_sps": recorded["sps"] if recorded else None,
-        "recorded_on": manifest["machine"],
+        "recorded_concurrent_sps": recorded.sps if recorded else None,
+        "recorded_on": manifest.machine,
         "ratio_to_in_process": served["requests_per_s"] / in_process,
-        "ratio_to_recorded": served["requests_per_s"] / recorded["sps"] if recorded else None,
+        "ratio_to_recorded": served["requests_per_s"] / recorded.sps if recorded else None,
     }
     out = written_to(args.out, DEFAULT_OUT, args.smoke)
     out.parent.mkdir(parents=True, exist_ok=True)

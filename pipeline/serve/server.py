@@ -37,6 +37,7 @@ from pipeline import __version__
 from pipeline.core.data import Arrays
 from pipeline.core.errors import ModelFileError
 from pipeline.core.records import manifest as manifest_record
+from pipeline.core.records.manifest import Manifest
 from pipeline.machine.fingerprint import cores
 from pipeline.serve import protocol
 from pipeline.serve.predict import Predictor, load
@@ -45,17 +46,24 @@ from pipeline.serve.signature import read_signature
 VERSION = "1"
 
 
+def measured_instances(manifest: Manifest) -> tuple[int, int]:
+    """Requests in flight and threads in all, as the bench measured the artifact's concurrent figure;
+    without that figure, one request on every core."""
+    metrics = manifest.metrics
+    concurrent = metrics.throughput_concurrent if metrics else None
+    return (concurrent.requests, concurrent.total_threads) if concurrent else (1, cores())
+
+
 class Model:
     """The deploy folder's predictor and its pool of instances, each used by one request at a time."""
 
     def __init__(self, folder: Path, instances: int | None = None, threads: int | None = None) -> None:
         manifest = manifest_record.load(folder)
-        concurrent = manifest.metrics.throughput_concurrent if manifest.metrics else None
-        total = threads or (concurrent.total_threads if concurrent else cores())
+        measured_requests, measured_threads = measured_instances(manifest)
+        total = threads or measured_threads
         self.predictor: Predictor = load(folder, total)
         self.name = manifest.model
-        wanted = instances or (concurrent.requests if concurrent else 1)
-        sessions, self.how = self.predictor.session.request_sessions(wanted, total)
+        sessions, self.how = self.predictor.session.request_sessions(instances or measured_requests, total)
         self.instances: queue.SimpleQueue = queue.SimpleQueue()
         for session in sessions:
             self.instances.put(session)
