@@ -131,6 +131,30 @@ def concurrency(manifest: Manifest) -> Concurrency:
     )
 
 
+@dataclass(frozen=True)
+class PluginSettings:
+    """The OpenVINO CPU plugin settings the measured runs used: what Triton's openvino_backend and
+    OVMS are each given as far as their keys reach."""
+
+    threads: int  # the concurrent measurement's compiled model
+    streams: int | None  # the THROUGHPUT hint's streams (None: not measured with the hint)
+    precision: str | None  # the precision the measured run computed in (None: the plugin's choice)
+    group_size: int | None  # dynamic quantization's group size
+
+
+def openvino_plugin(manifest: Manifest) -> PluginSettings:
+    found = concurrency(manifest)
+    ran = metrics(manifest).runtime_settings or {}
+    precision = ran.get("inference_precision") or manifest.runtime_config.inference_precision
+    group = ran.get("dynamic_quantization_group_size", manifest.runtime_config.dynamic_quantization_group_size)
+    return PluginSettings(
+        threads=found.threads or found.total_threads,
+        streams=found.streams,
+        precision=str(precision) if precision and precision != "auto" else None,
+        group_size=group,
+    )
+
+
 def peak_rss_mb(manifest: Manifest) -> tuple[float, str]:
     """The bench process's peak RSS at the largest batch measured, MB, and where it was measured."""
     record = metrics(manifest)

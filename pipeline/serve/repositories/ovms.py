@@ -36,21 +36,19 @@ def settings(manifest: Manifest) -> tuple[int, dict[str, str], dict[str, str]]:
             f"measured for this file on OpenVINO"
         )
         return found.requests, plugin, why
-    plugin = {"INFERENCE_NUM_THREADS": str(found.threads or found.total_threads)}
-    why["INFERENCE_NUM_THREADS"] = f"{plugin['INFERENCE_NUM_THREADS']}: the concurrent measurement's compiled model"
-    if found.streams is not None:
-        plugin |= {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": str(found.streams)}
+    settings = measured.openvino_plugin(manifest)
+    plugin = {"INFERENCE_NUM_THREADS": str(settings.threads)}
+    why["INFERENCE_NUM_THREADS"] = f"{settings.threads}: the concurrent measurement's compiled model"
+    if settings.streams is not None:
+        plugin |= {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": str(settings.streams)}
         why["PERFORMANCE_HINT"] = "THROUGHPUT: the hint the concurrent measurement compiled with"
-        why["NUM_STREAMS"] = f"{found.streams}: the streams the THROUGHPUT hint made on {manifest.machine}"
-    ran = measured.metrics(manifest).runtime_settings or {}
-    precision = ran.get("inference_precision") or manifest.runtime_config.inference_precision
-    if precision and precision != "auto":
-        plugin["INFERENCE_PRECISION_HINT"] = str(precision)
-        why["INFERENCE_PRECISION_HINT"] = f"{precision}: the precision the measured run computed in"
-    group = ran.get("dynamic_quantization_group_size", manifest.runtime_config.dynamic_quantization_group_size)
-    if group is not None:
-        plugin["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = str(group)
-        why["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = f"{group}: the group size the measured run used"
+        why["NUM_STREAMS"] = f"{settings.streams}: the streams the THROUGHPUT hint made on {manifest.machine}"
+    if settings.precision:
+        plugin["INFERENCE_PRECISION_HINT"] = settings.precision
+        why["INFERENCE_PRECISION_HINT"] = f"{settings.precision}: the precision the measured run computed in"
+    if settings.group_size is not None:
+        plugin["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = str(settings.group_size)
+        why["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = f"{settings.group_size}: the group size the measured run used"
     return found.requests, plugin, why
 
 

@@ -131,41 +131,37 @@ def _instances(config: mc.ModelConfig, manifest: Manifest, backend: str) -> list
         else:
             notes.append(f"optimization.graph: none written: graph optimization {level} is the backend's default")
     else:
-        parameters, more = _openvino_parameters(found, settings, manifest)
+        parameters, more = _openvino_parameters(found, manifest)
         notes += more
     for key, value in parameters.items():
         config.parameters[key].string_value = str(value)
     return notes
 
 
-def _openvino_parameters(
-    found: measured.Concurrency, settings: dict, manifest: Manifest
-) -> tuple[dict[str, object], list[str]]:
-    threads = found.threads or found.total_threads
-    parameters: dict[str, object] = {"INFERENCE_NUM_THREADS": threads}
+def _openvino_parameters(found: measured.Concurrency, manifest: Manifest) -> tuple[dict[str, object], list[str]]:
+    plugin = measured.openvino_plugin(manifest)
+    parameters: dict[str, object] = {"INFERENCE_NUM_THREADS": plugin.threads}
     notes = []
-    if found.streams is not None:
-        parameters |= {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": found.streams}
+    if plugin.streams is not None:
+        parameters |= {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": plugin.streams}
         notes.append(
-            f"PERFORMANCE_HINT THROUGHPUT, NUM_STREAMS {found.streams}, INFERENCE_NUM_THREADS {threads}: the "
-            f"concurrent measurement's compiled model ({found.how}); the instances share it, one infer request each"
+            f"PERFORMANCE_HINT THROUGHPUT, NUM_STREAMS {plugin.streams}, INFERENCE_NUM_THREADS {plugin.threads}: "
+            f"the concurrent measurement's compiled model ({found.how}); the instances share it, one infer request each"
         )
     else:
-        notes.append(f"INFERENCE_NUM_THREADS {threads}: the threads of the concurrent measurement ({found.how})")
-    precision = settings.get("inference_precision") or manifest.runtime_config.inference_precision
-    if precision == "bf16":
+        notes.append(f"INFERENCE_NUM_THREADS {plugin.threads}: the threads of the concurrent measurement ({found.how})")
+    if plugin.precision == "bf16":
         parameters["HINT_BF16"] = "YES"
         notes.append("HINT_BF16 YES: the measured run computed in bf16")
-    elif precision and precision != "auto":
+    elif plugin.precision:
         notes.append(
-            f"INFERENCE_PRECISION_HINT {precision} (measured): not written, the openvino_backend has no key for it "
-            "(README documents HINT_BF16 only): the CPU plugin's default precision applies"
+            f"INFERENCE_PRECISION_HINT {plugin.precision} (measured): not written, the openvino_backend has no key "
+            "for it (README documents HINT_BF16 only): the CPU plugin's default precision applies"
         )
-    group = settings.get("dynamic_quantization_group_size", manifest.runtime_config.dynamic_quantization_group_size)
-    if group is not None:
+    if plugin.group_size is not None:
         notes.append(
-            f"DYNAMIC_QUANTIZATION_GROUP_SIZE {group} (measured): not written, not a documented openvino_backend "
-            "parameter (its sources ignore unknown keys): the plugin's default applies"
+            f"DYNAMIC_QUANTIZATION_GROUP_SIZE {plugin.group_size} (measured): not written, not a documented "
+            "openvino_backend parameter (its sources ignore unknown keys): the plugin's default applies"
         )
     return parameters, notes
 
