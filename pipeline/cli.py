@@ -104,7 +104,9 @@ def _add(args: argparse.Namespace) -> int:
 
     flags = Flags(args.eval, parse_dims(args.dim), args.vocab, args.metric, args.task, args.weights, args.sample,
                   tuple(args.input), parse_assignments("--value", args.value, float),
-                  parse_assignments("--batch-axis", args.batch_axis, int))  # fmt: skip
+                  parse_assignments("--batch-axis", args.batch_axis, int),
+                  parse_assignments("--threshold", args.threshold, float),
+                  {k: v for k, _, v in (a.partition("=") for a in args.judged_as)})  # fmt: skip
     try:  # add_model leaves nothing written whatever failed; a case it did not foresee is still one line
         inferred = add_model(args.name, args.path, Path("."), flags)
     except PipelineError:
@@ -214,9 +216,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "token-classification, image-classification, text-generation (else config.json's)")  # fmt: skip
     add.add_argument("--dim", action="append", default=[], help="a symbolic axis's value, e.g. seq=128 (repeatable)")
     add.add_argument("--vocab", type=int, help="token ids' vocabulary size, when the file does not tell it")
-    add.add_argument(
-        "--metric", choices=["accuracy", "binary_accuracy"], help="with labelled --eval (default accuracy)"
-    )
+    add.add_argument("--metric", help="with labelled --eval: accuracy (default), binary_accuracy, f1, cer, or your "
+                     "own FILE.py:FUNCTION(outputs, labels) -> float (copied beside the model)")  # fmt: skip
+    add.add_argument("--threshold", action="append", default=[], help="an output's decision threshold, e.g. "
+                     "scores=0.25 (repeatable; default 0.5)")  # fmt: skip
+    add.add_argument("--judged-as", action="append", default=[], help="an output's kind where its values cannot tell, "
+                     "e.g. logits=class_scores (repeatable)")  # fmt: skip
     add.add_argument("--weights", type=Path, help="FILE.py:FUNCTION: its state_dict (.pt) or Flax params (.msgpack)")
     add.add_argument("--sample", type=Path, help="FILE.py:FUNCTION: an .npz of inputs (batch first) giving their "
                      "names, dtypes and shapes")  # fmt: skip

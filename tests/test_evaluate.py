@@ -5,21 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.core.evaluate import accuracy_block, fidelity_block, predictions, task_metric
+from pipeline.core.evaluate import Judging, fidelity_block
 from pipeline.core.records import Measured
+from pipeline.core.task_metrics import BUILT_IN, accuracy_block, predictions
 
 
-def test_predictions_by_metric_and_shape():
-    np.testing.assert_array_equal(predictions(np.array([[0.2], [0.7]]), "binary_accuracy"), [0, 1])
-    np.testing.assert_array_equal(predictions(np.array([[0.1, 0.9, 0.0], [3, 1, 2]]), "accuracy"), [1, 0])
-    assert predictions(np.array([[0.3], [0.9]]), "none") is None  # a lone regression output has no class
+def test_predictions_by_shape():
+    np.testing.assert_array_equal(predictions(np.array([[0.2], [0.7]])), [0, 1])
+    np.testing.assert_array_equal(predictions(np.array([[0.1, 0.9, 0.0], [3, 1, 2]])), [1, 0])
 
 
 def test_task_metric():
     logits = np.array([[0, 1], [1, 0], [0, 1], [0, 1]], dtype=np.float32)
-    assert task_metric("accuracy", logits, np.array([1, 0, 0, 1])) == pytest.approx(0.75)
-    assert task_metric("accuracy", logits, None) is None
-    assert task_metric("none", logits, np.array([1, 0, 0, 1])) is None
+    assert BUILT_IN["accuracy"]({"y": logits}, {"labels": np.array([1, 0, 0, 1])}) == pytest.approx(0.75)
 
 
 def test_fidelity_separates_a_destroyed_variant_from_a_good_one_on_every_output():
@@ -60,17 +58,17 @@ def test_fidelity_rejects_missing_or_reshaped_outputs():
 
 
 def test_accuracy_block_delta_against_source():
-    labels = np.array([1, 0, 1, 1])
+    labels = {"labels": np.array([1, 0, 1, 1])}
     reference = {"y": np.array([[0, 1], [1, 0], [0, 1], [1, 0]], dtype=np.float32)}  # 3/4 right
     variant = {"y": np.array([[0, 1], [1, 0], [1, 0], [1, 0]], dtype=np.float32)}  # 2/4 right
-    block = accuracy_block("accuracy", labels, reference, variant)
+    block = accuracy_block(BUILT_IN["accuracy"], labels, reference, variant)
     assert block["metric"] == "accuracy"
     assert block["value"] == pytest.approx(0.5) and block["delta"] == pytest.approx(-0.25)
 
 
 def test_without_labels_there_is_no_task_metric():
     reference = {"y": np.array([[0, 1], [1, 0]], dtype=np.float32)}
-    block = accuracy_block("accuracy", None, reference, {"y": np.array([[0, 1], [0, 1]], dtype=np.float32)})
+    block = accuracy_block(BUILT_IN["accuracy"], {}, reference, {"y": np.array([[0, 1], [0, 1]], dtype=np.float32)})
     assert block == {"metric": "none", "value": None, "source_value": None, "delta": None}
 
 
@@ -79,7 +77,7 @@ def test_scalar_and_negligible_outputs_do_not_fake_a_low_cosine():
     output = np.array([[0.9], [1e-38], [0.2], [0.0]])
     block = fidelity_block({"p": reference}, {"p": output}, "binary_accuracy")["p"]
     assert block["cosine_mean"] == pytest.approx(1.0) and block["cosine_min"] == pytest.approx(1.0)
-    assert block["top1_agreement"] == 1.0
+    assert block["output_kind"] == "probabilities" and block["decision_f1"] == 1.0 and block["decision_flips"] == 0
     flipped = fidelity_block({"p": reference}, {"p": 1 - reference}, "binary_accuracy")["p"]
     assert flipped["cosine_mean"] < 0.5  # one value per sample: the column's cosine still sees a broken output
     relu = np.zeros((3, 8))
@@ -126,26 +124,79 @@ def detection_grid(rng: np.random.Generator, rows: int = 16, classes: int = 6, a
     return np.concatenate([boxes, scores], axis=1).astype(np.float32)
 
 
-def test_a_mixed_scale_grid_with_wrecked_class_scores_is_rejected_by_its_channel_while_the_row_cosine_holds():
+def test_a_grid_is_judged_by_its_score_channels_decisions_and_its_coordinates_error():
+    """A detector's [batch, 4 + classes, anchors]: the row's cosine follows the boxes and stays at 0.999
+    whatever happens to the scores. Scores that move but never reach the threshold make no decision and
+    cannot reject a variant (a BF16 YOLOv8 whose weakest class peaks at 0.02); scores that cross it are
+    counted as flips; boxes are judged against their own scale."""
     from pipeline.core.config import Constraints
     from pipeline.core.quality import quality_violations
-    from pipeline.core.records import Measured
 
     rng = np.random.default_rng(0)
     reference = detection_grid(rng)
-    wrecked = reference.copy()
-    wrecked[:, 4 + 2] += rng.uniform(0, 0.1, size=wrecked[:, 6].shape)  # one class's scores moved by up to 0.1
-    good = reference * (1 + 1e-3 * rng.standard_normal(reference.shape)).astype(np.float32)  # BF16-like noise
-    broken = fidelity_block({"output0": reference}, {"output0": wrecked}, None)["output0"]
-    kept = fidelity_block({"output0": reference}, {"output0": good}, None)["output0"]
-    assert broken["cosine_min"] > 0.999  # the boxes dominate every row's norm: the cosine cannot see it
-    assert broken["output_kind"] == kept["output_kind"] == "channels"
-    assert broken["worst_channel"].startswith("axis 1 channel 6:") and broken["channel_error"] > 0.3
-    assert kept["channel_error"] < 0.01
-    assert "neighbour_recall" not in broken  # a grid is no embedding
-    (violation,) = quality_violations(Measured(fidelity={"output0": broken}), Constraints())
-    assert violation.constraint == "max_channel_error" and "output0 axis 1 channel 6" in violation.message
-    assert not quality_violations(Measured(fidelity={"output0": kept}), Constraints())
+    below = reference.copy()
+    below[:, 4 + 2] += rng.uniform(0, 0.1, size=below[:, 6].shape)  # moved by up to 0.1, all under 0.5
+    crossing = reference.copy()
+    crossing[:, 4 + 2, :9] = 0.9  # 9 anchors per row now detected as class 2
+    moved_boxes = reference.copy()
+    moved_boxes[:, 0] += 60.0
+    judged = {
+        name: fidelity_block({"output0": reference}, {"output0": got}, None)["output0"]
+        for name, got in (("below", below), ("crossing", crossing), ("boxes", moved_boxes), ("same", reference))
+    }
+    assert {block["output_kind"] for block in judged.values()} == {"channels"}
+    assert judged["below"]["cosine_min"] > 0.999 and judged["crossing"]["cosine_min"] > 0.99
+    assert not quality_violations(Measured(fidelity={"output0": judged["below"]}), Constraints())
+    (flips,) = quality_violations(Measured(fidelity={"output0": judged["crossing"]}), Constraints())
+    assert flips.constraint == "min_decision_f1" and "axis 1 channel 6" in flips.message
+    assert judged["crossing"]["decision_f1"] == 0.0 and judged["crossing"]["decision_flips"] == 16 * 9
+    (boxes,) = quality_violations(Measured(fidelity={"output0": judged["boxes"]}), Constraints())
+    assert boxes.constraint == "max_channel_error" and "axis 1 channel 0" in boxes.message
+    assert judged["same"]["decision_f1"] is None and judged["same"]["channel_error"] == 0.0  # no decision made
+
+
+def test_a_sigmoid_output_that_flips_4_percent_of_its_decisions_is_rejected_at_a_cosine_over_0999():
+    """A transcriber's onset activations [batch, frames, keys]: an INT8-like perturbation keeps every row's
+    cosine above 0.999 while 4% of the decisions at 0.5 change; a BF16-like one keeps them."""
+    from pipeline.core.config import Constraints
+    from pipeline.core.quality import quality_violations
+
+    rng = np.random.default_rng(3)
+    logits = rng.normal(-3.0, 2.5, size=(32, 172, 88))
+    reference = 1 / (1 + np.exp(-logits))
+    near = np.abs(logits) < 0.03  # values within a hair of 0.5 ...
+    int8 = 1 / (1 + np.exp(-(logits - 0.06 * np.sign(logits) * near)))  # ... pushed across it
+    bf16 = 1 / (1 + np.exp(-(logits * (1 + 1e-3 * rng.standard_normal(logits.shape)))))
+    broken = fidelity_block({"onset": reference}, {"onset": int8}, None)["onset"]
+    kept = fidelity_block({"onset": reference}, {"onset": bf16}, None)["onset"]
+    assert broken["output_kind"] == "probabilities" and "sigmoid" in broken["kind_from"]
+    assert broken["cosine_min"] > 0.999 and 0.02 < broken["decision_flips"] / broken["decision_positives"] < 0.05
+    assert broken["decision_f1"] < 0.99 < kept["decision_f1"]
+    (violation,) = quality_violations(Measured(fidelity={"onset": broken}), Constraints())
+    assert violation.constraint == "min_decision_f1" and "output onset: F1 of the decisions at 0.5" in violation.message
+    assert not quality_violations(Measured(fidelity={"onset": kept}), Constraints())
+    stricter = fidelity_block({"onset": reference}, {"onset": bf16}, None, judging=Judging(thresholds={"onset": 0.9}))
+    assert stricter["onset"]["decision_threshold"] == 0.9
+
+
+def test_logits_declared_class_scores_are_judged_per_position_not_by_their_cosine():
+    """CTC logits [batch, positions, classes] (a recogniser's): raw values, so only the entry can say they are
+    class scores; a variant whose cosine falls to 0.96 while 99% of the positions keep their character keeps
+    the answers."""
+    from pipeline.core.config import Constraints
+    from pipeline.core.quality import quality_violations
+
+    rng = np.random.default_rng(4)
+    logits = rng.normal(size=(16, 40, 100))
+    logits[np.arange(16)[:, None], np.arange(40)[None], rng.integers(0, 100, size=(16, 40))] += 8.0
+    noisy = logits + 0.35 * rng.normal(size=logits.shape)
+    plain = fidelity_block({"387": logits}, {"387": noisy}, None)["387"]
+    assert plain["output_kind"] == "values" and plain["cosine_min"] < 0.98  # what a cosine would reject
+    declared = fidelity_block({"387": logits}, {"387": noisy}, None, judging=Judging(declared={"387": "class_scores"}))
+    block = declared["387"]
+    assert block["output_kind"] == "class_scores" and block["kind_from"] == "declared (judged_as)"
+    assert block["top1_agreement"] > 0.99
+    assert not quality_violations(Measured(fidelity=declared), Constraints())
 
 
 def test_probabilities_are_recognised_by_their_values_and_compared_per_position():

@@ -89,8 +89,8 @@ def test_choice_change_within_noise_passes(repo):
 def test_accuracy_fall_and_constraint_are_gated(repo):
     commit(repo, {"onnx_opt": metric(0.8, value=0.85, delta=-0.02)}, "onnx_opt", "worse model")
     assert failures(repo) == [
-        "accuracy drop 0.02 > 0.01 vs the FP32 source (max_accuracy_drop)",
-        "accuracy fell 0.05 since the base revision (0.9 -> 0.85), more than max_accuracy_drop 0.01",
+        "task metric drop 0.02 > 0.01 vs the FP32 source (max_metric_drop)",
+        "accuracy fell 0.05 since the base revision (0.9 -> 0.85), more than max_metric_drop 0.01",
     ]
 
 

@@ -63,7 +63,7 @@ def test_nncf_int8_inserts_fake_quantize(context):
 def test_accuracy_control_tunes_on_validation_rows_and_records_what_it_reached(context):
     result = build(context, "openvino_int8_acc", max_drop=0.05, subset_size=16)
     details = result.details
-    assert details["validation_metric"] == "accuracy" and details["validation_samples"] == 48
+    assert details["validation_metric"] == "task metric accuracy" and details["validation_samples"] == 48
     assert details["validation_origin"] == "validation"  # never the scoring rows (reference.npz)
     drop = details["validation_fp32"] - details["validation_int8"]
     assert details["validation_drop"] == pytest.approx(drop)
@@ -81,8 +81,9 @@ def test_accuracy_control_never_stops_before_the_quantized_model_is_validated(co
 
 def answering(validation: Validation) -> Validation:
     """Each "model" answers its own value on every row."""
-    validation.score = lambda outputs, target: outputs
-    validation.run = lambda compiled, inputs: compiled
+    validation.score = lambda outputs, where: outputs
+    validation.run = lambda compiled, inputs, real: compiled
+    validation.aggregate = lambda runs: runs[0][0]
     return validation
 
 
@@ -149,17 +150,26 @@ def test_a_model_with_many_groups_gets_the_budget_its_ranking_needs(context, mon
     assert validation.stop_reason is None
 
 
-def test_validation_without_a_task_metric_scores_every_output_by_cosine(context):
+def test_validation_without_a_task_metric_scores_every_output_by_its_decisions(context):
+    """The tiny model's logits are plain values without a metric: judged by the worst row's cosine, over all
+    the rows NNCF hands over (the aggregate is no mean of the items' figures)."""
     ctx = type(context)("tiny", tiny_config(metric="none"), context.root, context.out_dir)
     validation = Validation(ctx)
-    assert validation.metric == "worst-row cosine"
-    _, target = validation.items[0]
-    assert validation.score([t.copy() for t in target], target) == pytest.approx(1.0)
-    assert validation.score([-t for t in target], target) == pytest.approx(-1.0)  # destroyed: caught
-    # the metric NNCF's max_drop applies to is the worst row (the selection's min_cosine), not the mean
-    answers = iter([[-t for t in target]] + [list(tg) for _, tg in validation.items[1:]])
-    validation.run = lambda compiled, inputs: next(answers)
-    metric, values = validation(compiled=None, items=[(validation.items[0][0], target), *validation.items[1:]])
+    assert validation.metric.startswith("the worst output's decision score")
+    source = validation.goal.rows.outputs
+    first = validation.items[0][1]
+    one = {name: value[:1] for name, value in source.items()}
+    assert validation.score(one, [first]) == pytest.approx(1.0)
+    assert validation.score({name: -value for name, value in one.items()}, [first]) == pytest.approx(-1.0)
+    answers = iter(
+        [{name: -value for name, value in one.items()}]
+        + [
+            {name: value[start : start + real] for name, value in source.items()}
+            for _, (start, real) in validation.items[1:]
+        ]
+    )
+    validation.run = lambda compiled, inputs, real: next(answers)
+    metric, values = validation(compiled=None, items=validation.items)
     assert metric == pytest.approx(-1.0) and np.mean(values) > metric
 
 

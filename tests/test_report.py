@@ -114,7 +114,7 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
     result = write_reports(params, tmp_path)
     assert result["status"] == "ok"
     report = (results / "reports" / "report" / "spam_fnn.md").read_text()
-    assert "**Deploy `onnx_opt`**" in report and "breaks max_accuracy_drop" in report
+    assert "**Deploy `onnx_opt`**" in report and "breaks max_metric_drop" in report
     warnings = report.partition("## Warnings")[2].partition("\n## ")[0]
     # the variants that do not apply (no stages, no records) are listed once, apart, with the reason
     listed = next(line for line in report.splitlines() if line.endswith(LM_REASON))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.core.config import Constraints, SelectConfig
+from pipeline.core.records import Accuracy, VariantRecord
 from pipeline.decide.selection import Candidate, dominates, overlapping, pareto_front, screen, tie_break_key
 from tests.helpers import metric as m
 
@@ -15,7 +16,7 @@ def test_fastest_variant_within_the_accuracy_drop_wins():
     metrics = {"fp32": m(1.0), "int8": m(0.5, delta=-0.005), "int8_bad": m(0.3, delta=-0.2)}
     choice = screen(metrics, LATENCY, Constraints(max_accuracy_drop=0.01))
     assert choice.chosen == "int8"
-    assert choice.rejected["int8_bad"] == "breaks max_accuracy_drop: accuracy drop 0.2 > 0.01"
+    assert choice.rejected["int8_bad"] == "breaks max_metric_drop: task metric drop 0.2 > 0.01"
     assert "lowest p50 latency (p50 0.5 ms) of 2 variant(s)" in choice.why
     assert "100.0% ahead of fp32" in choice.why
 
@@ -82,7 +83,7 @@ def test_nothing_feasible_names_the_closest_and_chooses_nothing():
     choice = screen(metrics, LATENCY, Constraints(max_latency_ms=1.0, max_accuracy_drop=0.01))
     assert choice.chosen is None and choice.feasible == []
     assert choice.closest == "near"
-    assert choice.why.startswith("no variant meets the constraints; closest: near (accuracy drop 0.02 > 0.01;")
+    assert choice.why.startswith("no variant meets the constraints; closest: near (task metric drop 0.02 > 0.01;")
 
 
 def test_without_a_task_metric_every_outputs_cosine_decides():
@@ -106,8 +107,8 @@ def test_with_labels_every_output_is_still_checked_on_its_worst_row():
 
 
 def test_one_value_outputs_are_checked_by_their_worst_rows_error():
-    """spam_fnn's probability: cosine over the column 0.997, yet one row moved by 0.76."""
-    flipped = m(0.5, delta=0.0, cosine=0.997)
+    """spam_fnn's probability without labels: cosine over the column 0.997, yet one row moved by 0.76."""
+    flipped = m(0.5, delta=None, cosine=0.997)
     flipped.outputs["y"] = flipped.outputs["y"].model_copy(
         update={"values_per_row": 1, "max_abs_diff": 0.76, "max_rel_diff": 0.76}
     )
@@ -151,3 +152,26 @@ def test_variant_allow_list_pins_the_candidates():
     choice = screen(metrics, LATENCY, Constraints(variants=["pinned"]))
     assert choice.chosen == "pinned"
     assert choice.rejected["fast"] == "breaks variants: variant not in the allowed list (pinned)"
+
+
+def test_a_users_metric_judges_every_output_and_an_error_rate_that_rises_is_a_drop():
+    """A user's metric (a function over every output) decides: a second output's cosine is context. A
+    lower-is-better metric (a character error rate) that rises by more than max_metric_drop rejects; the
+    relative form compares the drop with the source's own value."""
+
+    def user(p50: float, value: float, source: float, cosine: float) -> VariantRecord:
+        record = m(p50, cosine=cosine)
+        accuracy = {"metric": "models.ocr.metric:cer", "higher_is_better": False, "reads_every_output": True,
+                    "value": value, "source_value": source, "delta": value - source}  # fmt: skip
+        return record.model_copy(update={"accuracy": Accuracy.model_validate(accuracy)})
+
+    metrics = {
+        "int8": user(0.5, 0.052, 0.05, cosine=0.9),
+        "bf16": user(0.7, 0.09, 0.05, 0.9999),
+        "fp32": user(1, 0.05, 0.05, 1),
+    }
+    choice = screen(metrics, LATENCY, Constraints(max_metric_drop=0.01))
+    assert choice.chosen == "int8"  # its cosine of 0.9 is not what its users read
+    assert choice.rejected["bf16"].startswith("breaks max_metric_drop: task metric drop 0.04 > 0.01")
+    relative = screen(metrics, LATENCY, Constraints(max_metric_drop=0.02, metric_drop="relative"))
+    assert relative.chosen == "fp32" and "0.04 of the source's value > 0.02" in relative.rejected["int8"]

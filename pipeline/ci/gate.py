@@ -106,7 +106,7 @@ def judge(
     percentile: str,
 ) -> Verdict:
     """One model's verdict from each side's recorded choice: the failures (if any) and what moved."""
-    limit = params.select.constraints_for(model).max_accuracy_drop
+    limit = params.select.constraints_for(model).max_metric_drop
     chosen_before, chosen_after = _deployed(choice_before, before), _deployed(choice_after, after)
     verdict = Verdict(model, chosen_before, chosen_after)
     if choice_after is None:
@@ -145,11 +145,11 @@ def judge(
         )
     was, is_now = then.accuracy or Accuracy(metric="none"), now.accuracy or Accuracy(metric="none")
     if limit is not None and was.metric == is_now.metric and was.value is not None and is_now.value is not None:
-        fall = was.value - is_now.value
+        fall = was.value - is_now.value if is_now.higher_is_better else is_now.value - was.value
         if fall > limit:
             verdict.failures.append(
                 f"{is_now.metric} fell {fall:.4g} since the base revision ({was.value:.4g} -> "
-                f"{is_now.value:.4g}), more than max_accuracy_drop {limit}"
+                f"{is_now.value:.4g}), more than max_metric_drop {limit}"
             )
     return verdict
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
@@ -34,7 +34,10 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-
 SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "jax", "transformers"]
 VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
-MetricName = Literal["accuracy", "binary_accuracy", "none"]
+# The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
+BUILT_IN_METRICS = ("accuracy", "binary_accuracy", "f1", "cer", "none")
+# What an output is judged as (pipeline.core.evaluate.output_kind), when its values cannot tell
+OutputKindName = Literal["class_scores", "probabilities", "embedding", "channels", "values"]
 
 
 class Strict(BaseModel):
@@ -149,7 +152,21 @@ class ModelConfig(Strict):
     outputs: list[str] | None = None
     eval_data: str | None = None
     calib_data: str | None = None
-    metric: MetricName = "none"
+    metric: str = Field(
+        default="none",
+        description="the task metric on labelled eval data: accuracy, binary_accuracy, f1 (multi-label at 0.5), "
+        "cer (CTC greedy decode against label ids), none, or a function of yours, 'module:function' in the "
+        "model's folder (pipeline.core.task_metrics)",
+    )
+    judged_as: dict[str, OutputKindName] = Field(
+        default_factory=dict,
+        description="an output's kind by name, when its values cannot tell (e.g. raw logits: class_scores)",
+    )
+    decision_threshold: dict[str, Annotated[float, Field(gt=0, lt=1)]] = Field(
+        default_factory=dict,
+        description="the value at which an output's probabilities are read, by name (default 0.5; a detector's "
+        "scores: 0.25)",
+    )
     task: Literal["auto", "classification", "embedding", "other", "text-generation"] = Field(
         default="auto",
         description="classification: the first output holds class scores (top-1 agreement); "
@@ -186,6 +203,13 @@ class ModelConfig(Strict):
     def _factory_shape(cls, value: str | None) -> str | None:
         if value is not None and not re.fullmatch(r"[\w.]+:[\w.]+", value):
             raise ValueError(f"expected 'module:function', got {value!r}")
+        return value
+
+    @field_validator("metric")
+    @classmethod
+    def _metric_name(cls, value: str) -> str:
+        if value not in BUILT_IN_METRICS and not re.fullmatch(r"[\w.]+:[\w.]+", value):
+            raise ValueError(f"expected one of {', '.join(BUILT_IN_METRICS)} or 'module:function', got {value!r}")
         return value
 
     @model_validator(mode="before")
@@ -266,8 +290,9 @@ class ModelConfig(Strict):
 
     @property
     def class_scores(self) -> str | None:
-        """How to read classes off the first output (the metric), or None when it holds no class scores."""
-        if self.metric != "none":
+        """How to read classes off the first output (a built-in class metric), or None when it holds no
+        class scores (or only its values can tell)."""
+        if self.metric in ("accuracy", "binary_accuracy"):
             return self.metric
         return "accuracy" if self.task == "classification" else None
 
@@ -426,7 +451,16 @@ class BenchConfig(Strict):
 class Constraints(Strict):
     """What a deployable variant must satisfy; None means no limit."""
 
-    max_accuracy_drop: float | None = Field(default=0.01, ge=0)  # absolute, on the task metric's delta
+    # The task metric (labels; a built-in or your function): how far it may fall below the FP32 source's, in
+    # its own units (absolute) or as a fraction of the source's value (relative). With a task metric it
+    # decides; every output's decisions (below) are then context. `max_accuracy_drop` is its old name.
+    max_metric_drop: float | None = Field(
+        default=0.01, ge=0, validation_alias=AliasChoices("max_metric_drop", "max_accuracy_drop")
+    )
+    metric_drop: Literal["absolute", "relative"] = "absolute"
+    # Independent probabilities (a sigmoid output, a grid's objectness and class channels): F1 of the variant's
+    # decisions at the output's threshold against the source's (the flips a tagger or a detector would see)
+    min_decision_f1: float | None = Field(default=0.99, gt=0, le=1)
     # Fidelity of every output against the FP32 source, on its worst scoring row: the cosine of
     # outputs with several values per row, the error relative to the output's range for outputs with
     # one value per row (a probability), where a cosine over the column hides a row that flipped.

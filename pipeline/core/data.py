@@ -1,8 +1,9 @@
 """Model input data: the user's .npz files, generated inputs, and the reference sets we save.
 
 A user's eval or calibration file is an .npz with one array per model input (named as in the
-input spec) and, for eval data, an optional `labels` array. Everything is checked against the
-input spec here, with errors that name the file and the params.yaml field.
+input spec) and, for eval data, optional labels: `labels` (what the built-in task metrics read)
+and any other array that is not an input (what a user's own metric may read: note targets, strings).
+Everything is checked against the input spec here, with errors that name the file and the params.yaml field.
 """
 
 from __future__ import annotations
@@ -22,12 +23,19 @@ LABELS = "labels"
 
 @dataclass
 class DataSet:
-    """Inputs (by input name), optional outputs of the FP32 source (by output name) and labels."""
+    """Inputs (by input name), optional outputs of the FP32 source (by output name) and labels: `labels`,
+    and `extra`, the eval file's other arrays that are not inputs, by name (rows first, as labels)."""
 
     inputs: Arrays
     outputs: Arrays = field(default_factory=dict)
     labels: np.ndarray | None = None
     origin: str = ""  # where the inputs came from, recorded in the metrics
+    extra: Arrays = field(default_factory=dict)
+
+    @property
+    def targets(self) -> Arrays:
+        """Every label array by name, what a task metric reads: `labels` and the extra ones."""
+        return ({LABELS: self.labels} if self.labels is not None else {}) | self.extra
 
     def __len__(self) -> int:
         return len(next(iter(self.inputs.values())))
@@ -38,6 +46,7 @@ class DataSet:
             outputs={k: v[:n] for k, v in self.outputs.items()},
             labels=None if self.labels is None else self.labels[:n],
             origin=self.origin,
+            extra={k: v[:n] for k, v in self.extra.items()},
         )
 
     def take(self, rows: np.ndarray, origin: str) -> DataSet:
@@ -46,6 +55,7 @@ class DataSet:
             outputs={k: v[rows] for k, v in self.outputs.items()},
             labels=None if self.labels is None else self.labels[rows],
             origin=origin,
+            extra={k: v[rows] for k, v in self.extra.items()},
         )
 
     def split(self, fractions: dict[str, float], seed: int) -> dict[str, DataSet]:
@@ -73,9 +83,11 @@ class DataSet:
             "input_names": np.array(list(self.inputs), dtype=str),
             "output_names": np.array(list(self.outputs), dtype=str),
             "origin": np.array(self.origin),
+            "extra_names": np.array(list(self.extra), dtype=str),
         }
         arrays |= {f"input_{i}": v for i, v in enumerate(self.inputs.values())}
         arrays |= {f"output_{i}": v for i, v in enumerate(self.outputs.values())}
+        arrays |= {f"extra_{i}": v for i, v in enumerate(self.extra.values())}
         if self.labels is not None:
             arrays[LABELS] = self.labels
         with path.open("wb") as f:
@@ -87,7 +99,9 @@ class DataSet:
             inputs = {str(n): z[f"input_{i}"] for i, n in enumerate(z["input_names"])}
             outputs = {str(n): z[f"output_{i}"] for i, n in enumerate(z["output_names"])}
             labels = z[LABELS] if LABELS in z.files else None
-            return cls(inputs, outputs, labels, str(z["origin"]))
+            names = z["extra_names"] if "extra_names" in z.files else []
+            extra = {str(n): z[f"extra_{i}"] for i, n in enumerate(names)}
+            return cls(inputs, outputs, labels, str(z["origin"]), extra)
 
 
 def rows_in(rows: Arrays, pool: Arrays) -> int:

@@ -1,52 +1,44 @@
-"""Accuracy and fidelity of a variant against its FP32 source, answered separately.
+"""Fidelity of a variant against its FP32 source: does it make the decisions its users make?
 
-- `accuracy`: does the variant still do the task? The task metric on the eval labels and its
-  delta against the source's own score; `metric: none` (and no labels) leaves it empty.
-- `fidelity`: does it compute the same function? For every output, against the FP32 source on
-  the same rows: cosine similarity per sample (outputs flattened per sample; mean and worst),
-  relative L2 error, max abs diff (and relative to the output's range), and what the output is
-  judged as (`output_kind`), read from the config and from the source's own values, never from the
-  operators that computed them:
-  - class scores (the task says so, or the source's rows are probabilities: non-negative, summing to
-    1 over the last axis, however the graph computes its softmax): top-1 agreement, per position for
-    scores over positions ([batch, positions, classes]);
-  - an embedding (a declared `task: embedding`): what a retrieval user sees, whether each row's
-    nearest neighbours among the scored rows stay the same (recall@10 of the source's neighbours)
-    and the rank correlation of all pairwise similarities;
+For every output, against the FP32 source on the same rows, what the output is judged as
+(`output_kind`, and `kind_from`: how that was known), read from the entry (`judged_as`, the task) and
+from the source's own values, never from the operators that computed them, and the decisions that fit
+it (pipeline.core.decisions):
+  - class scores (the task says so, or the source's rows are a softmax or log-softmax over an axis):
+    top-1 agreement, per position for scores over positions ([batch, positions, classes]);
+  - independent probabilities (every value in [0, 1], rows not summing to 1: a sigmoid's): decisions at
+    the output's threshold, flips and F1 against the source's;
+  - an embedding (a declared `task: embedding`): whether each row's nearest neighbours among the
+    scored rows stay the same (recall@10) and the rank correlation of all pairwise similarities;
   - a grid of mixed-scale channels (a detector's [batch, 4 + classes, anchors]: box coordinates in
-    the hundreds beside probabilities under 1): each channel's worst error relative to its own
-    reference peak (`channel_error`, `worst_channel`), since one cosine over the row is dominated by
-    the largest channels and stays at 0.9995 while the class scores are wrecked;
-  - anything else: worst-row cosine and relative error, no task figure.
+    the hundreds beside probabilities under 1): its probability channels by their decisions, pooled,
+    its coordinate channels by their worst error relative to their own peak (`channel_error`);
+  - anything else: worst-row cosine and relative error.
+Cosine and relative error are kept for every output as context. The task metric (labels) is
+pipeline.core.task_metrics.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from pipeline.core.data import Arrays
+from pipeline.core.data import Arrays, DataSet
+from pipeline.core.decisions import (
+    DEFAULT_THRESHOLD,
+    Decisions,
+    channel_decisions,
+    class_axis,
+    probability_channels,
+    top1_agreement,
+    within_unit_interval,
+)
 
-
-def predictions(output: np.ndarray, metric: str) -> np.ndarray | None:
-    """Predicted classes: a 0.5 threshold for one probability, argmax over the last axis otherwise."""
-    if output.ndim == 0 or output.shape[0] == 0:
-        return None
-    flat = output.reshape(len(output), -1)
-    if metric == "binary_accuracy" or flat.shape[1] == 1:
-        return None if metric == "none" else (flat[:, 0] > 0.5).astype(np.int64)
-    return flat.argmax(axis=1)
-
-
-def task_metric(metric: str, output: np.ndarray, labels: np.ndarray | None) -> float | None:
-    """The task metric of one output against labels; None when there is nothing to score."""
-    if metric == "none" or labels is None:
-        return None
-    predicted = predictions(output, metric)
-    if predicted is None:
-        return None
-    return float(np.mean(predicted == labels.reshape(len(labels), -1)[:, 0].astype(np.int64)))
+if TYPE_CHECKING:
+    from pipeline.core.config import ModelConfig
+    from pipeline.core.task_metrics import TaskMetric
 
 
 def cosine_per_sample(reference: np.ndarray, output: np.ndarray) -> np.ndarray:
@@ -106,20 +98,9 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
-OutputKind = Literal["class_scores", "embedding", "channels", "values"]
+OutputKind = Literal["class_scores", "probabilities", "embedding", "channels", "values"]
 SCALE_RATIO = 50.0  # channels whose reference peaks differ by more than this are judged one by one
 MAX_CHANNELS = 256  # an axis longer than this holds positions or features, not channels
-PROBABILITY_TOLERANCE = 1e-3  # how far a row of probabilities may sum from 1 (float32 softmax, FP16 sources)
-
-
-def is_probabilities(reference: np.ndarray) -> bool:
-    """Rows of class probabilities: two or more non-negative values over the last axis summing to 1,
-    at every position of every row (a softmax, whichever operators compute it)."""
-    if reference.ndim < 2 or reference.shape[-1] < 2 or not reference.size:
-        return False
-    values = reference.astype(np.float64)
-    sums = values.sum(axis=-1)
-    return bool(values.min() >= -1e-6 and np.abs(sums - 1.0).max() <= PROBABILITY_TOLERANCE)
 
 
 def mixed_scale_channels(reference: np.ndarray) -> tuple[int, np.ndarray] | None:
@@ -140,59 +121,106 @@ def mixed_scale_channels(reference: np.ndarray) -> tuple[int, np.ndarray] | None
     return None
 
 
-def channel_errors(reference: np.ndarray, output: np.ndarray, axis: int, peaks: np.ndarray) -> tuple[float, str]:
+def channel_errors(
+    reference: np.ndarray, output: np.ndarray, axis: int, peaks: np.ndarray, judged: np.ndarray | None = None
+) -> tuple[float, str]:
     """The worst channel's max abs error relative to its own reference peak, and which channel it is
-    (with the figures a person checks: its error and its peak). A channel the source holds at 0 is
-    judged against the largest peak."""
+    (with the figures a person checks: its error and its peak), over the `judged` channels (default all).
+    A channel the source holds at 0 is judged against the largest peak."""
     channels = len(peaks)
     diff = np.abs(np.moveaxis(output - reference, axis, 0).reshape(channels, -1)).max(axis=1)
     scale = np.where(peaks > 0, peaks, peaks.max())
     relative = diff / np.where(scale > 0, scale, 1.0)
+    if judged is not None:
+        relative = np.where(judged, relative, -np.inf)
     worst = int(np.argmax(relative))
     return float(
         relative[worst]
     ), f"axis {axis} channel {worst}: max error {diff[worst]:.4g} of a {peaks[worst]:.4g} peak"
 
 
-def search_score(reference: np.ndarray, output: np.ndarray) -> float:
-    """The figure a quantization search raises on one output: its worst row's cosine, or for a
-    mixed-scale grid 1 - its worst channel's relative error (the cosine follows its largest channels)."""
-    ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
-    if (mixed := mixed_scale_channels(ref)) is not None:
-        return 1.0 - channel_errors(ref, got, *mixed)[0]
-    return float(cosine_per_sample(ref, got).min())
+@dataclass(frozen=True)
+class Judging:
+    """How a model's outputs are judged, from its catalog entry: `class_scores`, the metric whose
+    predictions the first output holds (None: unless its values say so); `embedding`, every output is
+    an embedding; `declared`, an output's kind by name (`judged_as`); `thresholds`, the value at which
+    an output's probabilities are read (`decision_threshold`, default 0.5)."""
+
+    class_scores: str | None = None
+    embedding: bool = False
+    declared: dict[str, str] = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, config: ModelConfig) -> Judging:
+        return cls(config.class_scores, config.embedding, dict(config.judged_as), dict(config.decision_threshold))
+
+    def threshold(self, name: str) -> float:
+        return self.thresholds.get(name, DEFAULT_THRESHOLD)
 
 
 def output_kind(
-    reference: np.ndarray, class_scores: str | None, embedding: bool
-) -> tuple[OutputKind, tuple[int, np.ndarray] | None]:
-    """What an output is judged as: the config's word first (class scores, an embedding), then the
-    source's own values (probabilities, mixed-scale channels); with a grid's channel axis and peaks."""
-    if class_scores is not None or is_probabilities(reference):
-        return "class_scores", None
+    reference: np.ndarray, class_scores: str | None, embedding: bool, declared: str | None = None
+) -> tuple[OutputKind, str]:
+    """What an output is judged as, and how that was known: the entry's word for this output first
+    (`judged_as`), then the task (class scores, an embedding), then the source's own values (a softmax or
+    log-softmax over an axis; values in [0, 1], a sigmoid's; channels on mixed scales), else plain values."""
+    if declared is not None:
+        return declared, "declared (judged_as)"  # type: ignore[return-value]
+    if class_scores is not None:
+        if reference.ndim < 2 or reference.reshape(len(reference), -1).shape[1] == 1:
+            return "probabilities", f"one score per row (metric {class_scores})"
+        return "class_scores", f"the task's class scores (metric {class_scores})"
+    if class_axis(reference) is not None:
+        return "class_scores", f"rows sum to 1 over axis {class_axis(reference)} (a softmax)"
     if embedding:
-        return "embedding", None
-    mixed = mixed_scale_channels(reference)
-    return ("channels" if mixed is not None else "values"), mixed
+        return "embedding", "declared (task: embedding)"
+    if within_unit_interval(reference):
+        return "probabilities", "every value in [0, 1], rows not summing to 1 (a sigmoid's)"
+    if (mixed := mixed_scale_channels(reference)) is not None:
+        return "channels", f"axis {mixed[0]} holds channels on scales over {SCALE_RATIO:g}x apart"
+    return "values", "none of the above"
 
 
-def top1_agreement(reference: np.ndarray, output: np.ndarray, metric: str) -> float | None:
-    """Share of rows (of positions, for scores over positions: [batch, positions, classes]) whose
-    predicted class is the source's."""
-    if reference.ndim >= 3:
-        return float(np.mean(reference.argmax(axis=-1) == output.argmax(axis=-1)))
-    ref_pred, got_pred = predictions(reference, metric), predictions(output, metric)
-    return None if ref_pred is None or got_pred is None else float(np.mean(ref_pred == got_pred))
+def decision_figures(ref: np.ndarray, got: np.ndarray, kind: str, threshold: float) -> dict[str, Any]:
+    """The decisions an output's users make, kept or not (pipeline.core.decisions), by its kind."""
+    block: dict[str, Any] = {}
+    if kind == "class_scores" and ref.ndim >= 2 and ref.shape[-1] > 1:
+        block["top1_agreement"] = top1_agreement(ref, got, class_axis(ref) or -1)
+    elif kind == "probabilities":
+        block |= _decisions(Decisions.count(ref, got, threshold))
+    elif kind == "channels" and (mixed := mixed_scale_channels(ref)) is not None:
+        axis, peaks = mixed
+        scores = probability_channels(ref, axis)
+        if scores.any():
+            pooled, worst = channel_decisions(ref, got, axis, scores, threshold)
+            block |= _decisions(pooled) | {"worst_decision_channel": worst}
+        if not scores.all():  # coordinates: error against their own scale
+            block["channel_error"], block["worst_channel"] = channel_errors(ref, got, axis, peaks, ~scores)
+    return block
+
+
+def _decisions(found: Decisions) -> dict[str, Any]:
+    return {
+        "decision_threshold": found.threshold,
+        "decision_f1": found.f1,
+        "decision_flips": found.flips,
+        "decision_positives": found.positives,
+    }
 
 
 def output_fidelity(
-    reference: np.ndarray, output: np.ndarray, class_scores: str | None, embedding: bool = False
+    reference: np.ndarray,
+    output: np.ndarray,
+    class_scores: str | None,
+    embedding: bool = False,
+    declared: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> dict[str, Any]:
-    """One output's fidelity block; `class_scores` is the metric whose predictions top-1 compares
-    (None: only when the source's values are probabilities), `embedding` whether the config declares
-    the outputs embeddings (neighbour recall)."""
+    """One output's fidelity block: what it was judged as and why, its decisions kept (by its kind), and
+    the similarity figures beside them (cosine, relative error) as context."""
     ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
-    kind, mixed = output_kind(ref, class_scores, embedding)
+    kind, why = output_kind(ref, class_scores, embedding, declared)
     cosine = cosine_per_sample(ref, got) if len(ref) else np.ones(1)
     scale = float(np.linalg.norm(ref))
     error = float(np.linalg.norm(got - ref))
@@ -201,26 +229,31 @@ def output_fidelity(
     values_per_row = int(np.prod(ref.shape[1:], dtype=np.int64)) if ref.ndim else 1
     block: dict[str, Any] = {
         "output_kind": kind,
+        "kind_from": why,
         "cosine_mean": float(cosine.mean()),
         "cosine_min": float(cosine.min()),
         "rel_l2": error / scale if scale > 0 else (0.0 if error == 0 else float("inf")),
         "max_abs_diff": max_abs,
         "max_rel_diff": max_abs / largest if largest > 0 else (0.0 if max_abs == 0 else float("inf")),
         "values_per_row": values_per_row,
-        "top1_agreement": top1_agreement(ref, got, class_scores or "accuracy") if kind == "class_scores" else None,
+        "top1_agreement": None,
+        **decision_figures(ref, got, kind, threshold),
     }
-    if mixed is not None:
-        block["channel_error"], block["worst_channel"] = channel_errors(ref, got, *mixed)
     if kind == "embedding" and values_per_row > 1:
         block |= neighbour_agreement(ref, got)
     return block
 
 
 def fidelity_block(
-    reference: Arrays, outputs: Arrays, class_scores: str | None, embedding: bool = False
+    reference: Arrays,
+    outputs: Arrays,
+    class_scores: str | None,
+    embedding: bool = False,
+    judging: Judging | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Fidelity of every output (by name); the config's class scores are the first output's, any
-    other output is class scores when its values are probabilities."""
+    other output is judged by its declared kind or its values."""
+    judging = judging or Judging(class_scores, embedding)
     block = {}
     for i, (name, ref) in enumerate(reference.items()):
         if name not in outputs:
@@ -228,20 +261,64 @@ def fidelity_block(
         got = np.asarray(outputs[name])
         if got.shape != ref.shape:
             raise ValueError(f"output {name!r} has shape {got.shape}, the source gave {ref.shape}")
-        block[name] = output_fidelity(ref, got, class_scores if i == 0 else None, embedding)
+        first = class_scores if i == 0 else None
+        block[name] = output_fidelity(ref, got, first, embedding, judging.declared.get(name), judging.threshold(name))
     return block
 
 
-def accuracy_block(metric: str, labels: np.ndarray | None, reference: Arrays, outputs: Arrays) -> dict[str, Any]:
-    """The `accuracy` block of a metrics file: the task metric of the first output, its value for
-    the source and the delta; all None when there are no labels or no task metric."""
-    primary = next(iter(reference))
-    value = task_metric(metric, outputs[primary], labels)
-    source_value = task_metric(metric, reference[primary], labels)
-    scored = value is not None and source_value is not None
-    return {
-        "metric": metric if scored else "none",
-        "value": value if scored else None,
-        "source_value": source_value if scored else None,
-        "delta": value - source_value if scored else None,
-    }
+def decision_score(reference: np.ndarray, output: np.ndarray, kind: str, threshold: float) -> float:
+    """The figure a search raises on one output, 1 = every decision kept: the decision F1 of
+    probabilities, the top-1 agreement of class scores, a grid's worse of its decisions' F1 and 1 - its
+    coordinates' worst error, and the worst row's cosine of anything else."""
+    ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
+    found = decision_figures(ref, got, kind, threshold)
+    figures = [found.get("top1_agreement"), found.get("decision_f1")]
+    if found.get("channel_error") is not None:
+        figures.append(1.0 - found["channel_error"])
+    if kind in ("class_scores", "probabilities", "channels"):
+        kept = [f for f in figures if f is not None]
+        return min(kept) if kept else 1.0  # no decision made: nothing to lose
+    return float(cosine_per_sample(ref, got).min())
+
+
+def search_score(reference: Arrays, outputs: Arrays, judging: Judging) -> float:
+    """The worst output's decision score (decision_score) on the rows a search tunes on."""
+    scores = []
+    for i, (name, ref) in enumerate(reference.items()):
+        kind, _ = output_kind(ref.astype(np.float64), judging.class_scores if i == 0 else None,
+                              judging.embedding, judging.declared.get(name))  # fmt: skip
+        scores.append(decision_score(ref, outputs[name], kind, judging.threshold(name)))
+    return min(scores)
+
+
+@dataclass(frozen=True)
+class SearchGoal:
+    """What a fallback's search (NNCF's accuracy control, ONNX Runtime's layer search) raises on the rows it
+    tunes on, never the scoring rows: the task metric when the entry has one and the rows carry labels
+    (negated when lower is better, so that higher is always better), else the worst output's decision
+    score (search_score: 1 = every decision kept)."""
+
+    rows: DataSet
+    judging: Judging
+    metric: TaskMetric | None = None
+
+    def figure(self, outputs: Arrays, rows: DataSet | None = None) -> float:
+        """The figure of `outputs` on `rows` (default: all the goal's rows)."""
+        rows = rows or self.rows
+        if self.metric is None:
+            return search_score(rows.outputs, outputs, self.judging)
+        value = self.metric(outputs, rows.targets)
+        return value if self.metric.higher_is_better else -value
+
+    @property
+    def source_figure(self) -> float:
+        """The FP32 source's own figure on the rows (1 for decisions kept against itself)."""
+        return self.figure(self.rows.outputs)
+
+    @property
+    def what(self) -> str:
+        if self.metric is None:
+            return "the worst output's decision score (1 = every decision kept)"
+        return f"task metric {self.metric.name}" + (
+            "" if self.metric.higher_is_better else " (negated: lower is better)"
+        )

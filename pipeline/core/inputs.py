@@ -205,9 +205,13 @@ def load_user_data(
             arrays = {k: z[k] for k in z.files}
     except (OSError, ValueError, zipfile.BadZipFile) as error:
         raise ModelFileError(f"{what}: not a readable .npz file ({error})") from None
-    inputs = check_inputs(rows_first({k: v for k, v in arrays.items() if k != LABELS}, specs), specs, what)
+    inputs = check_inputs(rows_first(arrays, specs), specs, what)
     check_input_values(inputs, specs, what, declared_bounds(specs) if bounds is None else bounds)
-    labels = arrays.get(LABELS)
-    if labels is not None and len(labels) != len(next(iter(inputs.values()))):
-        raise ModelFileError(f"{what}: 'labels' has {len(labels)} rows, inputs have {len(next(iter(inputs.values())))}")
-    return DataSet(inputs, labels=labels, origin=str(path))
+    rows = len(next(iter(inputs.values())))
+    targets = {k: v for k, v in arrays.items() if k not in specs}  # labels: `labels` and any other array
+    for name, value in targets.items():
+        if value.ndim == 0 or len(value) != rows:
+            raise ModelFileError(f"{what}: {name!r} has shape {value.shape}; a label array has one row per input row "
+                                 f"({rows}), and it is no input of the model ({', '.join(specs)})")  # fmt: skip
+    labels = targets.pop(LABELS, None)
+    return DataSet(inputs, labels=labels, origin=str(path), extra=targets)

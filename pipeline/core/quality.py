@@ -16,7 +16,11 @@ class Judged(Protocol):
     """What the quality constraints read (pipeline.core.records.Measured, pipeline.decide.selection.Candidate)."""
 
     @property
-    def accuracy_drop(self) -> float | None: ...  # source metric minus the variant's (labels)
+    def accuracy_drop(self) -> float | None: ...  # the task metric's drop vs the source, its units (labels)
+    @property
+    def accuracy_relative_drop(self) -> float | None: ...  # the same, a fraction of the source's value
+    @property
+    def metric_reads_every_output(self) -> bool: ...  # a user's function (all outputs) or a built-in (the first)
     @property
     def ppl_increase_pct(self) -> float | None: ...  # text generation
     @property
@@ -34,54 +38,73 @@ def excess(value: float, limit: float) -> float:
     return (value - limit) / abs(limit) if limit else float("inf")
 
 
-def _task_violations(name: str, block: OutputFidelity, constraints: Constraints) -> list[Violation]:
-    """What the output is for: a class kept (top-1 agreement), an embedding's neighbours kept."""
-    found = []
-    for value, floor, constraint, what in (
-        (block.top1_agreement, constraints.min_top1_agreement, "min_top1_agreement", "top-1 agreement"),
-        (block.neighbour_recall, constraints.min_neighbour_recall, "min_neighbour_recall", "neighbour recall@10"),
-    ):
-        if value is not None and floor is not None and value < floor:
-            found.append(
-                Violation(constraint, f"output {name}: {what} {value:.4f} < {floor:g}", (floor - value) / floor)
-            )
+def _floor(value: float | None, floor: float | None, constraint: str, what: str) -> list[Violation]:
+    """A figure that must stay at or above its floor (1 = every decision kept)."""
+    if value is None or floor is None or value >= floor:
+        return []
+    return [Violation(constraint, f"{what} {value:.4f} < {floor:g}", (floor - value) / floor)]
+
+
+def output_violations(name: str, block: OutputFidelity, constraints: Constraints) -> list[Violation]:
+    """One output, by the constraint that fits what it is: the decisions read off it (top-1 per position
+    of class scores, flips at a threshold of probabilities, a grid's score channels by their decisions and
+    its coordinates by their error against their own peak); the neighbours of an embedding and its rows'
+    cosine; the worst row's cosine of other values (its error against the output's range for one value
+    per row, where a cosine over the column hides a flipped row)."""
+    found = _floor(block.top1_agreement, constraints.min_top1_agreement, "min_top1_agreement",
+                   f"output {name}: top-1 agreement")  # fmt: skip
+    if block.decision_f1 is not None:
+        where = f" ({block.worst_decision_channel})" if block.worst_decision_channel else ""
+        found += _floor(block.decision_f1, constraints.min_decision_f1, "min_decision_f1",
+                        f"output {name}: F1 of the decisions at {block.decision_threshold:g}, "
+                        f"{block.decision_flips} of {block.decision_positives} flipped{where},")  # fmt: skip
+    if block.channel_error is not None:  # a mixed-scale grid: the row's cosine follows its largest channels
+        error, cap = block.channel_error, constraints.max_channel_error
+        if cap is not None and error > cap:
+            found.append(Violation("max_channel_error", f"output {name} {block.worst_channel} ({error:.3g} > {cap:g})",
+                                   excess(error, cap)))  # fmt: skip
+    if block.decides:
+        return found
+    found += _floor(block.neighbour_recall, constraints.min_neighbour_recall, "min_neighbour_recall",
+                    f"output {name}: neighbour recall@10")  # fmt: skip
+    if block.one_value_per_row:
+        error, cap = block.max_rel_diff, constraints.max_rel_error
+        if cap is not None and (error is None or error > cap):
+            shown = "unknown" if error is None else f"{error:.4g}"
+            over = float("inf") if error is None else excess(error, cap)
+            found.append(Violation("max_rel_error", f"output {name}: worst row's error {shown} > {cap:g}", over))
+    else:
+        cosine, floor = block.cosine_min, constraints.min_cosine
+        if floor is not None and (cosine is None or cosine < floor):
+            shown = "unknown" if cosine is None else f"{cosine:.4f}"
+            over = float("inf") if cosine is None else (floor - cosine) / floor
+            found.append(Violation("min_cosine", f"output {name}: worst row's cosine {shown} < {floor:g}", over))
     return found
 
 
+def metric_violations(subject: Judged, constraints: Constraints) -> list[Violation]:
+    """The task metric's drop against the source's, absolute (its units) or relative, as stated."""
+    limit = constraints.max_metric_drop
+    drop = subject.accuracy_drop if constraints.metric_drop == "absolute" else subject.accuracy_relative_drop
+    if drop is None or limit is None or drop <= limit:
+        return []
+    how = "" if constraints.metric_drop == "absolute" else " of the source's value"
+    return [Violation("max_metric_drop", f"task metric drop {drop:.4g}{how} > {limit:g}", excess(drop, limit))]
+
+
 def quality_violations(subject: Judged, constraints: Constraints) -> list[Violation]:
-    """The task metric's drop when the variant has one (labels); on every output, what it is for
-    (top-1 agreement of class scores, neighbour recall of an embedding) where measured, and its worst
-    scoring row: each channel's error relative to its own peak for a mixed-scale grid, the cosine of
-    other outputs with several values per row, the error relative to the output's range for one value
-    per row (a probability's cosine over the column hides a flipped row)."""
-    found = []
-    drop, limit = subject.accuracy_drop, constraints.max_accuracy_drop
-    if drop is not None and limit is not None and drop > limit:
-        found.append(Violation("max_accuracy_drop", f"accuracy drop {drop:.4g} > {limit:g}", excess(drop, limit)))
+    """The task metric's drop when the variant has one (labels), then every output the metric does not
+    read by the constraint that fits it (output_violations): a user's metric reads every output, a
+    built-in one the first; the outputs it reads are judged by it, their figures are context."""
+    found = metric_violations(subject, constraints)
     rise, cap = subject.ppl_increase_pct, constraints.max_ppl_increase_pct
     if rise is not None and cap is not None and rise > cap:
         found.append(Violation("max_ppl_increase_pct", f"perplexity +{rise:.3g}% > +{cap:g}%", excess(rise, cap)))
-    if not subject.outputs and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
+    judged = list(subject.outputs.items())
+    if subject.accuracy_drop is not None:
+        judged = [] if subject.metric_reads_every_output else judged[1:]
+    elif not judged and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
         return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
-    for name, block in subject.outputs.items():
-        found += _task_violations(name, block, constraints)
-        if block.channel_error is not None:  # a mixed-scale grid: the row's cosine follows its largest channels
-            error, cap = block.channel_error, constraints.max_channel_error
-            if cap is not None and error > cap:
-                found.append(
-                    Violation("max_channel_error", f"output {name} {block.worst_channel} ({error:.3g} > {cap:g})",
-                              excess(error, cap))
-                )  # fmt: skip
-        elif block.one_value_per_row:
-            error, cap = block.max_rel_diff, constraints.max_rel_error
-            if cap is not None and (error is None or error > cap):
-                shown = "unknown" if error is None else f"{error:.4g}"
-                over = float("inf") if error is None else excess(error, cap)
-                found.append(Violation("max_rel_error", f"output {name}: worst row's error {shown} > {cap:g}", over))
-        else:
-            cosine, floor = block.cosine_min, constraints.min_cosine
-            if floor is not None and (cosine is None or cosine < floor):
-                shown = "unknown" if cosine is None else f"{cosine:.4f}"
-                over = float("inf") if cosine is None else (floor - cosine) / floor
-                found.append(Violation("min_cosine", f"output {name}: worst row's cosine {shown} < {floor:g}", over))
+    for name, block in judged:
+        found += output_violations(name, block, constraints)
     return found

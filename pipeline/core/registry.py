@@ -197,8 +197,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "onnxruntime", "int8", "pipeline.optimize.passes.onnxruntime.quantize_static:StaticInt8", per_target=True,
             should_beat="onnx_fp32", requires=ONNX),
     Variant("onnx_int8_static_search", "onnx_int8_static's recipe with the consumers of the lowest-SQNR "
-            "activations left float until the validation rows' worst cosine keeps target_cosine", "onnxruntime",
-            "int8", "pipeline.optimize.passes.onnxruntime.quantize_static:StaticInt8Search", per_target=True,
+            "activations left float until the validation rows keep the task metric or the outputs' decisions",
+            "onnxruntime", "int8", "pipeline.optimize.passes.onnxruntime.quantize_static:StaticInt8Search",
+            per_target=True,
             should_beat="onnx_fp32", requires=ONNX, rescues=("onnx_int8_static",)),
     Variant("onnx_int8_blockwise", "MatMulNBits: 8-bit block-wise MatMul weights, activations quantized per "
             "block at run time (accuracy_level 4)", "onnxruntime", "int8",

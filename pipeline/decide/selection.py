@@ -29,17 +29,18 @@ class Candidate:
     throughput_sps: float | None  # peak over the batch sweep; None: out of contention, no sweep (record.screen)
     size_mb: float
     footprint_mb: float  # the runtime's own peak RSS (what max_memory_mb limits)
-    accuracy_drop: float | None  # source metric minus variant metric (negative: the variant scores higher)
+    accuracy_drop: float | None  # how much worse the task metric is than the source's (negative: better)
     fidelity: float | None  # the worst output's worst-row score vs the FP32 source (1 = identical)
     outputs: dict[str, OutputFidelity]  # the per-output fidelity the quality constraints read
     ppl_increase_pct: float | None = None  # text generation: held-out perplexity over the source's, %
+    accuracy_relative_drop: float | None = None  # the task metric's drop, a fraction of the source's value
+    metric_reads_every_output: bool = False  # a user's metric: every output is judged by it
 
     @classmethod
     def from_record(cls, variant: str, record: VariantRecord, percentile: str) -> Candidate:
         """A measured (ok) variant's figures, at `percentile`."""
         latency = record.latency(percentile)
         interval = record.p50_ci_ms if percentile == "p50" else None
-        delta = record.accuracy_delta
         assert record.size_mb is not None and record.footprint_mb is not None
         return cls(
             variant=variant,
@@ -51,10 +52,12 @@ class Candidate:
             throughput_sps=record.throughput_sps.peak if record.throughput_sps else None,
             size_mb=record.size_mb,
             footprint_mb=record.footprint_mb,
-            accuracy_drop=None if delta is None else -delta,
+            accuracy_drop=record.accuracy_drop,
             fidelity=record.worst_output_score,
             outputs=record.outputs,
             ppl_increase_pct=record.perplexity.increase_pct if record.perplexity else None,
+            accuracy_relative_drop=record.accuracy_relative_drop,
+            metric_reads_every_output=record.metric_reads_every_output,
         )
 
     @property
@@ -107,13 +110,17 @@ def violations(candidate: Candidate, constraints: Constraints, percentile: str) 
 
 
 def decided_by(candidate: Candidate | None, constraints: Constraints) -> str:
-    """Which fidelity figures the quality constraints were checked on, for the manifest."""
+    """Which figures the quality constraints were checked on, for the manifest."""
+    c = constraints
     every = (
-        f"every output's worst scoring row vs the FP32 source (cosine >= {constraints.min_cosine}; one value "
-        f"per row: error / range <= {constraints.max_rel_error})"
+        f"every output by the decisions read off it (class scores: top-1 agreement >= {c.min_top1_agreement}; "
+        f"probabilities: decision F1 >= {c.min_decision_f1}; a grid: its scores' decisions and its coordinates' "
+        f"error <= {c.max_channel_error}), other values by their worst scoring row vs the FP32 source (cosine >= "
+        f"{c.min_cosine}; one value per row: error / range <= {c.max_rel_error})"
     )
     if candidate is not None and candidate.accuracy_drop is not None:
-        return f"accuracy drop vs the FP32 source (max_accuracy_drop {constraints.max_accuracy_drop}) and {every}"
+        drop = f"task metric drop vs the FP32 source (max_metric_drop {c.max_metric_drop}, {c.metric_drop})"
+        return drop if candidate.metric_reads_every_output else f"{drop}; the other outputs: {every}"
     return f"{every}: no task metric"
 
 
@@ -227,7 +234,7 @@ def screen(records: Records, config: SelectConfig, constraints: Constraints) -> 
 
 def _loss(c: Candidate) -> str:
     if c.accuracy_drop is not None:
-        return f"accuracy drop {c.accuracy_drop:.4g}"
+        return f"task metric drop {c.accuracy_drop:.4g}"
     return "fidelity unknown" if c.fidelity is None else f"worst-output fidelity {c.fidelity:.4f}"
 
 

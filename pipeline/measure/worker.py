@@ -26,13 +26,14 @@ import psutil
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, ModelConfig, Params, load_params
 from pipeline.core.data import DataSet, run_batched, sample_batch
-from pipeline.core.evaluate import accuracy_block, fidelity_block
+from pipeline.core.evaluate import Judging, fidelity_block
 from pipeline.core.memory import RssSampler
 from pipeline.core.records import Accuracy, Measured, Stability
 from pipeline.core.records import build as build_record
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
 from pipeline.core.registry import RUNTIMES
+from pipeline.core.task_metrics import accuracy_block, resolve
 from pipeline.measure.budget import ContentionScreen, contention_screen, eval_batch, eval_rows
 from pipeline.measure.clock import CpuClock, PhaseTimes
 from pipeline.measure.energy import EnergyMeter
@@ -59,6 +60,7 @@ class Loaded:
     runtime_rss_mb: float
     load_ms: float
     target: str = "cpu"
+    root: Path = Path(".")
 
 
 def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | None = None) -> Loaded:
@@ -79,7 +81,7 @@ def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | N
         session = in_layout(adapter.load(artifact / build.entry, threads, build.runtime_config, target),
                             build.runtime_config)  # fmt: skip
     load_ms = 1000 * (time.perf_counter() - start)
-    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target)
+    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target, root)
 
 
 def measure_latency_only(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
@@ -144,14 +146,15 @@ def measure_loaded(
     if verdict.budget == "full":
         sweeps = measure_sweeps(loaded, config, source, one, sizes or [1], sampler, phases, sweep_cpu)
     peak = sweeps["throughput_sps"].peak_batch if sweeps else None
-    labelled = reference.labels is not None and config.metric != "none"
+    metric = resolve(config.metric, source.model, loaded.root)  # a metric that cannot load fails here, before timing
+    labelled = bool(reference.targets) and metric is not None
     rows = eval_rows(len(reference), labelled, bench.unlabelled_rows, short=verdict.budget == "short")
     scored = reference.head(rows.used)
     batch = eval_batch(peak, bench, max_batch, fixed)
     with phases.timed("accuracy"):
         outputs = run_batched(session.run, scored.inputs, batch, fixed is not None)
-        accuracy = accuracy_block(config.metric, scored.labels, scored.outputs, outputs)
-        fidelity = fidelity_block(scored.outputs, outputs, config.class_scores, config.embedding)
+        accuracy = accuracy_block(metric, scored.targets, scored.outputs, outputs)
+        fidelity = fidelity_block(scored.outputs, outputs, config.class_scores, config.embedding, Judging.of(config))
     with phases.timed("profile"):
         calls = bench.profile_calls if verdict.budget == "full" else bench.profile_calls_short
         profile = op_profile(session, one, calls)  # after every timed figure, on its own instance

@@ -27,7 +27,6 @@ from pipeline.core import layout, onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig, Params
 from pipeline.core.data import Arrays, DataSet, run_batched, sample_batch
 from pipeline.core.errors import ConfigError, PipelineError, first_line
-from pipeline.core.evaluate import task_metric
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.inputs import (
     declared_bounds,
@@ -40,6 +39,7 @@ from pipeline.core.layout import model_dir
 from pipeline.core.memory import batch_limit, batch_size
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
+from pipeline.core.task_metrics import resolve
 from pipeline.prepare.decoder import export_decoder
 from pipeline.prepare.family import model_family
 from pipeline.prepare.held_out import held_out_record, held_out_sets, user_eval_set
@@ -228,6 +228,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         start = time.perf_counter()
         source = load_source(name, config, root, dims)  # a model that cannot load fails here, alone
         load_s = time.perf_counter() - start
+        check_output_names(name, config, source.output_names)
         bounds = token_bounds(name, params.model(name), source)
         sets = held_out_sets(name, params, root, evaluation, source, bounds)
         evaluation, calibration, validation = sets["scoring"], sets["calibration"], sets["validation"]
@@ -239,7 +240,8 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         start = time.perf_counter()
         evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
         reference_s = time.perf_counter() - start  # validation's outputs: only a fallback needs them
-        source_metric = task_metric(config.metric, next(iter(evaluation.outputs.values())), evaluation.labels)
+        metric = resolve(config.metric, name, root)  # a metric that cannot load or run fails the model here
+        source_metric = metric(evaluation.outputs, evaluation.targets) if metric and evaluation.targets else None
         report: dict[str, Any] = {
             "status": "ok",
             "reason": "",
@@ -316,6 +318,15 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
     report["export_stage_s"] = time.perf_counter() - began  # the reference outputs and checks included
     write_json(layout.export_report(name, root), report)
     return report
+
+
+def check_output_names(name: str, config: ModelConfig, outputs: list[str]) -> None:
+    """Every output the entry judges by name (`judged_as`, `decision_threshold`) is one the model has."""
+    for field in ("judged_as", "decision_threshold"):
+        if unknown := sorted(set(getattr(config, field)) - set(outputs)):
+            raise ConfigError(
+                f"{PARAMS_FILE}: catalog.{name}.{field}: no output {unknown[0]!r} (outputs: {', '.join(outputs)})"
+            )
 
 
 def source_outputs(name: str, config: ModelConfig, root: Path, source_info: SourceRecord, inputs: Arrays) -> Arrays:

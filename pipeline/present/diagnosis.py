@@ -122,20 +122,40 @@ def scored_rows(found: Records, chosen: str | None) -> str | None:
 
 
 JUDGED = {
-    "class_scores": "class scores: top-1 agreement (per position over [batch, positions, classes])",
-    "embedding": "an embedding (task: embedding): neighbour recall@10 beside the worst row's cosine",
-    "channels": "a grid of mixed-scale channels: each channel's worst error against its own peak (max_channel_error)",
-    "values": "no task metric applied: judged by the worst row's cosine and relative error; declare `task: "
-    "classification` or `task: embedding` in its catalog entry, or give labelled eval data, to judge it by its use",
+    "class_scores": "class scores: the class picked at every position kept (top-1 agreement, min_top1_agreement)",
+    "probabilities": "probabilities: the decisions at {threshold} kept (F1 against the source's, min_decision_f1)",
+    "embedding": "an embedding (task: embedding): neighbour recall@10 beside the worst row's cosine (min_cosine)",
+    "channels": "a grid of mixed-scale channels: its score channels' decisions at {threshold} (min_decision_f1), its "
+    "coordinates' worst error against their own peak (max_channel_error)",
+    "values": "plain values: the worst row's cosine and relative error (min_cosine, max_rel_error)",
 }
+DECLARE = (
+    "another reading is declared in the model's catalog entry: `judged_as: {{{name}: class_scores}}` (or "
+    "probabilities, embedding, channels, values), `decision_threshold: {{{name}: 0.25}}`, or a task metric on "
+    "labelled eval data (`metric:`, your function included)"
+)
 
 
 def judged_outputs(found: Records) -> list[str]:
-    """How each output was judged (pipeline.core.evaluate.output_kind), from the first measured record."""
+    """How each output was judged (pipeline.core.evaluate.output_kind) and why, from the first measured
+    record; with a task metric, which outputs it judges."""
     first = next((r for r in found.values() if r.ok and r.outputs), None)
     if first is None:
         return []
-    return [f"`{name}`: {JUDGED[block.output_kind]}" for name, block in first.outputs.items() if block.output_kind]
+    metric = first.accuracy.metric if first.accuracy and first.accuracy.value is not None else None
+    lines = []
+    for i, (name, block) in enumerate(first.outputs.items()):
+        if not block.output_kind:
+            continue
+        threshold = f"{block.decision_threshold:g}" if block.decision_threshold is not None else "its threshold"
+        judged = JUDGED[block.output_kind].format(threshold=threshold)
+        why = f" ({block.kind_from})" if block.kind_from else ""
+        if metric and (first.metric_reads_every_output or i == 0):
+            judged = f"the task metric `{metric}` (max_metric_drop); figures as {judged}, context"
+        lines.append(f"`{name}`: {judged}{why}")
+    if lines:
+        lines.append(DECLARE.format(name=next(iter(first.outputs))))
+    return lines
 
 
 def what_settled_full_precision(found: Records, chosen: str | None, rejected: dict[str, str]) -> list[str]:

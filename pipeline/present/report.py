@@ -30,10 +30,14 @@ REPORT_DIR = layout.report_dir()
 
 
 def _quality(record: VariantRecord) -> str:
-    """The chosen artifact's quality figure: the task metric's delta, else a grid's worst channel error,
-    else the worst output cosine."""
+    """The chosen artifact's quality figure: the task metric's delta, else its decisions kept (the worst
+    output's decision F1, then top-1 agreement), else a grid's worst channel error, else the worst cosine."""
     if record.accuracy_delta is not None:
         return f"{record.accuracy_delta:+.4f}"
+    if record.decision_f1 is not None:
+        return f"F1 {record.decision_f1:.4f}"
+    if record.top1_agreement is not None:
+        return f"top-1 {record.top1_agreement:.4f}"
     if record.worst_channel_error is not None:
         return f"channel err {record.worst_channel_error:.3g}"
     return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""

@@ -33,8 +33,8 @@ def speedup(record: VariantRecord, baseline: VariantRecord | None) -> str:
 
 COLUMNS = (
     "variant", "target", "runtime", "prec", "size MB", "p50 ms", "±95%", "p99 ms", "p50 speed-up",
-    "peak samples/s (batch)", "footprint MB", "acc Δ", "worst cos", "worst ch err", "top-1 agree", "nn recall@10",
-    "status",
+    "peak samples/s (batch)", "footprint MB", "metric Δ", "decision F1", "top-1 agree", "worst ch err", "worst cos",
+    "nn recall@10", "status",
 )  # fmt: skip
 LEFT = {"machine", "measured on", "variant", "target", "runtime", "prec", "status"}  # left-aligned columns
 
@@ -81,9 +81,10 @@ def rows(found: Records, order: list[str], baseline_name: str) -> list[list[str]
             peak(r),
             num(r.footprint_mb, ".0f"),
             num(r.accuracy_delta, "+.4f"),
-            num(r.worst_cosine, ".4f"),
-            num(r.worst_channel_error, ".3g"),
+            num(r.decision_f1, ".4f"),
             num(r.top1_agreement, ".4f"),
+            num(r.worst_channel_error, ".3g"),
+            num(r.worst_cosine, ".4f"),
             num(r.neighbour_recall, ".4f"),
             _status(r),
         ])  # fmt: skip

@@ -93,20 +93,36 @@ class Accuracy(Part):
     """The task metric on the held-out scoring rows and its delta against the FP32 source's."""
 
     metric: str
+    higher_is_better: bool = True  # an error rate (cer, a user's) is lower-is-better
+    reads_every_output: bool = False  # a user's function; a built-in reads the first output
     value: float | None = None
     source_value: float | None = None
-    delta: float | None = None
+    delta: float | None = None  # the variant's value minus the source's, in the metric's units
     eval_samples: int | None = None
     eval_origin: str | None = None
+
+    @property
+    def drop(self) -> float | None:
+        """How much worse than the source, in the metric's units (negative: the variant scores better)."""
+        if self.delta is None:
+            return None
+        return 0.0 - self.delta if self.higher_is_better else self.delta + 0.0  # never -0.0
+
+    @property
+    def relative_drop(self) -> float | None:
+        """The drop as a fraction of the source's value (None when that is 0 or unknown)."""
+        drop = self.drop
+        return None if drop is None or not self.source_value else drop / abs(self.source_value)
 
 
 class OutputFidelity(Part):
     """One output against the FP32 source on the same rows (pipeline.core.evaluate.output_fidelity), or a
     decoder's logits (pipeline.measure.generation.quality)."""
 
-    # what the output was judged as (pipeline.core.evaluate.output_kind): class_scores, embedding,
-    # channels (a mixed-scale grid) or values; None in records written before it was recorded
+    # what the output was judged as (pipeline.core.evaluate.output_kind): class_scores, probabilities,
+    # embedding, channels (a mixed-scale grid) or values, and how that was known; None in older records
     output_kind: str | None = None
+    kind_from: str | None = None
     cosine_mean: float | None = None
     cosine_min: float | None = None  # the worst row's cosine
     rel_l2: float | None = None
@@ -122,6 +138,13 @@ class OutputFidelity(Part):
     # a mixed-scale grid: the worst channel's max error relative to that channel's reference peak, and which
     channel_error: float | None = None
     worst_channel: str | None = None
+    # probabilities (and a grid's probability channels, pooled): the decisions at a threshold, the variant's
+    # against the source's (pipeline.core.decisions.Decisions); f1 None: neither decided any value positive
+    decision_threshold: float | None = None
+    decision_f1: float | None = None
+    decision_flips: int | None = None
+    decision_positives: int | None = None
+    worst_decision_channel: str | None = None
     rows: int | None = None
 
     @property
@@ -131,10 +154,21 @@ class OutputFidelity(Part):
         return self.values_per_row == 1
 
     @property
+    def decides(self) -> bool:
+        """Judged by the decisions read off it (class scores, probabilities, a grid's channels), not by
+        similarity: its cosine and relative error are context."""
+        return self.output_kind in ("class_scores", "probabilities", "channels")
+
+    @property
     def score(self) -> float | None:
-        """Fidelity on the worst row, 1 = identical: 1 - the worst channel's relative error for a mixed-scale
-        grid, 1 - the error relative to the output's range for one value per row, else the worst row's cosine."""
-        if self.channel_error is not None:
+        """Fidelity, 1 = identical: for an output judged by its decisions the worst of its decision figures
+        (top-1 agreement, decision F1, 1 - a grid's worst coordinate error; 1 when it makes no decision);
+        else 1 - the error relative to the output's range for one value per row, or the worst row's cosine."""
+        if self.decides:
+            figures = [self.top1_agreement, self.decision_f1]
+            figures += [] if self.channel_error is None else [1.0 - self.channel_error]
+            return min((f for f in figures if f is not None), default=1.0)
+        if self.channel_error is not None:  # records written before decisions were
             return 1.0 - self.channel_error
         if self.one_value_per_row:
             return None if self.max_rel_diff is None else 1.0 - self.max_rel_diff
@@ -289,8 +323,16 @@ class Measured(Part):
 
     @property
     def accuracy_drop(self) -> float | None:
-        """The FP32 source's task metric minus this variant's (negative: the variant scores higher)."""
-        return None if self.accuracy_delta is None else 0.0 - self.accuracy_delta  # never -0.0
+        """How much worse than the FP32 source the task metric is, in its units (negative: scores better)."""
+        return self.accuracy.drop if self.accuracy else None
+
+    @property
+    def accuracy_relative_drop(self) -> float | None:
+        return self.accuracy.relative_drop if self.accuracy else None
+
+    @property
+    def metric_reads_every_output(self) -> bool:
+        return bool(self.accuracy and self.accuracy.reads_every_output)
 
     @property
     def ppl_increase_pct(self) -> float | None:
@@ -329,9 +371,13 @@ class Measured(Part):
 
     @property
     def top1_agreement(self) -> float | None:
-        """The first output's (the class scores', or a decoder's logits') top-1 agreement with the source."""
-        first = next(iter(self.outputs.values()), None)
-        return first.top1_agreement if first else None
+        """The lowest top-1 agreement with the source over the class-score outputs (a decoder's logits)."""
+        return self._lowest("top1_agreement")
+
+    @property
+    def decision_f1(self) -> float | None:
+        """The lowest decision F1 over the outputs read at a threshold (probabilities, a grid's scores)."""
+        return self._lowest("decision_f1")
 
     @property
     def neighbour_recall(self) -> float | None:

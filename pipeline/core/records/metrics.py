@@ -35,7 +35,16 @@ class Metrics(Part):
     )
     size_mb: float | None = Field(None, description="the artifact's files on disk, MB")
     load_ms: float | None = Field(None, description="time to load the artifact into its runtime, ms")
-    acc_delta: float | None = Field(None, description="task metric minus the FP32 source's (models with labels)")
+    acc_delta: float | None = Field(
+        None,
+        description="task metric minus the FP32 source's, in its units (models with labels; a built-in or your "
+        "function; an error rate's rise is positive)",
+    )
+    decision_f1: float | None = Field(
+        None,
+        description="F1 of the variant's decisions at each output's threshold against the FP32 source's "
+        "(probabilities, a detector's scores; the worst output)",
+    )
     cosine_min: float | None = Field(
         None, description="worst row's cosine with the FP32 source, over every output (scoring rows)"
     )

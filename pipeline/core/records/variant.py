@@ -100,6 +100,7 @@ class VariantRecord(Measured):
             acc_delta=self.accuracy_delta,
             cosine_min=self.worst_cosine,
             top1_agreement=self.top1_agreement,
+            decision_f1=self.decision_f1,
             neighbour_recall=self.neighbour_recall,
             similarity_rank_corr=self.similarity_rank_corr,
             **(

@@ -22,6 +22,7 @@ from pipeline.core.registry import KNOWN_DEFECTS, KnownDefect
 from pipeline.runtimes.layout import model_layout
 
 if TYPE_CHECKING:
+    from pipeline.core.evaluate import SearchGoal
     from pipeline.core.records import VariantRecord
 
 
@@ -106,6 +107,16 @@ class BuildContext:
         if not rows.outputs:
             rows.outputs = source_outputs(self.model, self.config, self.root, self.source_info, rows.inputs)
         return rows
+
+    def search_goal(self) -> SearchGoal:
+        """What a fallback's search raises on the validation rows (pipeline.core.evaluate.SearchGoal): the
+        entry's task metric when those rows carry labels, else every output's decisions."""
+        from pipeline.core.evaluate import Judging, SearchGoal
+        from pipeline.core.task_metrics import resolve
+
+        rows = self.validation()
+        metric = resolve(self.config.metric, self.model, self.root) if rows.targets else None
+        return SearchGoal(rows, Judging.of(self.config), metric)
 
     def reference(self) -> DataSet:
         return DataSet.load(self.source_dir / layout.REFERENCE)

@@ -14,6 +14,7 @@ from pipeline.prepare.add.eval_data import with_eval
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Inferred
 from pipeline.prepare.add.inspect import inspect_model
+from pipeline.prepare.add.judging import metric_of, with_judging
 from pipeline.prepare.add.params_text import entry_lines
 from pipeline.prepare.add.transaction import write_model
 
@@ -30,8 +31,12 @@ def add_model(name: str, path: Path, root: Path = Path("."), flags: Flags | None
         raise AddError(f"{name}: the name is taken ({where}): choose another")
     inferred = inspect_model(name, path.resolve(), flags)
     try:
+        metric = metric_of(name, flags.metric, inferred)
         if flags.eval is not None:
-            with_eval(inferred, flags.eval.resolve(), flags.metric, flags.dims)
+            with_eval(inferred, flags.eval.resolve(), metric, flags.dims)
+        elif metric is not None:
+            raise AddError(f"--metric {flags.metric}: a task metric needs labelled eval data (--eval)")
+        with_judging(inferred, flags)
         specs = inferred.entry.inputs or {}
         if unset := [n for n, spec in specs.items() if not spec.shape and spec.value is None]:
             raise AddError(f"{path}: input {unset[0]!r} is a scalar (shape []): give the value every call passes "

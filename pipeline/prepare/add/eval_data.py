@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.config import BUILT_IN_METRICS
+from pipeline.core.data import LABELS
 from pipeline.core.errors import first_line
 from pipeline.prepare.add.inferred import AddError, Inferred, Input
 from pipeline.prepare.add.inspect.hugging_face import HF_DIR
@@ -49,11 +51,19 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
         take_data_dims(inferred, dims_of(loaded.inputs, specs), flags or {})
         integer_ranges(inferred, entry.inputs, loaded.inputs)
     entry.eval_data = EVAL_FILE
-    if loaded.labels is None:
-        inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: fidelity only")
+    if not loaded.targets:
+        if metric is not None:
+            raise AddError(f"{eval_file}: --metric {metric} needs labels: a `labels` array, or arrays that are "
+                           "no input")  # fmt: skip
+        inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: judged by each output's decisions")
         return
+    named = ", ".join(f"{k} {list(v.shape)}" for k, v in loaded.targets.items())
+    if LABELS not in loaded.targets and (metric or "accuracy") in BUILT_IN_METRICS:
+        raise AddError(f"{eval_file}: the built-in metric {metric or 'accuracy'} reads a `labels` array (found "
+                       f"{named}): name yours `labels`, or pass --metric FILE.py:FUNCTION")  # fmt: skip
     entry.labelled(metric or "accuracy")
-    inferred.notes.append(f"eval data: {len(loaded)} labelled rows: a classifier, metric {entry.metric}")
+    what = "a classifier, " if entry.task == "classification" else ""
+    inferred.notes.append(f"eval data: {len(loaded)} labelled rows ({named}): {what}metric {entry.metric}")
 
 
 def scalar_values(inferred: Inferred, inputs: dict[str, Input], eval_file: Path) -> None:

@@ -18,13 +18,15 @@ class Flags:
     eval: Path | None = None  # held-out rows: an .npz, or text for a text model
     dims: dict[str, int] = field(default_factory=dict)  # --dim: symbolic axes' values
     vocab: int | None = None  # --vocab: token ids' bound, when no file tells it
-    metric: str | None = None  # with labelled --eval
+    metric: str | None = None  # with labelled --eval: a built-in name, or FILE.py:FUNCTION of the user's
     task: str | None = None  # Hugging Face folders
     weights: Path | None = None  # code models: the state_dict / msgpack file
     sample: Path | None = None  # code models: an .npz whose arrays give the inputs
     inputs: tuple[str, ...] = ()  # code models: NAME=D1,D2[:DTYPE] per input
     values: dict[str, float] = field(default_factory=dict)  # --value: scalar inputs' values
     batch_axes: dict[str, int] = field(default_factory=dict)  # --batch-axis: inputs whose batch axis is not first
+    thresholds: dict[str, float] = field(default_factory=dict)  # --threshold: outputs' decision thresholds
+    judged_as: dict[str, str] = field(default_factory=dict)  # --judged-as: outputs' kinds
 
 
 def parse_assignments(flag: str, values: list[str], kind: type) -> dict[str, Any]:

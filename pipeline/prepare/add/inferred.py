@@ -55,13 +55,16 @@ class Entry:
     task: str | None = None
     eval_data: str | None = None
     metric: str | None = None
+    judged_as: dict[str, str] | None = None  # --judged-as: an output's kind, where its values cannot tell
+    decision_threshold: dict[str, float] | None = None  # --threshold: where an output's probabilities are read
     task_from_labels: bool = False  # not written: where `task` goes
 
     def labelled(self, metric: str) -> None:
-        """Labelled eval data: a classifier, measured by `metric`."""
+        """Labelled eval data, measured by `metric`: a classifier when it is a class metric."""
         self.metric = metric
-        self.task_from_labels = self.task is None
-        self.task = "classification"
+        if metric in ("accuracy", "binary_accuracy"):
+            self.task_from_labels = self.task is None
+            self.task = "classification"
 
     def as_yaml(self) -> dict[str, Any]:
         """The entry as params.yaml holds it: the fields set (not None, False or empty dims), inputs as specs."""
@@ -84,3 +87,4 @@ class Inferred:
     tracked: list[str]  # of those, what `dvc add` versions (model weights; git keeps the rest)
     notes: list[str] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)  # made while inferring (tokenized text): removed after
+    output_names: list[str] = field(default_factory=list)  # the model's outputs, where the file tells them

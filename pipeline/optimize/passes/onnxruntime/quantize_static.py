@@ -1,6 +1,6 @@
 """onnx_int8_static and onnx_int8_static_search: onnxruntime.quantization.quantize_static, INT8 QDQ
 calibrated on the calibration split with quantize_recipe's recipe; the search variant keeps the
-lowest-SQNR activations' consumers in float until the validation rows keep target_cosine
+lowest-SQNR activations' consumers in float until the validation rows keep the search's target
 (pipeline.optimize.passes.onnxruntime.sensitivity).
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from pipeline.core.data import Arrays, padded_batches
 from pipeline.core.errors import NotApplicable
@@ -44,12 +44,18 @@ class StaticConfig(DynamicConfig):
 
 
 class SearchConfig(StaticConfig):
-    """The static recipe, then: below this worst-row cosine on the validation rows, the lowest-SQNR
-    activations' consumers are kept in float, 1, 2, 4, ... up to max_excluded tensors
+    """The static recipe, then: below its target on the validation rows, the lowest-SQNR activations'
+    consumers are kept in float, 1, 2, 4, ... up to max_excluded tensors
     (pipeline.optimize.passes.onnxruntime.sensitivity)."""
 
     format: Literal["qdq"] = "qdq"  # the search excludes nodes around Q/DQ pairs
-    target_cosine: float = Field(default=0.995, gt=0, le=1)
+    # without a task metric: the worst output's decision score to reach (top-1 agreement, decision F1, a
+    # grid's 1 - coordinate error; the worst row's cosine of plain values); `target_cosine` is its old name
+    target_score: float = Field(
+        default=0.995, gt=0, le=1, validation_alias=AliasChoices("target_score", "target_cosine")
+    )
+    # with a task metric and labelled validation rows: how far below the source's it may stay, its units
+    max_metric_drop: float = Field(default=0.005, ge=0)
     max_excluded: int = Field(default=16, ge=1)
 
 
@@ -163,38 +169,46 @@ class StaticInt8Search(StaticInt8):
     Config = SearchConfig
 
     def nothing_to_gain(self, config: SearchConfig, rescued: str, record: VariantRecord) -> str | None:
-        """The search raises the worst row's cosine; a model that already keeps target_cosine on every
-        scoring row missed another constraint (neighbour recall, accuracy): searching would rebuild it."""
-        worst = record.worst_cosine
-        if worst is None or worst < config.target_cosine:
-            return None
-        return nothing_to_search(f"{rescued} already keeps", config.target_cosine, "its worst scoring row", worst)
+        """The search raises the task metric, or without one every output's decision score; a model that
+        already keeps its target on the scoring rows missed another constraint: searching would rebuild it."""
+        if record.accuracy_drop is not None:
+            kept, figure = record.accuracy_drop <= config.max_metric_drop, record.accuracy_drop
+            target = f"max_metric_drop {config.max_metric_drop:g} (task metric drop {figure:.5g})"
+        else:
+            figure = record.worst_output_score
+            if figure is None:
+                return None
+            kept, target = figure >= config.target_score, f"target_score {config.target_score:g} ({figure:.5g})"
+        return nothing_to_search(f"{rescued} already keeps", target, "its scoring rows") if kept else None
 
     def quantize(
         self, ctx: BuildContext, config: SearchConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None
     ) -> dict[str, Any]:
-        validation = ctx.validation()
+        goal = ctx.search_goal()
+        metric = goal.metric is not None
+        target = goal.source_figure - config.max_metric_drop if metric else config.target_score
         found = restore_until(
             quantize,
             float_model,
-            validation,
+            goal,
             ctx.max_batch(config.calibration_batch),
             op_types,
-            config.target_cosine,
+            target,
             config.max_excluded,
             fixed=ctx.fixed_batch is not None,
             layout=Layout(ctx.model_inputs, ctx.rows_out),
         )
-        first = found["tries"][0]["validation_cosine"]
-        if first >= config.target_cosine:  # scoring rows said otherwise, the validation rows agree with it
-            where = f"the {len(validation)} validation rows"
-            raise NotApplicable(nothing_to_search("its recipe already keeps", config.target_cosine, where, first))
-        return {"target_cosine": config.target_cosine, "validation_rows": len(validation), **found}
+        first = found["tries"][0]["validation_figure"]
+        if first >= target:  # scoring rows said otherwise, the validation rows agree with it
+            what = f"max_metric_drop {config.max_metric_drop:g}" if metric else f"target_score {target:g}"
+            where = f"the {len(goal.rows)} validation rows"
+            raise NotApplicable(nothing_to_search("its recipe already keeps", f"{what} ({first:.5g})", where))
+        return {"searched": goal.what, "target": target, "validation_rows": len(goal.rows), **found}
 
 
-def nothing_to_search(who: str, target: float, where: str, cosine: float) -> str:
+def nothing_to_search(who: str, target: str, where: str) -> str:
     """Why the search is skipped: the model it would start from already keeps its target."""
     return (
-        f"nothing to search: {who} target_cosine {target:g} on {where} ({cosine:.5g}); the constraint it "
-        "misses is not one the search measures (raise target_cosine to search anyway)"
+        f"nothing to search: {who} {target} on {where}; the constraint it misses is not one the search "
+        "measures (raise the target to search anyway)"
     )

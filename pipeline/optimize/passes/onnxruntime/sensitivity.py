@@ -6,9 +6,10 @@ activation before and after its QuantizeLinear/DequantizeLinear: the signal-to-q
 ratio (SQNR, dB) of that pair says how much the 8-bit grid loses there. Pretrained transformers
 have a few activations with outliers (a handful of channels 100x the rest), whose grid is so
 coarse that the small values vanish: those rank lowest. The quantizer is then run again with the
-consumers of the worst tensors excluded, 1, 2, 4, ... at a time, until the validation rows' worst-
-row cosine to the FP32 source reaches `target_cosine` (the recipe chosen by measured fidelity, as
-NNCF's accuracy control does for OpenVINO). Validation rows only: the scoring rows stay unseen.
+consumers of the worst tensors excluded, 1, 2, 4, ... at a time, until the validation rows reach the
+search's target (pipeline.core.evaluate.SearchGoal: the task metric within `max_metric_drop` of the
+source's when there are labels, else every output's decision score at `target_score`), as NNCF's
+accuracy control does for OpenVINO. Validation rows only: the scoring rows stay unseen.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.core.data import Arrays, DataSet, padded_batches, run_batched
-from pipeline.core.evaluate import search_score
+from pipeline.core.data import Arrays, padded_batches, run_batched
+from pipeline.core.evaluate import SearchGoal
 
 SENSITIVITY_ROWS = 16  # validation rows run through the augmented model (every tensor kept: memory)
 
@@ -35,9 +36,8 @@ class Layout:
     rows_out: Callable[[Arrays], Arrays] = dict
 
 
-def worst_cosine(model: Path, rows: DataSet, batch: int, fixed: bool = False, layout: Layout = Layout()) -> float:
-    """The lowest per-row cosine to the source's outputs over every output, on `rows` (for a mixed-scale
-    grid, 1 - its worst channel's error: pipeline.core.evaluate.search_score)."""
+def goal_figure(model: Path, goal: SearchGoal, batch: int, fixed: bool = False, layout: Layout = Layout()) -> float:
+    """The search goal's figure (higher is better) of the ONNX model at `model` on the goal's rows."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
@@ -46,8 +46,7 @@ def worst_cosine(model: Path, rows: DataSet, batch: int, fixed: bool = False, la
     def run(chunk: Arrays) -> Arrays:
         return layout.rows_out(dict(zip(names, session.run(None, layout.to_model(chunk)), strict=True)))
 
-    outputs = run_batched(run, rows.inputs, batch, fixed)
-    return min(search_score(ref, outputs[name]) for name, ref in rows.outputs.items())
+    return goal.figure(run_batched(run, goal.rows.inputs, batch, fixed))
 
 
 def ranked_activations(
@@ -93,7 +92,7 @@ def ranked_activations(
 def restore_until(
     quantize: Callable[[list[str]], Path],
     float_model: Path,
-    rows: DataSet,
+    goal: SearchGoal,
     batch: int,
     op_types: list[str] | None,
     target: float,
@@ -101,24 +100,24 @@ def restore_until(
     fixed: bool = False,
     layout: Layout = Layout(),
 ) -> dict[str, Any]:
-    """Quantize, and while the validation cosine is below `target`, quantize again with the
-    consumers of the 1, 2, 4, ... lowest-SQNR activations in float. Ends with the artifact of the
-    best try on disk (`quantize` writes the model; it is given the extra nodes to exclude)."""
+    """Quantize, and while the goal's figure on the validation rows is below `target`, quantize again
+    with the consumers of the 1, 2, 4, ... lowest-SQNR activations in float. Ends with the artifact of
+    the best try on disk (`quantize` writes the model; it is given the extra nodes to exclude)."""
     model = quantize([])
-    tries = [{"excluded_tensors": 0, "validation_cosine": round(worst_cosine(model, rows, batch, fixed, layout), 6)}]
-    if tries[0]["validation_cosine"] >= target or max_excluded == 0:
+    tries = [{"excluded_tensors": 0, "validation_figure": round(goal_figure(model, goal, batch, fixed, layout), 6)}]
+    if tries[0]["validation_figure"] >= target or max_excluded == 0:
         return {"tries": tries, "kept": 0, "excluded_nodes": []}
     ranking = ranked_activations(
-        float_model, model, rows.head(SENSITIVITY_ROWS).inputs, batch, op_types, layout.to_model
+        float_model, model, goal.rows.head(SENSITIVITY_ROWS).inputs, batch, op_types, layout.to_model
     )
-    best, count = (tries[0]["validation_cosine"], 0), 1
+    best, count = (tries[0]["validation_figure"], 0), 1
     while count <= min(max_excluded, len(ranking)):
         nodes = [n for r in ranking[:count] for n in r["nodes"]]
-        cosine = round(worst_cosine(quantize(nodes), rows, batch, fixed, layout), 6)
-        tries.append({"excluded_tensors": count, "excluded_nodes": len(nodes), "validation_cosine": cosine})
-        if cosine > best[0]:  # strictly better: on a tie the fewer float layers stay
-            best = (cosine, count)
-        if cosine >= target or count == min(max_excluded, len(ranking)):
+        figure = round(goal_figure(quantize(nodes), goal, batch, fixed, layout), 6)
+        tries.append({"excluded_tensors": count, "excluded_nodes": len(nodes), "validation_figure": figure})
+        if figure > best[0]:  # strictly better: on a tie the fewer float layers stay
+            best = (figure, count)
+        if figure >= target or count == min(max_excluded, len(ranking)):
             break
         count = min(count * 2, max_excluded, len(ranking))
     kept = best[1]

@@ -16,9 +16,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from pipeline.core.data import Arrays, DataSet, padded_batches
+from pipeline.core.data import Arrays, concat, padded_batches
 from pipeline.core.errors import PipelineError
-from pipeline.core.evaluate import cosine_per_sample, mixed_scale_channels, predictions, search_score
 from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
 from pipeline.optimize.passes.openvino.convert import convert, save
 from pipeline.optimize.passes.openvino.quantize import Int8Config, calibration_dataset, int8_details, quantize_kwargs
@@ -41,11 +40,13 @@ class SearchStopped(Exception):
 class Validation:
     """NNCF's validation function over the validation rows (never the scoring rows), one value per item.
 
-    The task metric (mean over the rows) when the model has one and the rows have labels; otherwise
-    fidelity: each row's cosine similarity to the FP32 source, the worst over every output, and the
-    metric is the *worst row*, the figure the selection's `min_cosine` checks on the scoring rows:
-    `max_drop: 0.005` asks for a worst-row cosine of 0.995. (A mean let a pretrained MiniLM's INT8
-    through at a mean drop of 0.005 with its worst row at 0.989.)
+    The figure is the build's search goal (pipeline.core.evaluate.SearchGoal): the task metric when the
+    model has one and the rows carry labels (negated when lower is better: NNCF takes higher as better),
+    otherwise the worst output's decision score against the FP32 source (top-1 agreement of class
+    scores, the F1 of probabilities' decisions at their threshold, a grid's worse of its scores' F1 and
+    1 - its coordinates' error; the worst row's cosine of plain values). The aggregate is that figure
+    over all the items' rows together (an F1 or an error rate is not a mean of per-row figures), each
+    item's value the figure on its own rows: `max_drop: 0.005` asks for a decision score of 0.995.
 
     `max_seconds` bounds the search, and it stops sooner once it cannot finish in time: while NNCF
     ranks the groups of quantized operations (one validation per group, before any is reverted), when
@@ -65,17 +66,14 @@ class Validation:
         max_drop: float | None = None,
         seconds_per_group: float = 0.0,
     ) -> None:
-        rows: DataSet = ctx.validation()
-        self.class_scores = ctx.config.metric if ctx.config.metric != "none" and rows.labels is not None else None
-        grid = any(mixed_scale_channels(v) is not None for v in rows.outputs.values())
-        self.metric = self.class_scores or ("worst-row score (1 - a grid's worst channel error)" if grid
-                                            else "worst-row cosine")  # fmt: skip
+        self.goal = ctx.search_goal()
+        rows = self.goal.rows
+        self.metric = self.goal.what
         size = ctx.fixed_batch or 1
         chunks = padded_batches(rows.inputs, size)
         starts = range(0, len(rows), size)
         self.items = [
-            (ctx.model_inputs(chunk), self._targets(rows, start, real))
-            for start, (chunk, real) in zip(starts, chunks, strict=True)
+            (ctx.model_inputs(chunk), (start, real)) for start, (chunk, real) in zip(starts, chunks, strict=True)
         ]
         self.output_names, self.rows_out = list(rows.outputs), ctx.rows_out
         self.seconds_per_group, self.granted = seconds_per_group, False
@@ -88,38 +86,31 @@ class Validation:
         self.stop_reason: str | None = None
         self.ranking: list[float] | None = None  # while NNCF ranks groups: [groups, scored, started]
 
-    def _targets(self, rows: DataSet, start: int, real: int) -> Any:
-        if self.class_scores:
-            return rows.labels[start : start + real].reshape(real, -1)[:, 0].astype(np.int64)
-        return [v[start : start + real] for v in rows.outputs.values()]
+    def score(self, outputs: Arrays, where: list[tuple[int, int]]) -> float:
+        """The goal's figure of `outputs` (rows first, the items' real rows in order) on the rows `where`
+        ((start, count) per item) names."""
+        rows = np.concatenate([np.arange(start, start + real) for start, real in where])
+        return self.goal.figure(outputs, self.goal.rows.take(rows, self.goal.rows.origin))
 
-    def score(self, outputs: list[np.ndarray], target: Any) -> float:
-        """One item's value: task metric (mean over its rows), or the worst output's mean cosine
-        (an item is one row unless the model fixes a larger batch)."""
-        real = len(target) if self.class_scores else len(target[0])
-        if self.class_scores:
-            return float(np.mean(predictions(outputs[0][:real], self.class_scores) == target))
-        return min(
-            search_score(ref, out[:real])
-            if mixed_scale_channels(ref)
-            else float(cosine_per_sample(ref, out[:real]).mean())
-            for ref, out in zip(target, outputs, strict=True)
-        )  # a mixed-scale grid: 1 - its worst channel's error (its cosine follows the largest channels)
+    def aggregate(self, runs: list[tuple[Arrays, tuple[int, int]]]) -> float:
+        """The figure over every item's rows together: an F1 or an error rate is no mean of per-item ones."""
+        return self.score(concat([outputs for outputs, _ in runs]), [where for _, where in runs])
 
     def __call__(self, compiled: Any, items: Any) -> tuple[float, list[float]]:
         if len(self.whole) >= 2 and self._should_stop():
             raise SearchStopped(self.stop_reason)
-        values = [self.score(self.run(compiled, inputs), target) for inputs, target in items]
-        result = float(np.mean(values) if self.class_scores else np.min(values)), values
+        runs = [(self.run(compiled, inputs, where[1]), where) for inputs, where in items]
+        values = [self.score(outputs, [where]) for outputs, where in runs]
+        result = self.aggregate(runs), values
         if self.ranking is not None:
             self.ranking[1] += 1  # one group's score (a model with that group reverted, on the ranking subset)
         elif len(values) == len(self.items):
             self.whole.append((time.monotonic() - self.started, result[0]))
         return result
 
-    def rows_first(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
-        """The compiled model's outputs (in its own layout) rows first, as the targets are."""
-        return list(self.rows_out(dict(zip(self.output_names, outputs, strict=True))).values())
+    def rows_first(self, outputs: list[np.ndarray]) -> Arrays:
+        """The compiled model's outputs (in its own layout) rows first, by output name."""
+        return self.rows_out(dict(zip(self.output_names, outputs, strict=True)))
 
     def ranking_started(self, groups: int) -> None:
         """NNCF starts ranking `groups` groups: the budget grows by seconds_per_group for each."""
@@ -168,10 +159,11 @@ class Validation:
             return True
         return False
 
-    def run(self, compiled: Any, inputs: Arrays) -> list[np.ndarray]:
-        """The compiled model's outputs for one item, rows first as the targets are."""
+    def run(self, compiled: Any, inputs: Arrays, real: int) -> Arrays:
+        """The compiled model's outputs for one item, rows first, without its padding rows (a fixed batch)."""
         result = compiled(dict(enumerate(inputs.values())))
-        return self.rows_first([np.asarray(result[port]) for port in compiled.outputs])
+        outputs = self.rows_first([np.asarray(result[port]) for port in compiled.outputs])
+        return {name: value[:real] for name, value in outputs.items()}
 
 
 @contextmanager

@@ -108,8 +108,12 @@ def inspect_onnx(name: str, path: Path, flags: Flags) -> Inferred:
         entry.task = "classification"
         notes.append(f"output {softmax!r} comes from a softmax: class scores (task: classification), judged by "
                      "top-1 agreement, not as an embedding")  # fmt: skip
+    for output in sigmoid_outputs(model):
+        threshold = flags.thresholds.get(output, 0.5)
+        notes.append(f"output {output!r} comes from a sigmoid: probabilities, judged by the decisions at {threshold:g} "
+                     f"(--threshold {output}=V to read them elsewhere)")  # fmt: skip
     files = {f.name: f for f in [path, *onnx_files.external_files(path)]}
-    return Inferred(entry, files, list(files), notes)
+    return Inferred(entry, files, list(files), notes, output_names=[o.name for o in model.graph.output])
 
 
 def batch_axes_of(path: Path, raw: dict[str, list[Any]], flags: dict[str, int]) -> tuple[dict[str, int], list[str]]:
@@ -175,6 +179,21 @@ def softmax_output(model: Any) -> str | None:
             summed = origin(total.input[0])
             return name if summed is exp else None
     return name if node is not None and node.op_type in ("Softmax", "LogSoftmax") else None
+
+
+def sigmoid_outputs(model: Any) -> list[str]:
+    """The outputs a Sigmoid computes (through reshapes and transposes): independent probabilities, read at a
+    threshold. The bench judges by the values too (pipeline.core.evaluate.output_kind); this is what `add`
+    can tell the user before anything runs."""
+    producer = {out: node for node in model.graph.node for out in node.output}
+    found = []
+    for output in model.graph.output:
+        node = producer.get(output.name)
+        while node is not None and node.op_type in PASS_THROUGH | {"Transpose"}:
+            node = producer.get(node.input[0])
+        if node is not None and node.op_type == "Sigmoid":
+            found.append(output.name)
+    return found
 
 
 def embedding_rows(model: Any) -> dict[str, int]:
