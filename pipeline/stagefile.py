@@ -200,7 +200,7 @@ PLOTS = [
     {(layout.plots_dir() / "latency_accuracy").as_posix(): {
         "template": "points_by_variant", "x": "latency_ms", "y": "quality_loss",
         "x_label": "latency (ms, batch 1, select.percentile)",
-        "y_label": "loss vs FP32 source (accuracy drop; 1 - cosine without labels)",
+        "y_label": "loss vs FP32 source (task metric drop; else 1 - the worst output's decision score)",
         "title": "Latency vs quality loss (large point = chosen)"}},
     {(layout.plots_dir() / "throughput").as_posix(): {
         "template": "lines_by_variant", "x": "batch", "y": "samples_per_s", "x_label": "batch size",

@@ -56,7 +56,7 @@ def sleep(seconds: float) -> None:
 def metric(
     p50: float, delta: float | None = 0.0, size: float = 1.0, runtime: str = "onnxruntime", peak: float | None = None,
     rss: float = 100.0, noise: float = 1.0, status: str = "ok", value: float = 0.9, precision: str = "fp32",
-    cosine: float | None = 0.9999, **fields: Any,
+    cosine: float | None = 0.9999, recall: float | None = None, **fields: Any,
 ) -> VariantRecord:  # fmt: skip
     """One variant's record as the bench stage writes it (reports/details/<model>/<variant>.json), built by
     the same typed model: a field renamed there fails here. `fields` sets any other field (device, kind...)."""
@@ -76,7 +76,8 @@ def metric(
         "accuracy": {"metric": "accuracy", "value": value, "delta": delta} if delta is not None
         else {"metric": "none", "value": None, "delta": None},
         **({"fidelity": {"y": {"cosine_mean": cosine, "cosine_min": cosine, "rel_l2": 1 - cosine, "max_abs_diff": 0.1,
-                               "max_rel_diff": 0.01, "values_per_row": 10, "top1_agreement": None}}}
+                               "max_rel_diff": 0.01, "values_per_row": 10, "top1_agreement": None,
+                               "neighbour_recall": recall}}}
            if cosine is not None else {}),
     }  # fmt: skip
     return VariantRecord.model_validate(data | fields)

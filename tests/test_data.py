@@ -82,7 +82,7 @@ def test_user_data_errors_name_file_and_field(tmp_path):
         load_user_data(corrupt, SPECS, field)
     short = tmp_path / "short.npz"
     np.savez(short, x=np.zeros((4, 3, 4), np.float32), ids=np.zeros((4, 5), np.int64), labels=np.zeros(3))
-    with pytest.raises(ModelFileError, match="'labels' has shape \\(3,\\); a label array has one row per input row \\(4\\)"):
+    with pytest.raises(ModelFileError, match=r"'labels' has shape \(3,\); a label array has one row per input"):
         load_user_data(short, SPECS, field)
 
 

@@ -168,9 +168,11 @@ FALLBACKS = [("openvino_int8_acc", "openvino_int8"), ("onnx_int8_static_search",
     ("rescued", "outcome"),
     [
         (metric(1.0, delta=0.0, cosine=0.999), {}),  # meets every quality constraint: no search
-        # accuracy drop 0.05 > 0.01; the ORT search raises the worst cosine, already above its target 0.995
-        (metric(1.0, delta=-0.05, cosine=0.999), {"openvino_int8_acc": Kind.OK}),
-        (metric(1.0, delta=0.0, cosine=0.95), {"openvino_int8_acc": Kind.OK, "onnx_int8_static_search": Kind.OK}),
+        # accuracy drop 0.05 > 0.01: both searches raise the task metric
+        (metric(1.0, delta=-0.05, cosine=0.999), {"openvino_int8_acc": Kind.OK, "onnx_int8_static_search": Kind.OK}),
+        # no task metric, neighbour recall 0.5 < 0.9: the ORT search raises the cosine, already above its target
+        (metric(1.0, delta=None, cosine=0.999, recall=0.5), {"openvino_int8_acc": Kind.OK}),
+        (metric(1.0, delta=None, cosine=0.95), {"openvino_int8_acc": Kind.OK, "onnx_int8_static_search": Kind.OK}),
         (metric(1.0, status="failed"), {"openvino_int8_acc": Kind.OK, "onnx_int8_static_search": Kind.OK}),
     ],
 )
@@ -186,24 +188,24 @@ def test_a_fallback_searches_only_when_the_variant_it_rescues_breaks_a_quality_c
 
     monkeypatch.setattr(build_module, "call", the_search)
     records.write("tiny", of, rescued, stage_project)
-    info = build_variant("tiny", fallback, rescue_params(), stage_project)
+    info = build_variant("tiny", fallback, rescue_params(min_neighbour_recall=0.9), stage_project)
     kind = outcome.get(fallback, Kind.NOT_NEEDED if not outcome else Kind.NOT_APPLICABLE)
     assert info.kind == kind and ran == ([fallback] if kind == Kind.OK else [])
     if kind == Kind.NOT_NEEDED:
         assert info.status == "skipped" and info.reason == (
-            f"not needed: {of} meets tiny's quality constraints (accuracy drop 0, worst-output fidelity 0.9990)"
+            f"not needed: {of} meets tiny's quality constraints (task metric drop 0, worst-output fidelity 0.9990)"
         )
     elif kind == Kind.NOT_APPLICABLE:
         assert info.reason.startswith(
-            "nothing to search: onnx_int8_static already keeps target_cosine 0.995 on its worst scoring row (0.999)"
+            "nothing to search: onnx_int8_static already keeps target_score 0.995 (0.999) on its scoring rows"
         )
 
 
 def test_a_run_time_quantized_int8_that_keeps_the_answers_makes_accuracy_control_unneeded(stage_project, monkeypatch):
-    """Static INT8 broke min_cosine, but openvino_int8_dynamic (also rescued) meets every constraint."""
+    """Static INT8 broke max_metric_drop, but openvino_int8_dynamic (also rescued) meets every constraint."""
     monkeypatch.setattr(build_module, "call", lambda *a, **k: pytest.fail("accuracy control ran"))
     params = rescue_params("openvino_int8_dynamic")
-    records.write("tiny", "openvino_int8", metric(1.0, delta=0.0, cosine=0.95), stage_project)
+    records.write("tiny", "openvino_int8", metric(1.0, delta=-0.05, cosine=0.95), stage_project)
     records.write("tiny", "openvino_int8_dynamic", metric(1.2, delta=0.0, cosine=0.999), stage_project)
     info = build_variant("tiny", "openvino_int8_acc", params, stage_project)
     assert info.kind == Kind.NOT_NEEDED

@@ -43,7 +43,8 @@ def test_a_users_metric_reads_labels_by_name_and_says_which_way_is_better(tmp_pa
     monkeypatch.syspath_prepend(str(tmp_path))  # this project's models/, not the repository's
     for name in [m for m in sys.modules if m == "models" or m.startswith("models.")]:
         monkeypatch.delitem(sys.modules, name)
-    (folder / "metric.py").write_text(textwrap.dedent('''
+    (folder / "metric.py").write_text(
+        textwrap.dedent('''
         import numpy as np
 
         def onset_errors(outputs, labels):
@@ -52,7 +53,8 @@ def test_a_users_metric_reads_labels_by_name_and_says_which_way_is_better(tmp_pa
             return float(np.sum(found != labels["onsets"].astype(bool)) / labels["onsets"].sum())
 
         onset_errors.higher_is_better = False
-    '''))
+    ''')
+    )
     metric = resolve("models.tagger.metric:onset_errors", "tagger", tmp_path)
     assert metric is not None and not metric.higher_is_better and metric.reads_every_output
     onsets = np.array([[1, 0, 0, 1], [0, 1, 0, 0]])
@@ -80,7 +82,7 @@ def test_a_slow_metric_is_stopped(monkeypatch: pytest.MonkeyPatch):
 
     release = threading.Event()
     monkeypatch.setattr(task_metrics, "METRIC_TIMEOUT_S", 0.2)
-    with pytest.raises(MetricError, match="metric slow: no result after 0.2 s"):
+    with pytest.raises(MetricError, match=r"metric slow: no result after 0\.2 s"):
         TaskMetric("slow", lambda outputs, labels: release.wait(5))({"y": np.zeros(1)}, {})
     release.set()
 

@@ -125,7 +125,7 @@ def decided_by(candidate: Candidate | None, constraints: Constraints) -> str:
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:
-    """a is no worse than b in latency, accuracy drop and size, and better in at least one."""
+    """a is no worse than b in latency, loss (task metric drop, else 1 - fidelity), size, and better in at least one."""
     return all(x <= y for x, y in zip(a.coordinates, b.coordinates, strict=True)) and a.coordinates != b.coordinates
 
 

@@ -218,7 +218,7 @@ def not_needed(model: str, params: Params, rescued: dict[str, records.VariantRec
     for name, record in rescued.items():
         if not record.ok or quality_violations(record, params.select.constraints_for(model)):
             continue
-        figures = [f"accuracy drop {record.accuracy_drop:.4g}"] if record.accuracy_drop is not None else []
+        figures = [f"task metric drop {record.accuracy_drop:.4g}"] if record.accuracy_drop is not None else []
         figures += [f"worst-output fidelity {record.worst_output_score:.4f}"] if record.worst_output_score else []
         figures += [f"perplexity {record.ppl_increase_pct:+.3g}%"] if record.ppl_increase_pct is not None else []
         return Skip(

@@ -153,7 +153,7 @@ def _draw_tradeoff(axes: Any, plotted: list[dict[str, Any]], percentile: str) ->
     axes.set(
         xscale="log",
         xlabel=f"latency {percentile} (ms, batch 1; bars: 95% interval)",
-        ylabel="loss vs FP32 (accuracy drop, else\n1 - worst-output fidelity)",
+        ylabel="loss vs FP32 (task metric drop, else\n1 - worst-output decision score)",
     )
     from matplotlib import ticker
 

@@ -18,7 +18,7 @@ class CandidateFigures(Part):
 
     feasible: bool  # met every constraint
     latency_ms: float  # at the configured percentile (a contest's own figures are in `why`)
-    loss: float | None  # accuracy drop vs the FP32 source, else 1 - the worst output's fidelity; None: unknown
+    loss: float | None  # task metric drop vs the FP32 source, else 1 - the worst output's score; None: unknown
     size_mb: float
 
 
