@@ -419,3 +419,68 @@ def test_a_softmax_written_out_as_exp_reducesum_div_is_read_as_class_scores(tmp_
     path = tmp_path / "decomposed.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     assert inspect_onnx("d", path, Flags()).entry.task == "classification"
+
+
+def sigmoid_tagger(folder: Path) -> Path:
+    """A multi-label tagger from elsewhere: [batch, 4] -> Sigmoid -> [batch, 3] tag probabilities."""
+    folder.mkdir(parents=True, exist_ok=True)
+    weight = numpy_helper.from_array(np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["logits"]), helper.make_node("Sigmoid", ["logits"], ["tags"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("tags", TensorProto.FLOAT, ["batch", 3])
+    path = folder / "tagger.onnx"
+    graph = helper.make_graph(nodes, "tagger", [x], [y], [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_add_takes_the_users_metric_file_and_the_outputs_threshold(project, tmp_path, monkeypatch, capsys):
+    """--metric FILE.py:FUNCTION is copied beside the model and named in the entry as a factory is; the labels
+    are any eval array that is not an input; --threshold is where the tag decisions are read; the sigmoid
+    output is said to be judged by its decisions."""
+    path = sigmoid_tagger(tmp_path / "elsewhere")
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "eval.npz", x=rng.normal(size=(12, 4)).astype(np.float32), tags_true=rng.random((12, 3)) > 0.5)
+    (tmp_path / "tag_metric.py").write_text(
+        "import numpy as np\n\n\ndef missed(outputs, labels):\n"
+        "    return float(np.mean((outputs['tags'] >= 0.3) != labels['tags_true']))\n\n\n"
+        "missed.higher_is_better = False\n"
+    )
+    args = [
+        "tagger",
+        str(path),
+        "--eval",
+        str(tmp_path / "eval.npz"),
+        "--metric",
+        f"{tmp_path / 'tag_metric.py'}:missed",
+    ]
+    assert run_add(project, monkeypatch, *args, "--threshold", "tags=0.3") == 0
+    entry = params_of(project)["catalog"]["tagger"]
+    assert entry["metric"] == "models.tagger.tag_metric:missed" and entry["decision_threshold"] == {"tags": 0.3}
+    assert "task" not in entry  # a user's metric makes no classifier
+    assert (project / "models" / "tagger" / "tag_metric.py").is_file()
+    printed = capsys.readouterr().out
+    assert "output 'tags' comes from a sigmoid: probabilities, judged by the decisions at 0.3" in printed
+    assert "metric: missed from tag_metric.py (copied beside the model; lower is better)" in printed
+    assert "labelled rows (tags_true [12, 3])" in printed
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--metric", "nowhere.py:f"], "nowhere.py: file not found"),
+        (["--metric", "{tmp}/m.py:absent"], "defines no function 'absent'"),
+        (["--threshold", "tags=1.5"], "--threshold tags=1.5: a threshold lies between 0 and 1"),
+        (["--judged-as", "tags=scores"], "--judged-as tags=scores: the kind is one of"),
+        (["--threshold", "other=0.2"], "--judged-as/--threshold other: no such output (outputs: tags)"),
+    ],
+)
+def test_bad_judging_flags_are_one_line_and_leave_nothing(project, tmp_path, monkeypatch, capsys, flags, message):
+    path = sigmoid_tagger(tmp_path / "elsewhere")
+    np.savez(tmp_path / "eval.npz", x=np.zeros((4, 4), np.float32), labels=np.zeros((4, 3)))
+    (tmp_path / "m.py").write_text("def present(outputs, labels):\n    return 1.0\n")
+    before = (project / "params.yaml").read_text()
+    flags = [flag.replace("{tmp}", str(tmp_path)) for flag in flags]
+    assert run_add(project, monkeypatch, "bad_tagger", str(path), "--eval", str(tmp_path / "eval.npz"), *flags) == 2
+    assert message in capsys.readouterr().err
+    assert (project / "params.yaml").read_text() == before and not (project / "models" / "bad_tagger").exists()

@@ -13,7 +13,7 @@ from pipeline.core.errors import ConfigError
 from pipeline.measure.harness import measure_concurrent
 from pipeline.optimize.knobs import validate_variant_params
 from pipeline.optimize.passes.openvino.accuracy_control import SearchStopped, Validation
-from tests.conftest import build, tiny_config
+from tests.conftest import build, models_from, tiny_config
 
 
 def reference_outputs(ctx) -> tuple[np.ndarray, np.ndarray]:
@@ -205,3 +205,28 @@ def test_each_prepared_call_keeps_its_own_inputs(context):
     one = session.prepare({"x": x[:1]})
     session.prepare({"x": x[:8]})  # the sweep prepares bigger batches after the latency call
     assert next(iter(one().values())).shape[0] == 1
+
+
+def test_accuracy_control_raises_the_users_own_metric_from_the_model_folder(context):
+    """A user's metric in models/tiny/ (an error rate on the validation rows' labels, lower is better) is what
+    NNCF's validation_fn reports, as 1 - it so that higher is better as NNCF assumes (and a perfect source is no
+    zero NNCF divides by)."""
+    import dataclasses
+
+    folder = context.root / "models" / "tiny"
+    folder.mkdir(parents=True, exist_ok=True)
+    (context.root / "models" / "__init__.py").touch()
+    (folder / "metric.py").write_text(
+        "import numpy as np\n\n\ndef errors(outputs, labels):\n"
+        "    return float(np.mean(outputs['output'].argmax(1) != labels['labels']))\n\n\n"
+        "errors.higher_is_better = False\n"
+    )
+    ctx = dataclasses.replace(context, config=tiny_config(metric="models.tiny.metric:errors"))
+    with models_from(context.root):
+        validation = Validation(ctx)
+        assert validation.metric == "task metric models.tiny.metric:errors (1 - it: lower is better)"
+        assert validation.goal.source_figure == 1.0  # the validation rows' labels are the source's own classes
+        result = build(ctx, "openvino_int8_acc", subset_size=16, max_drop=0.5)
+    details = result.details
+    assert details["validation_metric"] == validation.metric and details["validation_fp32"] == 1.0
+    assert 0.5 <= details["validation_int8"] <= 1.0

@@ -294,9 +294,11 @@ def search_score(reference: Arrays, outputs: Arrays, judging: Judging) -> float:
 @dataclass(frozen=True)
 class SearchGoal:
     """What a fallback's search (NNCF's accuracy control, ONNX Runtime's layer search) raises on the rows it
-    tunes on, never the scoring rows: the task metric when the entry has one and the rows carry labels
-    (negated when lower is better, so that higher is always better), else the worst output's decision
-    score (search_score: 1 = every decision kept)."""
+    tunes on, never the scoring rows: the task metric when the entry has one and the rows carry labels,
+    else the worst output's decision score (search_score: 1 = every decision kept). Higher is better for
+    both searches, so a lower-is-better metric (an error rate) reads as 1 - its value: the shift leaves
+    every absolute drop as it is, where a negation would hand NNCF a source figure of 0 for a perfect
+    source (its drop computation divides by it, whatever the drop type)."""
 
     rows: DataSet
     judging: Judging
@@ -308,7 +310,7 @@ class SearchGoal:
         if self.metric is None:
             return search_score(rows.outputs, outputs, self.judging)
         value = self.metric(outputs, rows.targets)
-        return value if self.metric.higher_is_better else -value
+        return value if self.metric.higher_is_better else 1.0 - value
 
     @property
     def source_figure(self) -> float:
@@ -320,5 +322,5 @@ class SearchGoal:
         if self.metric is None:
             return "the worst output's decision score (1 = every decision kept)"
         return f"task metric {self.metric.name}" + (
-            "" if self.metric.higher_is_better else " (negated: lower is better)"
+            "" if self.metric.higher_is_better else " (1 - it: lower is better)"
         )
