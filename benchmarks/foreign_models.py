@@ -81,15 +81,38 @@ def applies_to_kind(reason: str) -> bool:
 
 
 def judged(record: dict[str, Any]) -> dict[str, Any]:
-    """Each output of a measured record: what it was judged as and the figures that judged it."""
-    keys = ("output_kind", "cosine_min", "top1_agreement", "channel_error", "worst_channel", "max_rel_diff",
-            "neighbour_recall")  # fmt: skip
+    """Each output of a measured record: what it was judged as (and how that was known), its decisions kept
+    (top-1 agreement, decision F1 and flips at its threshold, a grid's coordinates' error) and the
+    similarity figures beside them."""
+    keys = ("output_kind", "kind_from", "top1_agreement", "decision_threshold", "decision_f1", "decision_flips",
+            "decision_positives", "worst_decision_channel", "channel_error", "worst_channel", "cosine_min",
+            "max_rel_diff", "neighbour_recall")  # fmt: skip
     return {name: {k: v for k, v in block.items() if k in keys and v is not None}
             for name, block in (record.get("fidelity") or {}).items()}  # fmt: skip
 
 
-def one_model(name: str, folder: Path, keep: bool) -> dict[str, Any]:
-    """`name` from the corpus `folder` through add and dvc repro in a scratch project."""
+def decisions_kept(record: dict[str, Any]) -> dict[str, Any]:
+    """What a measured variant kept of the FP32 source's answers: the task metric's delta when it has one,
+    and the worst output's decision figure (OutputFidelity.score: top-1 agreement, decision F1, a grid's
+    1 - coordinate error; the worst row's cosine of plain values)."""
+    from pipeline.core.records import VariantRecord
+
+    typed = VariantRecord.model_validate(record)
+    found = {"worst_output_score": typed.worst_output_score, "decision_f1": typed.decision_f1,
+             "top1_agreement": typed.top1_agreement}  # fmt: skip
+    if typed.accuracy and typed.accuracy.value is not None:
+        found |= {"metric": typed.accuracy.metric, "metric_value": typed.accuracy.value,
+                  "metric_source": typed.accuracy.source_value}  # fmt: skip
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def add_flags(folder: Path, flags: list[str]) -> list[str]:
+    """The corpus entry's extra `add` flags, a file it names (metric.py:FUNCTION) taken from the model's folder."""
+    return [str(folder / flag) if (folder / flag.partition(":")[0]).is_file() else flag for flag in flags]
+
+
+def one_model(name: str, folder: Path, keep: bool, flags: list[str]) -> dict[str, Any]:
+    """`name` from the corpus `folder` through add (with the entry's `flags`) and dvc repro in a scratch project."""
     onnx_file = next(folder.glob("*.onnx"))
     root = scratch_project()
     start = time.perf_counter()
@@ -97,8 +120,8 @@ def one_model(name: str, folder: Path, keep: bool) -> dict[str, Any]:
         for cmd in (["git", "init", "-q"], ["dvc", "init", "-q", "--force"]):
             run(cmd, root)
         added = run([sys.executable, "-m", "pipeline", "add", name, str(onnx_file), "--eval",
-                     str(folder / "eval.npz")], root)  # fmt: skip
-        entry: dict[str, Any] = {"file": onnx_file.name, "add_as_is": added.returncode == 0}
+                     str(folder / "eval.npz"), *add_flags(folder, flags)], root)  # fmt: skip
+        entry: dict[str, Any] = {"file": onnx_file.name, "add_as_is": added.returncode == 0, "add_flags": flags}
         if added.returncode:
             return entry | {"add_error": added.stderr.strip(), "wall_s": round(time.perf_counter() - start, 1)}
         entry["add_printed"] = [line.strip() for line in added.stdout.splitlines() if line.strip().startswith("- ")]
@@ -120,6 +143,7 @@ def one_model(name: str, folder: Path, keep: bool) -> dict[str, Any]:
             "why": choice["why"],
             "deployed_precision": records[chosen]["precision"] if chosen else None,
             "fidelity_judged": judged(records[chosen] if chosen else records.get("onnx_fp32", {})),
+            "decisions_kept": {v: decisions_kept(r) for v, r in sorted(records.items()) if r.get("status") == "ok"},
             "rejected": choice["rejected"],
             "not_built": {v: r for v, r in choice["not_applicable"].items() if applies_to_kind(r)},
             "vs_onnx_fp32": side_by_side(root, name, chosen) if chosen else None,
@@ -169,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     found = read_json(out)["models"] if out.exists() and args.only else {}
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
-        found[name] = {"corpus": index[name]} | one_model(name, args.corpus / name, args.keep)
+        found[name] = {"corpus": index[name]} | one_model(name, args.corpus / name, args.keep,
+                                                          index[name].get("add_flags", []))  # fmt: skip
         summary = found[name].get("deployed") or found[name].get("add_error") or found[name].get("repro_error")
         print(f"{name}: {summary} ({found[name].get('wall_s')} s)", file=sys.stderr, flush=True)
     machine = fingerprint()
@@ -177,8 +202,10 @@ def main(argv: list[str] | None = None) -> None:
         "machine": hardware_name(machine),
         "cpu": machine.cpu.model,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "how": "each model added with one `python -m pipeline add NAME FILE --eval eval.npz` into a fresh copy of "
-               "the project, `dvc repro` with the default params; speed-up: deployed vs onnx_fp32 in one process, "
+        "how": "each model added with one `python -m pipeline add NAME FILE --eval eval.npz` (and the corpus entry's "
+               "add_flags: a user's metric, a decision threshold) into a fresh copy of the project, `dvc repro` with "
+               "the default params; decisions_kept: every measured variant's task metric and worst output's decision "
+               "figure against FP32 on the held-out scoring rows; speed-up: deployed vs onnx_fp32 in one process, "
                f"alternating blocks at batch 1 ({SIDE_BY_SIDE}); nothing else running",
         "models": found,
     })  # fmt: skip

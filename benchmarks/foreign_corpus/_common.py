@@ -153,17 +153,21 @@ def write_readme(
     note: str,
     extra: Extra | None = None,
     source_remark: str = "",
+    add_flags: list[str] | None = None,
 ) -> list[np.ndarray]:
     """README.txt of the folder `dst` (model `model_file` from wheel `source` = (dist, path in wheel)), and its
-    INDEX.json entry (`note`: one line on what is odd about the model) under OUT/sources/index/."""
+    INDEX.json entry (`note`: one line on what is odd about the model; `add_flags`: what a user passes `add`
+    besides --eval, files named relative to the folder) under OUT/sources/index/. eval.npz holds the inputs and
+    any labels (arrays that are no input)."""
     dist, relpath = source
     model_path = dst / model_file
     model = onnx.load(model_path, load_external_data=False)
     graph_inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     with np.load(dst / "eval.npz") as z:
-        feeds = {k: z[k] for k in z.files}
+        feeds = {k: z[k] for k in z.files if k in graph_inputs}
+        labels = {k: list(z[k].shape) for k in z.files if k not in graph_inputs}
     if sorted(feeds) != sorted(graph_inputs):
-        raise ValueError(f"{dst}: eval.npz keys {sorted(feeds)} are not the graph inputs {sorted(graph_inputs)}")
+        raise ValueError(f"{dst}: eval.npz keys {sorted(feeds)} lack graph inputs {sorted(graph_inputs)}")
     check, outs = run_check(model_path, feeds, extra)
     tags = [line.split(":", 1)[1].strip() for line in _wheel_meta(dist).splitlines() if line.startswith("Tag:")]
     remark = f" ({source_remark})" if source_remark else ""
@@ -184,6 +188,8 @@ def write_readme(
         "eval_rows": int(first.shape[0]),
         "inputs": {k: {"shape": list(feeds[k].shape), "dtype": str(feeds[k].dtype)} for k in graph_inputs},
         "note": note,
+        **({"labels": labels} if labels else {}),
+        **({"add_flags": add_flags} if add_flags else {}),
     }
     index = dst.parent / "sources" / "index"
     index.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,10 +32,12 @@ FONT_DIR = "/usr/share/fonts/truetype/dejavu/"
 FONTS = ["DejaVuSans.ttf", "DejaVuSerif.ttf", "DejaVuSansMono.ttf", "DejaVuSans-Bold.ttf", "DejaVuSerif-Bold.ttf",
          "DejaVuSansCondensed.ttf"]  # fmt: skip
 PAGES, SIZE, ROWS = 8, 736, 24
+METRICS = Path(__file__).with_name("metrics")  # users' metric files, copied beside their model
 
 
 def render_pages(folder: Path) -> list[Path]:
-    """Dark lines of consecutive license-text words in random fonts, sizes and spacing on a light page."""
+    """Dark lines of consecutive license-text words in random fonts, sizes and spacing on a light page; beside
+    each page (doc{k}_text.png) the boxes of its text lines, the detector's ground truth (text_mask)."""
     folder.mkdir(parents=True, exist_ok=True)
     words: list[str] = []
     for text in TEXTS:
@@ -46,6 +49,8 @@ def render_pages(folder: Path) -> list[Path]:
         fg = tuple(rnd.randint(0, 70) for _ in range(3))
         im = Image.new("RGB", (SIZE, SIZE), bg)
         draw = ImageDraw.Draw(im)
+        mask = Image.new("L", (SIZE, SIZE), 0)
+        boxes = ImageDraw.Draw(mask)
         y = rnd.randint(15, 40)
         wi = rnd.randint(0, len(words) - 400)
         while y < SIZE - 60:
@@ -61,9 +66,11 @@ def render_pages(folder: Path) -> list[Path]:
                 wi += 1
                 continue
             draw.text((x, y), " ".join(line), font=font, fill=fg)
+            boxes.rectangle(draw.textbbox((x, y), " ".join(line), font=font), fill=255)
             y += int(size * rnd.uniform(1.6, 2.4))
         paths.append(folder / f"doc{k}.png")
         im.save(paths[-1])
+        mask.save(folder / f"doc{k}_text.png")
     return paths
 
 
@@ -114,6 +121,7 @@ def capture(pages: list[Path]) -> dict[str, Any]:
 
 def main(out: Path) -> None:
     pages = render_pages(out / "sources" / "ocr_images")
+    text_mask = np.stack([np.asarray(Image.open(p.with_name(f"{p.stem}_text.png"))) > 127 for p in pages])[:, None]
     got = capture(pages)
     det, cls, rec = got["det"], got["cls"], got["rec"]
     assert det.shape == (PAGES, 3, SIZE, SIZE), det.shape
@@ -139,7 +147,10 @@ Det preprocessing (ch_ppocr_det/utils.py DetPreProcess, limit_type=min, limit_si
 HWC->CHW, batch 1. The {PAGES} per-page [1,3,{SIZE},{SIZE}] tensors were concatenated on axis 0 ->
 [{PAGES},3,{SIZE},{SIZE}]. Saved with np.savez_compressed.
 OCR texts recognised per page (end-to-end, for reference): {[len(t) for t in got["lines"]]} lines; page 0 first lines:
-{got["lines"][0][:3]}""",
+{got["lines"][0][:3]}
+Labels: `text_mask` [{PAGES},1,{SIZE},{SIZE}] bool, the box (PIL textbbox) of every text line drawn, in the page's own
+pixels (the det input is the page at ratio 1.0): {text_mask.mean():.4f} of the pixels. metric.py (text_f1) is the
+user's metric on it: pixel F1 of the map at RapidOCR's thresh 0.3.""",
             p2o
             + """- Input 'x' [N,3,H,W] with H,W symbolic ('p2o.DynamicDimension.1/2'); the network needs H,W multiples
   of 32.
@@ -196,11 +207,18 @@ at 192, x/255, (x-0.5)/0.5, right-pad 0).""",
             ],
         ),
     ]
+    user_metric = {
+        "ppocr_det": ("ppocr_det.py", ["--metric", "metric.py:text_f1", "--threshold", "sigmoid_0.tmp_0=0.3"])
+    }
     for folder, relpath, x, how, notes, note, extra in models:
         dst = out / folder
         model_file = copy_from_wheel(DIST, relpath, dst)
-        save_eval(dst, {"x": x}, compressed=folder == "ppocr_det")
-        write_readme(dst, model_file, (DIST, relpath), how, notes, note, extra)
+        labels = {"text_mask": text_mask} if folder == "ppocr_det" else {}
+        save_eval(dst, {"x": x, **labels}, compressed=folder == "ppocr_det")
+        metric, add_flags = user_metric.get(folder, (None, None))
+        if metric:
+            shutil.copy(METRICS / metric, dst / "metric.py")
+        write_readme(dst, model_file, (DIST, relpath), how, notes, note, extra, add_flags=add_flags)
 
 
 if __name__ == "__main__":
