@@ -165,7 +165,7 @@ def pinned_deploy_predicts(root: Path, side: Path, model: str, variant: str) -> 
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["select"]["constraints"] |= {
         "variants": [variant],
-        "max_accuracy_drop": None,
+        "max_metric_drop": None,
         "min_cosine": None,
         "max_rel_error": None,
         "min_top1_agreement": None,

@@ -199,7 +199,7 @@ def test_openvino_variants_record_precision_streams_and_cached_load(project):
     int8 = metrics(root, "spam_fnn", "openvino_int8")
     concurrent = int8.get("throughput_concurrent")  # none out of contention (tests/test_openvino.py has the queue)
     assert concurrent is None or (concurrent["streams"] >= 1 and "AsyncInferQueue" in concurrent["how"])
-    assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["top1_agreement"] > 0.9
+    assert abs(int8["accuracy"]["delta"]) < 0.05 and int8["fidelity"]["probability"]["decision_f1"] > 0.9
     assert metrics(root, "spam_fnn", "openvino_int8")["fidelity"]["probability"]["max_rel_diff"] > 0.005
     build = metrics(root, "spam_fnn", "openvino_int8_acc")["build"]  # so its fallback searched
     assert build["max_drop"] == 0.01 and build["stopped_by"] == "nncf" and build["reached_max_drop"] is True
@@ -406,7 +406,7 @@ def test_select_deploys_an_explained_verified_choice(project):
     # the front is taken on the contest's figures, the tied at one latency: only a tied rival within the
     # tie-break's tolerances could still dominate the chosen one
     assert chosen in selection["pareto_front"] or chosen in selection["tied"]
-    assert selection["constraints"]["max_accuracy_drop"] == 0.01
+    assert selection["constraints"]["max_metric_drop"] == 0.01
     if selection["contest"]:  # contenders re-measured side by side: the recorded figure is the one that ranked them
         assert record["latency_ms"] == selection["contest"]["latency_ms"][chosen] or chosen in selection["identical"]
         assert record["measured"] == "side by side with its contenders" and "side by side" in selection["why"]

@@ -170,10 +170,10 @@ def test_every_int8_recipe_separates_from_a_destroyed_output(bert):
     assert fidelity_block({"e": reference}, {"e": destroyed}, None)["e"]["cosine_mean"] < 0.5
 
 
-def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cosine_holds(bert):
-    from pipeline.optimize.passes.onnxruntime.sensitivity import worst_cosine
+def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_score_holds(bert):
+    from pipeline.optimize.passes.onnxruntime.sensitivity import goal_figure
 
-    details, _ = built(bert, "onnx_int8_static_search", "sensitive", target_cosine=0.999999, max_excluded=2)
+    details, _ = built(bert, "onnx_int8_static_search", "sensitive", target_score=0.999999, max_excluded=2)
     search = details["sensitivity"]
     assert [t["excluded_tensors"] for t in search["tries"]] == [0, 1, 2]  # unreachable target: every step tried
     sqnr = [r["sqnr_db"] for r in search["ranking"]]
@@ -181,16 +181,16 @@ def test_static_int8_keeps_the_lowest_sqnr_layers_float_until_the_validation_cos
     graph = onnx.load(str(bert.out_dir.parent / "sensitive" / "model.onnx")).graph
     matmuls = {n.name for n in graph.node if n.op_type == "MatMul"}
     assert set(search["excluded_nodes"]) <= matmuls and len(search["excluded_nodes"]) >= search["kept"]
-    best = max(search["tries"], key=lambda t: t["validation_cosine"])
+    best = max(search["tries"], key=lambda t: t["validation_figure"])
     assert search["kept"] == best["excluded_tensors"]  # the best try is the artifact on disk, re-measured:
-    on_disk = worst_cosine(bert.out_dir.parent / "sensitive" / "model.onnx", bert.validation(), 32)
-    assert on_disk == pytest.approx(best["validation_cosine"], abs=1e-5)
-    assert "not reached" in search["note"]
+    on_disk = goal_figure(bert.out_dir.parent / "sensitive" / "model.onnx", bert.search_goal(), 32)
+    assert on_disk == pytest.approx(best["validation_figure"], abs=1e-5)
+    assert "not reached" in search["note"] and search["searched"].startswith("the worst output's decision score")
 
     # the plain recipe already keeps the target: the fallback would only rebuild onnx_int8_static
-    kept = r"nothing to search: its recipe already keeps target_cosine 0\.5 on the \d+ validation rows"
+    kept = r"nothing to search: its recipe already keeps target_score 0\.5 \(0\.\d+\) on the \d+ validation rows"
     with pytest.raises(NotApplicable, match=kept):
-        built(bert, "onnx_int8_static_search", "lenient", target_cosine=0.5)
+        built(bert, "onnx_int8_static_search", "lenient", target_score=0.5)
 
 
 def test_sensitivity_search_keeps_fewer_float_layers_on_a_tie(monkeypatch, tmp_path):
@@ -205,11 +205,11 @@ def test_sensitivity_search_keeps_fewer_float_layers_on_a_tie(monkeypatch, tmp_p
         return tmp_path / str(len(nodes))
 
     ranking = [{"tensor": f"t{i}", "sqnr_db": float(i), "nodes": [f"n{i}"]} for i in range(4)]
-    monkeypatch.setattr(ort_sensitivity, "worst_cosine", lambda model, *a, **k: cosines[int(Path(model).name)])
+    monkeypatch.setattr(ort_sensitivity, "goal_figure", lambda model, *a, **k: cosines[int(Path(model).name)])
     monkeypatch.setattr(ort_sensitivity, "ranked_activations", lambda *a, **k: ranking)
 
     rows = SimpleNamespace(inputs={}, head=lambda n: rows)
-    found = ort_sensitivity.restore_until(quantize, tmp_path / "f.onnx", rows, 1, None, 0.99, 4)
+    found = ort_sensitivity.restore_until(quantize, tmp_path / "f.onnx", SimpleNamespace(rows=rows), 1, None, 0.99, 4)
     assert [t["excluded_tensors"] for t in found["tries"]] == [0, 1, 2, 4]
     assert found["kept"] == 1 and found["excluded_nodes"] == ["n0"] and written[-1] == ["n0"]
 

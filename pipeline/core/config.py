@@ -545,7 +545,10 @@ class SelectConfig(Strict):
     contest: ContestConfig = Field(default_factory=lambda: ContestConfig())
 
     def constraints_for(self, model: str) -> Constraints:
-        merged = self.constraints.model_dump() | self.models.get(model, {})
+        override = dict(self.models.get(model, {}))
+        if "max_accuracy_drop" in override:  # the old name, over the new one's default
+            override.setdefault("max_metric_drop", override.pop("max_accuracy_drop"))
+        merged = self.constraints.model_dump() | override
         return validate(Constraints, merged, PARAMS_FILE, prefix=f"select.models.{model}")
 
 
