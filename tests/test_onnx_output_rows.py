@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+import yaml
 from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.core.config import ExportConfig, ModelConfig
@@ -17,6 +18,7 @@ from pipeline.core.errors import ConfigError
 from pipeline.core.validation import validate
 from pipeline.prepare.sources import load_source
 from pipeline.prepare.sources.onnxfile import OnnxSource, declared_shape
+from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
 from tests.test_e2e_foreign import stateful
 
 RNG = np.random.default_rng(0)
@@ -138,3 +140,23 @@ def test_a_state_with_its_batch_axis_second_is_found(tmp_path):
               "sr": {"shape": [], "dtype": "int64", "value": 16000}}  # fmt: skip
     config = ModelConfig(source="onnx", file="stateful.onnx", inputs=inputs)
     assert load_source("stateful", config, tmp_path).output_batch_axes == {"stateN": 1}
+
+
+def test_add_writes_output_rows_and_says_how_each_axis_was_found(project, tmp_path, monkeypatch, capsys):  # noqa: F811
+    ambiguous(tmp_path)
+    path = str(tmp_path / "models" / "ambiguous" / "model.onnx")
+    assert run_add(project, monkeypatch, "ambiguous", path) == 2
+    assert "catalog.ambiguous.output_rows: output 'y'" in capsys.readouterr().err
+    assert "ambiguous" not in params_of(project)["catalog"] and not (project / "models" / "ambiguous").exists()
+    assert run_add(project, monkeypatch, "ambiguous", path, "--output-rows", "z=1") == 2
+    assert "--output-rows z: no such output (outputs: ['y'])" in capsys.readouterr().err
+    assert run_add(project, monkeypatch, "ambiguous", path, "--output-rows", "y=1") == 0
+    assert params_of(project)["catalog"]["ambiguous"]["output_rows"] == {"y": 1}
+    assert "output 'y': rows on axis 1 (given: output_rows)" in capsys.readouterr().out
+    recogniser(tmp_path)
+    assert run_add(project, monkeypatch, "ctc", str(tmp_path / "models" / "ctc" / "model.onnx")) == 0
+    printed = capsys.readouterr().out
+    assert "output 'y': rows on axis 1 (graph: shape inference carries the batch there)" in printed
+    assert "output 'y' declared [1, 'seqlen'], returns [8, 1, 5]" in printed
+    assert "output_rows" not in params_of(project)["catalog"]["ctc"]
+    assert yaml.safe_load((project / "params.yaml").read_text())["models"][-1] == "ctc"

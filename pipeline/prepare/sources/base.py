@@ -80,6 +80,11 @@ class SourceModel(ABC):
     def output_names(self) -> list[str]: ...
 
     @property
+    def notes(self) -> list[str]:
+        """What loading found that the person adding the model should hear (`add` prints it)."""
+        return []
+
+    @property
     def output_batch_axes(self) -> dict[str, int]:
         """The outputs whose batch axis is not the first (a state [layers, batch, hidden]), by name:
         `predict` returns them rows first, and the variants' runtimes are told (pipeline.runtimes.layout)."""

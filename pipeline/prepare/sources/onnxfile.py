@@ -356,6 +356,14 @@ class OnnxSource(SourceModel):
         )
 
     @property
+    def notes(self) -> list[str]:
+        """Each output whose rows are not on axis 0, where they are and what told it; each wrong declaration."""
+        moved = [
+            f"output {name!r}: rows on axis {rows.axis} ({rows.how})" for name, rows in self.rows.items() if rows.axis
+        ]
+        return moved + list(self.declared_shape_notes.values())
+
+    @property
     def declared_shape_notes(self) -> dict[str, str]:
         """One line per output whose declared shape does not hold what it returns (it is taken as returned)."""
         return {
