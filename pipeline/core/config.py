@@ -299,11 +299,6 @@ class ModelConfig(Strict):
         return next(spec for spec in self.inputs.values() if not spec.scalar)
 
     @property
-    def rows_first(self) -> bool:
-        """Every input in the pipeline's layout: no layout to translate at the runtime's door."""
-        return all(spec.rows_first for spec in self.inputs.values())
-
-    @property
     def symbols(self) -> list[str]:
         """Symbolic dimensions after the batch axis, across inputs, in order of appearance."""
         return list(dict.fromkeys(s for spec in self.inputs.values() for s in spec.symbols))
