@@ -290,7 +290,7 @@ class OnnxSource(SourceModel):
         given, graph = self.config.output_rows, graph_rows(model, self.config.inputs)
         if not given and self.config.fixed_batch is None and self._rows_first_by(graph):
             return {name: Rows(0, "graph: shape inference carries the batch there") for name in self._names}
-        example, n, batch = self.example(PROBE_ROWS), self._run_batch, file_batch(model, self.config)
+        n, batch = self._run_batch, file_batch(model, self.config)
         returned = self.probe(self._run, PROBE_ROWS)  # inputs the model rejects: one error naming the field
         self._returned = {name: value.shape for name, value in returned.items()}
         rows = {}
@@ -303,7 +303,7 @@ class OnnxSource(SourceModel):
             elif (axis := declared_rows(self._declared[name], shape, batch)) is not None:
                 rows[name] = Rows(axis, f"declared: the file names the batch ({batch!r}) there")
         if left := [name for name in self._names if name not in rows]:
-            axes, how = self._run_axes(example, returned)
+            axes, how = self._run_axes(returned)
             for name in left:
                 if len(axes[name]) != 1:
                     raise self._untold(name, axes[name], n)
@@ -329,7 +329,7 @@ class OnnxSource(SourceModel):
             )
         return axis
 
-    def _run_axes(self, example: Arrays, returned: Arrays) -> tuple[dict[str, list[int]], str]:
+    def _run_axes(self, returned: Arrays) -> tuple[dict[str, list[int]], str]:
         """Each output's axes that follow the rows when the model runs, and how that was seen: at an open
         batch, those that grow from 1 row to 2; at a fixed batch B, those of size B, and for B > 1 only
         those along which the outputs reverse when the rows do."""
@@ -341,7 +341,7 @@ class OnnxSource(SourceModel):
         axes = {k: [a for a, size in enumerate(v.shape) if size == fixed] for k, v in returned.items()}
         if fixed == 1:
             return axes, "run: the one axis of size 1 at the fixed batch 1"
-        reversed_rows = self._run({k: v[::-1] for k, v in example.items()})
+        reversed_rows = self._run({k: v[::-1] for k, v in self.example().items()})  # the rows `returned` came from
         follow = {
             k: [a for a in found if _same(np.flip(returned[k], a), reversed_rows[k])] for k, found in axes.items()
         }
@@ -367,9 +367,8 @@ class OnnxSource(SourceModel):
     def declared_shape_notes(self) -> dict[str, str]:
         """One line per output whose declared shape does not hold what it returns (it is taken as returned)."""
         return {
-            name: f"output {name!r} declared {self._declared[name]}, returns {list(shape)} at batch "
-            f"{self._run_batch}: taken as returned, "
-            f"rows on axis {self.rows[name].axis}"
+            name: f"output {name!r} declared {self._declared[name]}, returns {list(shape)} at batch {self._run_batch}: "
+            f"taken as returned, rows on axis {self.rows[name].axis}"
             for name, shape in self._returned.items()
             if not matches(self._declared[name], shape)
         }
