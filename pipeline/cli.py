@@ -105,6 +105,7 @@ def _add(args: argparse.Namespace) -> int:
     flags = Flags(args.eval, parse_dims(args.dim), args.vocab, args.metric, args.task, args.weights, args.sample,
                   tuple(args.input), parse_assignments("--value", args.value, float),
                   parse_assignments("--batch-axis", args.batch_axis, int),
+                  parse_assignments("--output-rows", args.output_rows, int),
                   parse_assignments("--threshold", args.threshold, float),
                   {k: v for k, _, v in (a.partition("=") for a in args.judged_as)})  # fmt: skip
     try:  # add_model leaves nothing written whatever failed; a case it did not foresee is still one line
@@ -231,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "e.g. sr=16000 (repeatable; else the eval data's)")  # fmt: skip
     add.add_argument("--batch-axis", action="append", default=[], help="an input whose batch axis is not the "
                      "first, e.g. state=1 (repeatable; else read off the graph or the eval data)")  # fmt: skip
+    add.add_argument("--output-rows", action="append", default=[], help="ONNX files: an output whose rows (batch) "
+                     "axis the file does not tell, e.g. 387=1 (repeatable; else read off the graph, its declared "
+                     "shape or a run)")  # fmt: skip
     add.set_defaults(run=_add)
     predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")
     predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")

@@ -65,7 +65,9 @@ def encoder_file(folder: Path) -> Path:
                helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch_size", 8])]  # fmt: skip
     graph = helper.make_graph(nodes, "encoder", ids, outputs, [table, axis])
     folder.mkdir(parents=True, exist_ok=True)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "encoder.onnx")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what exporters write: `add` loads the file in ONNX Runtime (IR 13 at most)
+    onnx.save(model, folder / "encoder.onnx")
     return folder / "encoder.onnx"
 
 
@@ -83,6 +85,7 @@ def odd_axes_file(folder: Path, axes: list, scalar: bool = False) -> Path:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [axes[0], axes[1]])
     graph = helper.make_graph(nodes, "odd_axes", dims, [y])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what exporters write: `add` loads the file in ONNX Runtime (IR 13 at most)
     for dim, axis in zip(model.graph.input[0].type.tensor_type.shape.dim, axes, strict=True):
         if axis == -1:  # some exporters write -1 where a dim is open
             dim.Clear()

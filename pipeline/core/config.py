@@ -150,6 +150,11 @@ class ModelConfig(Strict):
     factory_args: dict[str, Any] = Field(default_factory=dict)
     inputs: dict[str, InputSpec] = Field(min_length=1)
     outputs: list[str] | None = None
+    output_rows: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="output name -> its rows (batch) axis, where the ONNX file does not tell it (a CTC "
+        "recogniser's logits [positions, batch, classes]: 1); over what the graph, the declared shape and a run say",
+    )
     eval_data: str | None = None
     calib_data: str | None = None
     metric: str = Field(
@@ -251,6 +256,10 @@ class ModelConfig(Strict):
             raise FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
         if self.onnx_ml and self.source != "onnx":
             raise FieldError("onnx_ml", "applies to ONNX files (source: onnx)")
+        if self.output_rows and self.source != "onnx":
+            raise FieldError("output_rows", "applies to ONNX files (source: onnx)")
+        if unknown := sorted(set(self.output_rows) - set(self.outputs or self.output_rows)):
+            raise FieldError(f"output_rows.{unknown[0]}", f"not an output (outputs: {self.outputs})")
         return self
 
     def _check_dims(self) -> None:
@@ -313,11 +322,6 @@ class ModelConfig(Strict):
     def batched_input(self) -> InputSpec:
         """The first input with a batch axis (a scalar input has none)."""
         return next(spec for spec in self.inputs.values() if not spec.scalar)
-
-    @property
-    def rows_first(self) -> bool:
-        """Every input in the pipeline's layout: no layout to translate at the runtime's door."""
-        return all(spec.rows_first for spec in self.inputs.values())
 
     @property
     def symbols(self) -> list[str]:

@@ -21,14 +21,15 @@ from pipeline.core.layout import model_dir
 TRAINED = "trained"  # the train stage's output folder inside models/<name>/ (dvc.yaml)
 
 
-def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
-    """Raise the first problem with model `name`'s files, as a PipelineError."""
+def check_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, int]:
+    """Raise the first problem with model `name`'s files, as a PipelineError; the values its symbolic
+    dimensions take (the catalog's `dims`, else its data's)."""
     from pipeline.prepare.export import resolve_dims
 
     config = params.model(name)
     folder = model_dir(name, root)
     if name in params.train and not (folder / TRAINED).exists():
-        return  # an embedded zoo model: the train stage writes its files
+        return dict(config.dims)  # an embedded zoo model: the train stage writes its files
     if config.factory:
         check_factory(config.factory, root, f"catalog.{name}.factory")
     if config.file:
@@ -49,7 +50,7 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> None:
         if relative:
             data = load_user_data(folder / relative, config.inputs, f"catalog.{name}.{field}")
             evaluation = evaluation or data
-    resolve_dims(name, config, evaluation)
+    return resolve_dims(name, config, evaluation)
 
 
 def non_tensor_output(model: Any, path: Path) -> str | None:

@@ -75,6 +75,7 @@ class ExportReport(Part):
     status: Literal["ok", "failed"]
     reason: str = ""
     source: str | None = None
+    declared_shape_notes: dict[str, str] | None = None  # by output: declared otherwise than it returns
 
 
 class SourceRecord(Part):

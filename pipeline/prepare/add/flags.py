@@ -1,5 +1,6 @@
 """What the user passed to `python -m pipeline add` besides NAME and PATH (`Flags`), and the parsing
-of the flags that are NAME=V pairs (--dim, --value, --batch-axis) into it, one line for a bad one."""
+of the flags that are NAME=V pairs (--dim, --value, --batch-axis, --output-rows) into it, one line for a
+bad one."""
 
 from __future__ import annotations
 
@@ -25,12 +26,14 @@ class Flags:
     inputs: tuple[str, ...] = ()  # code models: NAME=D1,D2[:DTYPE] per input
     values: dict[str, float] = field(default_factory=dict)  # --value: scalar inputs' values
     batch_axes: dict[str, int] = field(default_factory=dict)  # --batch-axis: inputs whose batch axis is not first
+    output_rows: dict[str, int] = field(default_factory=dict)  # --output-rows: outputs' rows axes the file hides
     thresholds: dict[str, float] = field(default_factory=dict)  # --threshold: outputs' decision thresholds
     judged_as: dict[str, str] = field(default_factory=dict)  # --judged-as: outputs' kinds
 
 
 def parse_assignments(flag: str, values: list[str], kind: type) -> dict[str, Any]:
-    """NAME=V flags (--value sr=16000, --batch-axis state=1) as {NAME: V}; one line for a bad one."""
+    """NAME=V flags (--value sr=16000, --batch-axis state=1, --output-rows 387=1) as {NAME: V}; one line
+    for a bad one."""
     found = {}
     for value in values:
         name, _, number = value.rpartition("=")

@@ -51,6 +51,7 @@ class Entry:
     inputs: dict[str, Input] | None = None  # None: a decoder (its token ids are implied)
     dims: dict[str, int] = field(default_factory=dict)  # symbolic axes' values; eval data may take them
     outputs: list[str] | None = None
+    output_rows: dict[str, int] | None = None  # outputs' rows axes the file does not tell (--output-rows)
     onnx_ml: bool = False
     task: str | None = None
     eval_data: str | None = None

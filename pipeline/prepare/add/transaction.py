@@ -1,7 +1,7 @@
 """`add`'s all-or-nothing write: the model's folder built aside and moved in, params.yaml's new text
 written beside it, both checked as `python -m pipeline check` would (a factory built, its weights
-loaded), the weights versioned with `dvc add`, and only then params.yaml replaced in one rename; a
-failure at any step removes what was made."""
+loaded; an ONNX file loaded, its outputs' rows found), the weights versioned with `dvc add`, and only
+then params.yaml replaced in one rename; a failure at any step removes what was made."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from pipeline.prepare.add.eval_data import EVAL_FILE
 from pipeline.prepare.add.inferred import AddError, Inferred
 from pipeline.prepare.add.params_text import with_entry
 
-CODE_SOURCES = ("torch", "jax")  # a factory's entry: proven by building the model, as the export stage will
+# proven by loading the model as the export stage will: a factory's entry built, an ONNX file's outputs read
+LOADED_SOURCES = ("torch", "jax", "onnx")
 
 
 def write_model(name: str, inferred: Inferred, root: Path) -> list[str]:
@@ -34,7 +35,7 @@ def write_model(name: str, inferred: Inferred, root: Path) -> list[str]:
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, staging / target)
         os.rename(staging, folder)
         new_params.write_text(with_entry(params_path.read_text(), name, inferred.entry.as_yaml()))
-        check(name, new_params, root)
+        inferred.notes += check(name, new_params, root)
         tracked = track(folder, inferred.tracked + _large(folder, EVAL_FILE), root)
         os.replace(new_params, params_path)
     except BaseException:
@@ -45,22 +46,24 @@ def write_model(name: str, inferred: Inferred, root: Path) -> list[str]:
     return tracked
 
 
-def check(name: str, params_file: Path, root: Path) -> None:
-    """The new params.yaml validated and the model's files opened against its entry (as `check` does)."""
+def check(name: str, params_file: Path, root: Path) -> list[str]:
+    """The new params.yaml validated and the model's files opened against its entry (as `check` does);
+    a factory or an ONNX file loaded (LOADED_SOURCES): what loading found to tell."""
     from pipeline.prepare.check import check_model
 
     try:
         params = load_params(params_file)
     except PipelineError as error:
         raise AddError(str(error).replace(params_file.name, PARAMS_FILE)) from None
-    check_model(name, params, root)
-    if params.model(name).source in CODE_SOURCES:  # a factory: build it, load its weights, run an example
-        import importlib
+    dims = check_model(name, params, root)
+    if params.model(name).source not in LOADED_SOURCES:
+        return []
+    import importlib
 
-        from pipeline.prepare.sources import load_source
+    from pipeline.prepare.sources import load_source
 
-        importlib.invalidate_caches()  # models/NAME/ is new to this process's import system
-        load_source(name, params.model(name), root)
+    importlib.invalidate_caches()  # models/NAME/ is new to this process's import system
+    return load_source(name, params.model(name), root, dims).notes
 
 
 def _large(folder: Path, file: str) -> list[str]:

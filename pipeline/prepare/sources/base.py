@@ -62,10 +62,11 @@ class SourceModel(ABC):
         batch = self.config.fixed_batch or n
         return generate_inputs(self.config.inputs, batch, 0, dims, self.vocab_size, self.field)
 
-    def probe(self, call: Callable[[Arrays], T]) -> T:
-        """`call` on generated inputs of the spec's shapes: a model that rejects its declared inputs
-        fails here, with one error naming the field, instead of deep inside an export."""
-        example = self.example()
+    def probe(self, call: Callable[[Arrays], T], n: int = 2) -> T:
+        """`call` on generated inputs of the spec's shapes (`n` rows unless the batch is fixed): a model
+        that rejects its declared inputs fails here, with one error naming the field, instead of deep
+        inside an export."""
+        example = self.example(n)
         try:
             return call(example)
         except Exception as error:
@@ -77,6 +78,11 @@ class SourceModel(ABC):
     @property
     @abstractmethod
     def output_names(self) -> list[str]: ...
+
+    @property
+    def notes(self) -> list[str]:
+        """What loading found that the person adding the model should hear (`add` prints it)."""
+        return []
 
     @property
     def output_batch_axes(self) -> dict[str, int]:

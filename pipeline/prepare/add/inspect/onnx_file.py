@@ -21,8 +21,10 @@ def reads(path: Path) -> bool:
 
 
 def inspect_onnx(name: str, path: Path, flags: Flags) -> Inferred:
-    """The catalog entry an ONNX file implies, with the user's --dim, --vocab, --value (scalar inputs)
-    and --batch-axis flags; `name` is the model's (the entry does not need it)."""
+    """The catalog entry an ONNX file implies, with the user's --dim, --vocab, --value (scalar inputs),
+    --batch-axis and --output-rows flags; `name` is the model's (the entry does not need it). Where each
+    output's rows are is found when the entry is checked, by loading the file as the export will
+    (pipeline.prepare.add.transaction)."""
     import onnx
 
     from pipeline.core import onnx_files
@@ -44,6 +46,9 @@ def inspect_onnx(name: str, path: Path, flags: Flags) -> Inferred:
     if problem := non_tensor_output(model, path):
         raise AddError(problem)
     zipmaps = zipmap_as_tensor(model)
+    outputs = [output.name for output in model.graph.output]
+    if unknown := sorted(set(flags.output_rows) - set(outputs)):
+        raise AddError(f"{path}: --output-rows {', '.join(unknown)}: no such output (outputs: {outputs})")
     vocabularies = embedding_rows(model)
     config_vocab = _config_beside(path)
     dims, vocab = flags.dims, flags.vocab
@@ -95,7 +100,7 @@ def inspect_onnx(name: str, path: Path, flags: Flags) -> Inferred:
             f"already quantized ({', '.join(quantized)} in the graph): the INT8 variants quantize it again, and "
             "its own figures are the FP32 reference's"
         )
-    entry = Entry("onnx", file=path.name, inputs=inputs, dims=used_dims)
+    entry = Entry("onnx", file=path.name, inputs=inputs, dims=used_dims, output_rows=dict(flags.output_rows) or None)
     if operators := onnx_ml_operators(model):
         entry.onnx_ml = True
         notes.append(f"ONNX-ML operators ({', '.join(operators)}): ONNX Runtime runs them; the variants that "
