@@ -433,7 +433,7 @@ def sigmoid_tagger(folder: Path) -> Path:
     y = helper.make_tensor_value_info("tags", TensorProto.FLOAT, ["batch", 3])
     path = folder / "tagger.onnx"
     graph = helper.make_graph(nodes, "tagger", [x], [y], [weight])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     return path
 
 
