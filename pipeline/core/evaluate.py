@@ -114,11 +114,17 @@ def mixed_scale_channels(reference: np.ndarray) -> tuple[int, np.ndarray] | None
         channels = reference.shape[axis]
         if not 2 <= channels <= MAX_CHANNELS:
             continue
-        peaks = np.abs(np.moveaxis(reference, axis, 0).reshape(channels, -1)).max(axis=1).astype(np.float64)
+        peaks = channel_peaks(reference, axis)
         live = peaks[peaks > 0]
         if len(live) >= 2 and live.max() > SCALE_RATIO * live.min():
             return axis, peaks
     return None
+
+
+def channel_peaks(reference: np.ndarray, axis: int) -> np.ndarray:
+    """Each channel's largest |value| along `axis`."""
+    channels = reference.shape[axis]
+    return np.abs(np.moveaxis(reference, axis, 0).reshape(channels, -1)).max(axis=1).astype(np.float64)
 
 
 def channel_errors(
@@ -165,14 +171,17 @@ def output_kind(
     """What an output is judged as, and how that was known: the entry's word for this output first
     (`judged_as`), then the task (class scores, an embedding), then the source's own values (a softmax or
     log-softmax over an axis; values in [0, 1], a sigmoid's; channels on mixed scales), else plain values."""
+    one_score = reference.ndim < 2 or reference.shape[-1] == 1  # nothing to pick a class among
     if declared is not None:
+        if declared == "class_scores" and one_score:
+            return "probabilities", "declared class scores, one per row: read at the threshold"
         return declared, "declared (judged_as)"  # type: ignore[return-value]
     if class_scores is not None:
-        if reference.ndim < 2 or reference.reshape(len(reference), -1).shape[1] == 1:
+        if one_score:
             return "probabilities", f"one score per row (metric {class_scores})"
         return "class_scores", f"the task's class scores (metric {class_scores})"
-    if class_axis(reference) is not None:
-        return "class_scores", f"rows sum to 1 over axis {class_axis(reference)} (a softmax)"
+    if (axis := class_axis(reference)) is not None:
+        return "class_scores", f"rows sum to 1 over axis {axis} (a softmax)"
     if embedding:
         return "embedding", "declared (task: embedding)"
     if within_unit_interval(reference):
@@ -189,8 +198,8 @@ def decision_figures(ref: np.ndarray, got: np.ndarray, kind: str, threshold: flo
         block["top1_agreement"] = top1_agreement(ref, got, class_axis(ref) or -1)
     elif kind == "probabilities":
         block |= _decisions(Decisions.count(ref, got, threshold))
-    elif kind == "channels" and (mixed := mixed_scale_channels(ref)) is not None:
-        axis, peaks = mixed
+    elif kind == "channels" and ref.ndim >= 3:
+        axis, peaks = mixed_scale_channels(ref) or (1, channel_peaks(ref, 1))  # declared: channels on axis 1
         scores = probability_channels(ref, axis)
         if scores.any():
             pooled, worst = channel_decisions(ref, got, axis, scores, threshold)

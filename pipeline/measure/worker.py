@@ -124,6 +124,7 @@ def measure_loaded(
     `screen` (none: nothing to compare with) may find the variant out of contention: its latency loop
     stops there and the three sweeps are skipped."""
     session, reference, bench = loaded.session, loaded.reference, loaded.params.bench
+    metric = resolve(config.metric, source.model, loaded.root)  # a metric that cannot load fails before any timing
     screen = screen or ContentionScreen()
     fixed, max_batch = source.fixed_batch, source.batching.max_batch
     one = sample_batch(reference.inputs, fixed or 1)  # "batch 1" is the fixed batch for fixed-batch models
@@ -146,7 +147,6 @@ def measure_loaded(
     if verdict.budget == "full":
         sweeps = measure_sweeps(loaded, config, source, one, sizes or [1], sampler, phases, sweep_cpu)
     peak = sweeps["throughput_sps"].peak_batch if sweeps else None
-    metric = resolve(config.metric, source.model, loaded.root)  # a metric that cannot load fails here, before timing
     labelled = bool(reference.targets) and metric is not None
     rows = eval_rows(len(reference), labelled, bench.unlabelled_rows, short=verdict.budget == "short")
     scored = reference.head(rows.used)
