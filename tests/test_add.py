@@ -487,3 +487,14 @@ def test_bad_judging_flags_are_one_line_and_leave_nothing(project, tmp_path, mon
     assert run_add(project, monkeypatch, "bad_tagger", str(path), "--eval", str(tmp_path / "eval.npz"), *flags) == 2
     assert message in capsys.readouterr().err
     assert (project / "params.yaml").read_text() == before and not (project / "models" / "bad_tagger").exists()
+
+
+def test_labels_no_built_in_metric_reads_are_kept_and_said(project, tmp_path, monkeypatch, capsys):
+    """An eval array that is no input and not `labels` (a text mask) without --metric: kept in the eval data for a
+    metric to come, the model judged by its outputs' decisions meanwhile, and `add` says so."""
+    path = sigmoid_tagger(tmp_path / "elsewhere")
+    np.savez(tmp_path / "eval.npz", x=np.zeros((4, 4), np.float32), tags_true=np.zeros((4, 3), bool))
+    assert run_add(project, monkeypatch, "mask_tagger", str(path), "--eval", str(tmp_path / "eval.npz")) == 0
+    entry = params_of(project)["catalog"]["mask_tagger"]
+    assert "metric" not in entry and "task" not in entry and entry["eval_data"] == "eval.npz"
+    assert "labels (tags_true [4, 3]) no built-in metric reads" in capsys.readouterr().out

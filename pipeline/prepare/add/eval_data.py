@@ -58,9 +58,13 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
         inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: judged by each output's decisions")
         return
     named = ", ".join(f"{k} {list(v.shape)}" for k, v in loaded.targets.items())
-    if LABELS not in loaded.targets and (metric or "accuracy") in BUILT_IN_METRICS:
-        raise AddError(f"{eval_file}: the built-in metric {metric or 'accuracy'} reads a `labels` array (found "
-                       f"{named}): name yours `labels`, or pass --metric FILE.py:FUNCTION")  # fmt: skip
+    if LABELS not in loaded.targets and metric is None:  # labels only a user's metric can read
+        inferred.notes.append(f"eval data: {len(loaded)} rows with labels ({named}) no built-in metric reads: "
+                              "judged by each output's decisions; --metric FILE.py:FUNCTION scores them")  # fmt: skip
+        return
+    if LABELS not in loaded.targets and metric in BUILT_IN_METRICS:
+        raise AddError(f"{eval_file}: the built-in metric {metric} reads a `labels` array (found {named}): name "
+                       "yours `labels`, or pass --metric FILE.py:FUNCTION")  # fmt: skip
     entry.labelled(metric or "accuracy")
     what = "a classifier, " if entry.task == "classification" else ""
     inferred.notes.append(f"eval data: {len(loaded)} labelled rows ({named}): {what}metric {entry.metric}")
