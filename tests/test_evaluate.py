@@ -173,7 +173,11 @@ def test_a_sigmoid_output_that_flips_4_percent_of_its_decisions_is_rejected_at_a
     assert broken["cosine_min"] > 0.999 and 0.02 < broken["decision_flips"] / broken["decision_positives"] < 0.05
     assert broken["decision_f1"] < 0.99 < kept["decision_f1"]
     (violation,) = quality_violations(Measured(fidelity={"onset": broken}), Constraints())
-    assert violation.constraint == "min_decision_f1" and "output onset: F1 of the decisions at 0.5" in violation.message
+    assert (
+        violation.constraint == "min_decision_f1"
+        and "output onset: F1 of the decisions at 0.5 0.9" in violation.message
+    )
+    assert "flips against the source's" in violation.message
     assert not quality_violations(Measured(fidelity={"onset": kept}), Constraints())
     stricter = fidelity_block({"onset": reference}, {"onset": bf16}, None, judging=Judging(thresholds={"onset": 0.9}))
     assert stricter["onset"]["decision_threshold"] == 0.9

@@ -92,6 +92,4 @@ def channel_decisions(
     worst = int(np.argmax(flips))
     channel = int(np.flatnonzero(mask)[worst])
     kept = Decisions.count(ref[worst], got[worst], threshold)
-    return pooled, (
-        f"axis {axis} channel {channel}: {int(flips[worst])} of {kept.positives} decisions at {threshold:g} flipped"
-    )
+    return pooled, (f"axis {axis} channel {channel}: {int(flips[worst])} flips against {kept.positives} positives")

@@ -38,11 +38,11 @@ def excess(value: float, limit: float) -> float:
     return (value - limit) / abs(limit) if limit else float("inf")
 
 
-def _floor(value: float | None, floor: float | None, constraint: str, what: str) -> list[Violation]:
+def _floor(value: float | None, floor: float | None, constraint: str, what: str, detail: str = "") -> list[Violation]:
     """A figure that must stay at or above its floor (1 = every decision kept)."""
     if value is None or floor is None or value >= floor:
         return []
-    return [Violation(constraint, f"{what} {value:.4f} < {floor:g}", (floor - value) / floor)]
+    return [Violation(constraint, f"{what} {value:.4f} < {floor:g}{detail}", (floor - value) / floor)]
 
 
 def output_violations(name: str, block: OutputFidelity, constraints: Constraints) -> list[Violation]:
@@ -54,10 +54,11 @@ def output_violations(name: str, block: OutputFidelity, constraints: Constraints
     found = _floor(block.top1_agreement, constraints.min_top1_agreement, "min_top1_agreement",
                    f"output {name}: top-1 agreement")  # fmt: skip
     if block.decision_f1 is not None:
-        where = f" ({block.worst_decision_channel})" if block.worst_decision_channel else ""
+        where = f"; {block.worst_decision_channel}" if block.worst_decision_channel else ""
         found += _floor(block.decision_f1, constraints.min_decision_f1, "min_decision_f1",
-                        f"output {name}: F1 of the decisions at {block.decision_threshold:g}, "
-                        f"{block.decision_flips} of {block.decision_positives} flipped{where},")  # fmt: skip
+                        f"output {name}: F1 of the decisions at {block.decision_threshold:g}",
+                        f" ({block.decision_flips} flips against the source's {block.decision_positives} positives"
+                        f"{where})")  # fmt: skip
     if block.channel_error is not None:  # a mixed-scale grid: the row's cosine follows its largest channels
         error, cap = block.channel_error, constraints.max_channel_error
         if cap is not None and error > cap:
