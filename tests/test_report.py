@@ -138,7 +138,7 @@ def test_write_reports_makes_markdown_pngs_and_dvc_plot_data(tmp_path: Path):
 def test_null_constraints_and_a_model_without_labels_do_not_crash_the_report(tmp_path: Path):
     results = tmp_path
     params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["minilm_l6"]}
-    params["select"]["constraints"] |= {"max_accuracy_drop": None, "min_cosine": None}
+    params["select"]["constraints"] |= {"max_metric_drop": None, "min_cosine": None}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     folder = results / "reports" / "details" / "minilm_l6"
     folder.mkdir(parents=True)

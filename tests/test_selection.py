@@ -175,3 +175,17 @@ def test_a_users_metric_judges_every_output_and_an_error_rate_that_rises_is_a_dr
     assert choice.rejected["bf16"].startswith("breaks max_metric_drop: task metric drop 0.04 > 0.01")
     relative = screen(metrics, LATENCY, Constraints(max_metric_drop=0.02, metric_drop="relative"))
     assert relative.chosen == "fp32" and "0.04 of the source's value > 0.02" in relative.rejected["int8"]
+
+
+def test_metric_decides_false_judges_the_metrics_output_by_its_decisions_too():
+    """spam_fnn's INT8 keeps its accuracy on the labels while 2% of its decisions at 0.5 flip: the metric alone
+    ships it; `metric_decides: false` asks for both."""
+    flips = m(0.5, delta=0.0)
+    flips.outputs["y"] = flips.outputs["y"].model_copy(
+        update={"output_kind": "probabilities", "decision_threshold": 0.5, "decision_f1": 0.979,
+                "decision_flips": 21, "decision_positives": 500}  # fmt: skip
+    )
+    metrics = {"int8": flips, "fp32": m(1.0, delta=0.0)}
+    assert screen(metrics, LATENCY, Constraints()).chosen == "int8"
+    both = screen(metrics, LATENCY, Constraints(metric_decides=False))
+    assert both.chosen == "fp32" and both.rejected["int8"].startswith("breaks min_decision_f1: output y: F1 of")

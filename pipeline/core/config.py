@@ -462,6 +462,9 @@ class Constraints(Strict):
         default=0.01, ge=0, validation_alias=AliasChoices("max_metric_drop", "max_accuracy_drop")
     )
     metric_drop: Literal["absolute", "relative"] = "absolute"
+    # true: the outputs the task metric reads (a user's function: all; a built-in: the first) are judged by it
+    # alone, as Olive's and NNCF's metrics judge; false: by it and by their decisions too
+    metric_decides: bool = True
     # Independent probabilities (a sigmoid output, a grid's objectness and class channels): F1 of the variant's
     # decisions at the output's threshold against the source's (the flips a tagger or a detector would see)
     min_decision_f1: float | None = Field(default=0.99, gt=0, le=1)

@@ -96,13 +96,14 @@ def metric_violations(subject: Judged, constraints: Constraints) -> list[Violati
 def quality_violations(subject: Judged, constraints: Constraints) -> list[Violation]:
     """The task metric's drop when the variant has one (labels), then every output the metric does not
     read by the constraint that fits it (output_violations): a user's metric reads every output, a
-    built-in one the first; the outputs it reads are judged by it, their figures are context."""
+    built-in one the first; the outputs it reads are judged by it, their figures context, unless
+    `metric_decides` is false (then every output is judged by its decisions too)."""
     found = metric_violations(subject, constraints)
     rise, cap = subject.ppl_increase_pct, constraints.max_ppl_increase_pct
     if rise is not None and cap is not None and rise > cap:
         found.append(Violation("max_ppl_increase_pct", f"perplexity +{rise:.3g}% > +{cap:g}%", excess(rise, cap)))
     judged = list(subject.outputs.items())
-    if subject.accuracy_drop is not None:
+    if subject.accuracy_drop is not None and constraints.metric_decides:
         judged = [] if subject.metric_reads_every_output else judged[1:]
     elif not judged and (constraints.min_cosine is not None or constraints.max_rel_error is not None):
         return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
