@@ -182,8 +182,8 @@ def test_metric_decides_false_judges_the_metrics_output_by_its_decisions_too():
     ships it; `metric_decides: false` asks for both."""
     flips = m(0.5, delta=0.0)
     flips.outputs["y"] = flips.outputs["y"].model_copy(
-        update={"output_kind": "probabilities", "decision_threshold": 0.5, "decision_f1": 0.979,
-                "decision_flips": 21, "decision_positives": 500}  # fmt: skip
+        update={"output_kind": "probabilities", "decision_f1": 0.979, "decision_flips": 21, "decision_positives": 500}
+        | {"decision_threshold": 0.5}
     )
     metrics = {"int8": flips, "fp32": m(1.0, delta=0.0)}
     assert screen(metrics, LATENCY, Constraints()).chosen == "int8"
