@@ -136,9 +136,9 @@ DECLARE = (
 )
 
 
-def judged_outputs(found: Records) -> list[str]:
+def judged_outputs(found: Records, metric_decides: bool = True) -> list[str]:
     """How each output was judged (pipeline.core.evaluate.output_kind) and why, from the first measured
-    record; with a task metric, which outputs it judges."""
+    record; with a task metric, which outputs it judges (alone, unless `metric_decides` is false)."""
     first = next((r for r in found.values() if r.ok and r.outputs), None)
     if first is None:
         return []
@@ -151,7 +151,8 @@ def judged_outputs(found: Records) -> list[str]:
         judged = JUDGED[block.output_kind].format(threshold=threshold)
         why = f" ({block.kind_from})" if block.kind_from else ""
         if metric and (first.metric_reads_every_output or i == 0):
-            judged = f"the task metric `{metric}` (max_metric_drop); figures as {judged}, context"
+            also = f"and as {judged}" if not metric_decides else f"its figures as {judged}, context"
+            judged = f"the task metric `{metric}` (max_metric_drop); {also}"
         lines.append(f"`{name}`: {judged}{why}")
     if lines:
         lines.append(DECLARE.format(name=next(iter(first.outputs))))

@@ -81,7 +81,7 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
     lines += ["", f"Objective: {config.objective} ({config.percentile}). Constraints: {limits}.", ""]
     if held_out := scored_rows(found, chosen_name):
         lines += [f"Accuracy and fidelity against the FP32 source on held-out rows: {held_out}.", ""]
-    if judged := judged_outputs(found):
+    if judged := judged_outputs(found, constraints.metric_decides):
         lines += ["Each output judged as:", "", *(f"- {line}" for line in judged), ""]
     if warnings:
         lines += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
