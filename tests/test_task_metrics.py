@@ -13,6 +13,7 @@ import pytest
 from pipeline.core import task_metrics
 from pipeline.core.data import DataSet
 from pipeline.core.inputs import load_user_data
+from pipeline.core.records import Accuracy
 from pipeline.core.task_metrics import BUILT_IN, MetricError, TaskMetric, accuracy_block, ctc_greedy, resolve
 
 
@@ -33,7 +34,8 @@ def test_cer_decodes_ctc_logits_greedily_against_label_ids():
     labels = {"labels": np.array([[2, 4, -1], [1, 3, 5]])}  # "2 4" and "1 3 5": one substitution in five
     cer = BUILT_IN["cer"]
     assert not cer.higher_is_better and cer(outputs, labels) == pytest.approx(1 / 5)
-    assert cer.drop(source=0.1, variant=0.15) == pytest.approx(0.05)  # an error rate that rises is a drop
+    rise = Accuracy(metric="cer", higher_is_better=False, source_value=0.1, value=0.15, delta=0.05)
+    assert rise.drop == pytest.approx(0.05)  # an error rate that rises is a drop
 
 
 def test_a_users_metric_reads_labels_by_name_and_says_which_way_is_better(tmp_path: Path, monkeypatch):

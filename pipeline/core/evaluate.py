@@ -35,6 +35,7 @@ from pipeline.core.decisions import (
     top1_agreement,
     within_unit_interval,
 )
+from pipeline.core.records.measured import OutputFidelity
 
 if TYPE_CHECKING:
     from pipeline.core.config import ModelConfig
@@ -164,6 +165,12 @@ class Judging:
     def threshold(self, name: str) -> float:
         return self.thresholds.get(name, DEFAULT_THRESHOLD)
 
+    def kind(self, position: int, name: str, reference: np.ndarray) -> tuple[OutputKind, str]:
+        """What output `name`, at `position` among the outputs, is judged as (output_kind): the entry's class
+        scores are the first output's."""
+        class_scores = self.class_scores if position == 0 else None
+        return output_kind(reference, class_scores, self.embedding, self.declared.get(name))
+
 
 def output_kind(
     reference: np.ndarray, class_scores: str | None, embedding: bool, declared: str | None = None
@@ -219,17 +226,11 @@ def _decisions(found: Decisions) -> dict[str, Any]:
 
 
 def output_fidelity(
-    reference: np.ndarray,
-    output: np.ndarray,
-    class_scores: str | None,
-    embedding: bool = False,
-    declared: str | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
+    reference: np.ndarray, output: np.ndarray, kind: OutputKind, why: str, threshold: float = DEFAULT_THRESHOLD
 ) -> dict[str, Any]:
-    """One output's fidelity block: what it was judged as and why, its decisions kept (by its kind), and
-    the similarity figures beside them (cosine, relative error) as context."""
+    """One output's fidelity block: what it was judged as (`kind`) and why, its decisions kept (by its
+    kind), and the similarity figures beside them (cosine, relative error) as context."""
     ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
-    kind, why = output_kind(ref, class_scores, embedding, declared)
     cosine = cosine_per_sample(ref, got) if len(ref) else np.ones(1)
     scale = float(np.linalg.norm(ref))
     error = float(np.linalg.norm(got - ref))
@@ -256,12 +257,12 @@ def output_fidelity(
 def fidelity_block(
     reference: Arrays,
     outputs: Arrays,
-    class_scores: str | None,
+    class_scores: str | None = None,
     embedding: bool = False,
     judging: Judging | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Fidelity of every output (by name); the config's class scores are the first output's, any
-    other output is judged by its declared kind or its values."""
+    """Fidelity of every output (by name), judged as `judging` says (default: `class_scores`, the first
+    output's, and `embedding`); any other output by its declared kind or its values."""
     judging = judging or Judging(class_scores, embedding)
     block = {}
     for i, (name, ref) in enumerate(reference.items()):
@@ -270,8 +271,8 @@ def fidelity_block(
         got = np.asarray(outputs[name])
         if got.shape != ref.shape:
             raise ValueError(f"output {name!r} has shape {got.shape}, the source gave {ref.shape}")
-        first = class_scores if i == 0 else None
-        block[name] = output_fidelity(ref, got, first, embedding, judging.declared.get(name), judging.threshold(name))
+        kind, why = judging.kind(i, name, ref.astype(np.float64))
+        block[name] = output_fidelity(ref, got, kind, why, judging.threshold(name))
     return block
 
 
@@ -280,24 +281,16 @@ def decision_score(reference: np.ndarray, output: np.ndarray, kind: str, thresho
     probabilities, the top-1 agreement of class scores, a grid's worse of its decisions' F1 and 1 - its
     coordinates' worst error, and the worst row's cosine of anything else."""
     ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
-    found = decision_figures(ref, got, kind, threshold)
-    figures = [found.get("top1_agreement"), found.get("decision_f1")]
-    if found.get("channel_error") is not None:
-        figures.append(1.0 - found["channel_error"])
-    if kind in ("class_scores", "probabilities", "channels"):
-        kept = [f for f in figures if f is not None]
-        return min(kept) if kept else 1.0  # no decision made: nothing to lose
-    return float(cosine_per_sample(ref, got).min())
+    decided = OutputFidelity(output_kind=kind, **decision_figures(ref, got, kind, threshold))
+    return decided.score if decided.decides else float(cosine_per_sample(ref, got).min())  # type: ignore[return-value]
 
 
 def search_score(reference: Arrays, outputs: Arrays, judging: Judging) -> float:
     """The worst output's decision score (decision_score) on the rows a search tunes on."""
-    scores = []
-    for i, (name, ref) in enumerate(reference.items()):
-        kind, _ = output_kind(ref.astype(np.float64), judging.class_scores if i == 0 else None,
-                              judging.embedding, judging.declared.get(name))  # fmt: skip
-        scores.append(decision_score(ref, outputs[name], kind, judging.threshold(name)))
-    return min(scores)
+    return min(
+        decision_score(ref, outputs[name], judging.kind(i, name, ref.astype(np.float64))[0], judging.threshold(name))
+        for i, (name, ref) in enumerate(reference.items())
+    )
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,7 @@ def measure_loaded(
     with phases.timed("accuracy"):
         outputs = run_batched(session.run, scored.inputs, batch, fixed is not None)
         accuracy = accuracy_block(metric, scored.targets, scored.outputs, outputs)
-        fidelity = fidelity_block(scored.outputs, outputs, config.class_scores, config.embedding, Judging.of(config))
+        fidelity = fidelity_block(scored.outputs, outputs, judging=Judging.of(config))
     with phases.timed("profile"):
         calls = bench.profile_calls if verdict.budget == "full" else bench.profile_calls_short
         profile = op_profile(session, one, calls)  # after every timed figure, on its own instance

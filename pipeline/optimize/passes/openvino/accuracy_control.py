@@ -41,7 +41,7 @@ class Validation:
     """NNCF's validation function over the validation rows (never the scoring rows), one value per item.
 
     The figure is the build's search goal (pipeline.core.evaluate.SearchGoal): the task metric when the
-    model has one and the rows carry labels (negated when lower is better: NNCF takes higher as better),
+    model has one and the rows carry labels (1 - it when lower is better: NNCF takes higher as better),
     otherwise the worst output's decision score against the FP32 source (top-1 agreement of class
     scores, the F1 of probabilities' decisions at their threshold, a grid's worse of its scores' F1 and
     1 - its coordinates' error; the worst row's cosine of plain values). The aggregate is that figure

@@ -7,6 +7,7 @@ quantized, and a classifier's output (a ZipMap, a softmax)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ def inspect_onnx(name: str, path: Path, flags: Flags) -> Inferred:
         notes.append(f"output {output!r} comes from a sigmoid: probabilities, judged by the decisions at {threshold:g} "
                      f"(--threshold {output}=V to read them elsewhere)")  # fmt: skip
     files = {f.name: f for f in [path, *onnx_files.external_files(path)]}
-    return Inferred(entry, files, list(files), notes, output_names=[o.name for o in model.graph.output])
+    return Inferred(entry, files, list(files), notes, output_names=outputs)
 
 
 def batch_axes_of(path: Path, raw: dict[str, list[Any]], flags: dict[str, int]) -> tuple[dict[str, int], list[str]]:
@@ -163,19 +164,25 @@ def batch_axes_of(path: Path, raw: dict[str, list[Any]], flags: dict[str, int]) 
 PASS_THROUGH = {"Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Expand"}  # keep a softmax's rows as they are
 
 
-def softmax_output(model: Any) -> str | None:
-    """The first output's name when a softmax computes it (through reshapes): a Softmax node, or one
-    written out as Div(Exp(x), ReduceSum(Exp(x))) as jax2tf exports it; the file's answer is class
-    probabilities, whatever the task it was trained for; None otherwise (logits, embeddings). The
-    bench also recognises probabilities by their values (pipeline.core.evaluate.is_probabilities)."""
+def origins(model: Any, through: set[str]) -> Callable[[str], Any]:
+    """The node that computes a tensor, looking past `through` operators (reshapes: they keep its values)."""
     producer = {out: node for node in model.graph.node for out in node.output}
 
     def origin(name: str) -> Any:
         node = producer.get(name)
-        while node is not None and node.op_type in PASS_THROUGH:
+        while node is not None and node.op_type in through:
             node = producer.get(node.input[0])
         return node
 
+    return origin
+
+
+def softmax_output(model: Any) -> str | None:
+    """The first output's name when a softmax computes it (through reshapes): a Softmax node, or one
+    written out as Div(Exp(x), ReduceSum(Exp(x))) as jax2tf exports it; the file's answer is class
+    probabilities, whatever the task it was trained for; None otherwise (logits, embeddings). The
+    bench also recognises probabilities by their values (pipeline.core.decisions.class_axis)."""
+    origin = origins(model, PASS_THROUGH)
     name = model.graph.output[0].name if model.graph.output else None
     node = origin(name) if name else None
     if node is not None and node.op_type == "Div" and len(node.input) == 2:
@@ -190,15 +197,8 @@ def sigmoid_outputs(model: Any) -> list[str]:
     """The outputs a Sigmoid computes (through reshapes and transposes): independent probabilities, read at a
     threshold. The bench judges by the values too (pipeline.core.evaluate.output_kind); this is what `add`
     can tell the user before anything runs."""
-    producer = {out: node for node in model.graph.node for out in node.output}
-    found = []
-    for output in model.graph.output:
-        node = producer.get(output.name)
-        while node is not None and node.op_type in PASS_THROUGH | {"Transpose"}:
-            node = producer.get(node.input[0])
-        if node is not None and node.op_type == "Sigmoid":
-            found.append(output.name)
-    return found
+    origin = origins(model, PASS_THROUGH | {"Transpose"})
+    return [o.name for o in model.graph.output if (node := origin(o.name)) is not None and node.op_type == "Sigmoid"]
 
 
 def embedding_rows(model: Any) -> dict[str, int]:
