@@ -149,10 +149,10 @@ def judged_outputs(found: Records, metric_decides: bool = True) -> list[str]:
             continue
         threshold = f"{block.decision_threshold:g}" if block.decision_threshold is not None else "its threshold"
         judged = JUDGED[block.output_kind].format(threshold=threshold)
-        why = f" ({block.kind_from})" if block.kind_from else ""
+        why = f"; known from: {block.kind_from}" if block.kind_from else ""
         if metric and (first.metric_reads_every_output or i == 0):
-            also = f"and as {judged}" if not metric_decides else f"its figures as {judged}, context"
-            judged = f"the task metric `{metric}` (max_metric_drop); {also}"
+            also = "and" if not metric_decides else "context:"
+            judged = f"the task metric `{metric}` (max_metric_drop); {also} {judged}"
         lines.append(f"`{name}`: {judged}{why}")
     if lines:
         lines.append(DECLARE.format(name=next(iter(first.outputs))))
