@@ -51,37 +51,6 @@ def test_static_int8_is_qdq_and_records_calibration(context):
     assert result.details["reduce_range"] == resolve_reduce_range("auto")
 
 
-def test_static_int8_retries_a_known_quantizer_defect_with_its_documented_option(context, monkeypatch):
-    """ORT's QDQ quantizer fails inside _adjust_weight_scale_for_int32_bias on some exporters' graphs:
-    the registry's KNOWN_DEFECTS retries with QDQDisableWeightAdjustForInt32Bias and the record says so;
-    any other exception stays a failure."""
-    import onnxruntime.quantization as quantization
-
-    real, seen = quantization.quantize_static, []
-
-    def _adjust_weight_scale_for_int32_bias():
-        raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any()")
-
-    def flawed(*args, extra_options=None, **kwargs):
-        seen.append(dict(extra_options or {}))
-        if not (extra_options or {}).get("QDQDisableWeightAdjustForInt32Bias"):
-            _adjust_weight_scale_for_int32_bias()
-        return real(*args, extra_options=extra_options, **kwargs)
-
-    monkeypatch.setattr(quantization, "quantize_static", flawed)
-    result = build(context, "onnx_int8_static", calibration_samples=16)
-    retry = result.details["known_defect_retry"]
-    assert retry["retried_with"] == "QDQDisableWeightAdjustForInt32Bias=True" and len(seen) == 2
-    assert retry["defect"].startswith("onnxruntime 1.") and "_adjust_weight_scale_for_int32_bias" in retry["defect"]
-
-    def other(*args, **kwargs):
-        raise ValueError("The truth value of an array with more than one element is ambiguous.")  # not in that frame
-
-    monkeypatch.setattr(quantization, "quantize_static", other)
-    with pytest.raises(ValueError, match="truth value"):
-        build(context, "onnx_int8_static", calibration_samples=16)
-
-
 def test_preprocessing_falls_back_and_says_so(context, monkeypatch):
     """ORT's symbolic shape inference fails on some exporters' graphs: retry without it, and record it."""
     import onnxruntime.quantization.shape_inference as shape_inference

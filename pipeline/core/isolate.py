@@ -36,9 +36,10 @@ class IsolatedFailure(Exception):
     pipeline.optimize.applicability's to decide).
     """
 
-    def __init__(self, reason: str, skip_kind: str | None = None) -> None:
+    def __init__(self, reason: str, skip_kind: str | None = None, signal: str | None = None) -> None:
         super().__init__(reason)
         self.skip_kind = skip_kind
+        self.signal = signal  # the signal that killed the child (SIGFPE, ...), when one did
         self.log: Path | None = None  # the child's stderr, when the caller asked to keep it
 
     def evidence(self, command: str) -> str:
@@ -169,10 +170,12 @@ def _call(target: str, kwargs: dict[str, Any], timeout: float, env: dict[str, st
         if outcome["ok"]:
             return outcome["value"]
         raise IsolatedFailure(outcome["reason"], outcome["skip_kind"])  # the child below writes both
-    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+    killed_by = signal.Signals(-code).name if code < 0 else None
+    how = f"killed by {killed_by}" if killed_by else f"exited with code {code}"
     last = tail[-1] if tail else "no output"
     raise IsolatedFailure(
-        f"process {how} ({'out of memory? ' if code == -signal.SIGKILL else ''}last line: {last[:200]})"
+        f"process {how} ({'out of memory? ' if code == -signal.SIGKILL else ''}last line: {last[:200]})",
+        signal=killed_by,
     )
 
 

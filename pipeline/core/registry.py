@@ -26,6 +26,7 @@ from typing import Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.layout import PARAMS_FILE
+from pipeline.core.rescues import CONSERVATIVE, RESCUES
 
 
 @dataclass(frozen=True)
@@ -296,30 +297,6 @@ BENCH_FIRST = ("openvino_int8", "onnx_int8_static", "openvino_int8_dynamic", "on
                "lm_onnx_int8", "lm_openvino_int8")  # fmt: skip
 
 
-@dataclass(frozen=True)
-class KnownDefect:
-    """A documented defect of a library a pass calls, recognised by its exception, and the library's own
-    option that avoids it: the pass retries once with that option and its record says so (the
-    retry's `rescue` block). Any other exception stays the variant's honest failure, with its log."""
-
-    package: str  # the PACKAGES entry whose installed version has it (recorded with the retry)
-    frame: str  # a function in the exception's traceback
-    message: str  # a piece of the exception's text
-    option: tuple[str, Any]  # the extra_options entry that avoids it
-    why: str  # what the option does, for the record
-    variants: tuple[str, ...]  # the variants whose pass retries with it
-
-
-KNOWN_DEFECTS: tuple[KnownDefect, ...] = (
-    # ORT's QDQ quantizer compares arrays with `if` when a bias meets a per-tensor weight scale of another
-    # shape (seen on a paddle2onnx export); the option skips that adjustment of the weight scale.
-    KnownDefect("onnxruntime", "_adjust_weight_scale_for_int32_bias", "truth value of an array",
-                ("QDQDisableWeightAdjustForInt32Bias", True),
-                "skips enlarging a weight's scale for a tiny int32 bias scale (quantize_static's extra_options)",
-                ("onnx_int8_static", "onnx_int8_static_search")),
-)  # fmt: skip
-
-
 def _check_references() -> None:
     """Every name the tables use is declared, and every module path lies in its layer: a new entry
     with a typo stops at import with the entry's name, not at the first stage that reads it."""
@@ -364,10 +341,11 @@ def _check_references() -> None:
             need(same_place, where, f"rescues {rescued!r}, which has another runtime or device")
     for name in BENCH_FIRST:
         need(name in VARIANTS, "BENCH_FIRST", f"{name!r} is not a variant")
-    for defect in KNOWN_DEFECTS:
-        packages((defect.package,), f"KNOWN_DEFECTS[{defect.frame!r}]")
-        for name in defect.variants:
-            need(name in VARIANTS, f"KNOWN_DEFECTS[{defect.frame!r}]", f"{name!r} is not a variant")
+    for rescue in RESCUES:
+        for name in rescue.variants:
+            need(name in VARIANTS, f"rescues.RESCUES[{rescue.name!r}]", f"{name!r} is not a variant")
+    for runtime in CONSERVATIVE:
+        need(runtime in RUNTIMES, "rescues.CONSERVATIVE", f"{runtime!r} is not a runtime")
 
 
 _check_references()

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import layout, onnx_files
+from pipeline.core import layout, onnx_files, rescues
 from pipeline.core import registry as variants
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import NotApplicable, one_line
@@ -30,8 +30,12 @@ from pipeline.optimize.applicability import why_not_built
 from pipeline.optimize.passes.base import BuildContext
 
 
-def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: str = "cpu") -> dict[str, Any]:
-    """Child-process side: run the variant's pass into `out_dir` for `target`; return entry and details."""
+def run_pass(
+    model: str, variant: str, out_dir: str, root: str = ".", target: str = "cpu", crashed: str = ""
+) -> dict[str, Any]:
+    """Child-process side: run the variant's pass into `out_dir` for `target`; return entry and details.
+    `crashed`: how a first try died by a signal (rescue crash_conservative_runtime): the artifact then
+    loads with its runtime's conservative setting, here and wherever it runs."""
     params = load_params(Path(root) / PARAMS_FILE)
     spec = variants.get(variant)
     config = knobs.variant_config(params, variant, model)
@@ -39,6 +43,12 @@ def run_pass(model: str, variant: str, out_dir: str, root: str = ".", target: st
     start = time.perf_counter()
     result = knobs.pass_class(spec)().run(ctx, config)
     result.runtime_config |= dict(spec.runtime_options) | ctx.layout
+    if crashed:
+        rescue = rescues.BY_NAME["crash_conservative_runtime"]
+        setting = rescues.CONSERVATIVE[spec.runtime]
+        result.runtime_config |= setting
+        seen = f"the first build's {crashed}"
+        result.details["rescues"] = [*result.details.get("rescues", []), rescue.record(seen, setting=setting)]
     seconds = time.perf_counter() - start
     if not (ctx.out_dir / result.entry).exists():
         raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")
@@ -88,6 +98,37 @@ def prove_loadable(ctx: BuildContext, runtime: str, result: Any) -> str:
     return f"ok: loaded by {runtime} and ran a batch of {rows}"
 
 
+def isolated_build(model: str, variant: str, tmp: Path, root: Path, target: str, timeout: float) -> dict[str, Any]:
+    """The pass in a child process: its result, or the skip or failure it ended in. A child killed by
+    a signal (CRASH_SIGNALS: a kernel chosen for this CPU class) is built once more with its runtime's
+    conservative setting (rescues.CONSERVATIVE); the failure then says whether that ran too."""
+    runtime = variants.get(variant).runtime
+    command = f"python stages/build.py {model} {variant}"
+    kwargs = {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root), "target": target}
+    first: IsolatedFailure | None = None
+    while True:
+        try:
+            return call(
+                "pipeline.optimize.stage:run_pass", kwargs, timeout, log=layout.log_file(model, variant, "build", root)
+            )
+        except IsolatedFailure as failure:
+            for leftover in tmp.iterdir():
+                remove(leftover)
+            if failure.skip_kind:
+                return {"status": "skipped", "kind": Kind(failure.skip_kind), "reason": str(failure)}
+            crashed = failure.signal in rescues.CRASH_SIGNALS and runtime in rescues.CONSERVATIVE
+            if first is None and crashed:
+                first, kwargs = failure, kwargs | {"crashed": str(failure)}
+                continue
+            reason = f"build failed: {(first or failure).evidence(command)}"
+            if first is not None:
+                setting = ", ".join(f"{k}={v}" for k, v in rescues.CONSERVATIVE[runtime].items())
+                reason += f"; built again with {runtime}'s conservative setting ({setting}): {failure}"
+            elif failure.signal in rescues.CRASH_SIGNALS:
+                reason += f"; {runtime} has no conservative setting to build again with (rescues.CONSERVATIVE)"
+            return {"status": "failed", "kind": Kind.FAILED, "reason": reason}
+
+
 def build_variant(model: str, variant: str, params: Params, root: Path = Path(".")) -> BuildRecord:
     """Build one variant; returns its build record (also written into the variant folder as build.json)."""
     spec = variants.get(variant)
@@ -114,25 +155,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
         elif spec.needs_export and source.export.status != "ok":
             ended = {"status": "failed", "kind": Kind.FAILED, "reason": f"no ONNX export: {source.export.reason}"}
         else:
-            try:
-                ended = call(
-                    "pipeline.optimize.stage:run_pass",
-                    {"model": model, "variant": variant, "out_dir": str(tmp), "root": str(root), "target": target},
-                    timeout=params.build.timeout_s,
-                    log=layout.log_file(model, variant, "build", root),
-                )
-            except IsolatedFailure as failure:
-                for leftover in tmp.iterdir():
-                    remove(leftover)
-                if failure.skip_kind:
-                    ended = {"status": "skipped", "kind": Kind(failure.skip_kind), "reason": str(failure)}
-                else:
-                    command = f"python stages/build.py {model} {variant}"
-                    ended = {
-                        "status": "failed",
-                        "kind": Kind.FAILED,
-                        "reason": f"build failed: {failure.evidence(command)}",
-                    }
+            ended = isolated_build(model, variant, tmp, root, target, params.build.timeout_s)
         record = BuildRecord.model_validate(record.model_dump() | ended)
         build_record.write(record, tmp)
     return record

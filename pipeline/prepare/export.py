@@ -256,6 +256,7 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
             "source_load_s": load_s,
             "source_predict_ms_per_sample": 1000 * reference_s / len(evaluation),
             **exported,
+            **({"rescues": source.rescues} if source.rescues else {}),
         }
         evaluation.save(tmp / layout.REFERENCE)
         calibration.save(tmp / layout.CALIBRATION)

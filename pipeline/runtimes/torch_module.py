@@ -12,14 +12,25 @@ from pipeline.core.errors import ConfigError, ModelFileError, first_line, one_li
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.model_code import import_object
 
+# where training scripts keep the model's state in a checkpoint dict, most common first
+CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model_state", "model", "net", "network", "module")
+WRAPPER_PREFIXES = ("module.", "model.", "_orig_mod.")  # DataParallel / DDP, a Lightning module, torch.compile
+
 
 def build_module(
-    factory_ref: str, factory_args: dict[str, Any], weights: Path | None, root: Path, field: str, init_seed: int = 0
+    factory_ref: str,
+    factory_args: dict[str, Any],
+    weights: Path | None,
+    root: Path,
+    field: str,
+    init_seed: int = 0,
+    rescued: list[dict[str, Any]] | None = None,
 ) -> torch.nn.Module:
     """Instantiate the factory and load the weights; shared by the source and the torch runtime.
 
     Without a weights file the factory's own initialisation is used, seeded: an architecture
-    benchmarked for speed (like Keras' weights=None), measured for fidelity to itself.
+    benchmarked for speed (like Keras' weights=None), measured for fidelity to itself. A training
+    script's checkpoint dict is read by its usual keys (rescue checkpoint_dict, appended to `rescued`).
     """
     factory = import_object(factory_ref, root, f"{field}.factory")
     torch.manual_seed(init_seed)
@@ -41,10 +52,35 @@ def build_module(
     try:
         module.load_state_dict(state)
     except (RuntimeError, TypeError, AttributeError) as error:
-        raise ModelFileError(
-            f"{weights}: does not fit {factory_ref} ({PARAMS_FILE}: {field}.file): {one_line(error)}"
-        ) from None
+        found = checkpoint_state(state, module)
+        if found is None:
+            raise ModelFileError(
+                f"{weights}: does not fit {factory_ref} ({PARAMS_FILE}: {field}.file): {one_line(error)}"
+            ) from None
+        inner, where = found
+        module.load_state_dict(inner)
+        if rescued is not None:
+            from pipeline.core.rescues import BY_NAME
+
+            rescued.append(BY_NAME["checkpoint_dict"].record(error, used=where))
     return module.eval()
+
+
+def checkpoint_state(state: Any, module: torch.nn.Module) -> tuple[dict[str, Any], str] | None:
+    """The module's state dict inside a training checkpoint (`{"step": ..., "model_state": ...,
+    "optimizer_state": ...}`), under one of CHECKPOINT_KEYS and without a wrapper's prefix, and where it
+    was found; None when no entry holds exactly the module's keys."""
+    if not isinstance(state, dict):
+        return None
+    wanted = set(module.state_dict())
+    entries = [(None, state)] + [(key, state[key]) for key in CHECKPOINT_KEYS if isinstance(state.get(key), dict)]
+    for key, entry in entries:
+        for prefix in ("", *WRAPPER_PREFIXES):
+            inner = {name.removeprefix(prefix): value for name, value in entry.items() if isinstance(name, str)}
+            if set(inner) == wanted and (not prefix or all(name.startswith(prefix) for name in entry)):
+                place = f"key {key!r}" if key else "the top level"
+                return inner, place + (f", prefix {prefix!r} removed" if prefix else "")
+    return None
 
 
 def flat_outputs(result: Any) -> tuple[list[str], list[torch.Tensor]]:

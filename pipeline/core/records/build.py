@@ -66,6 +66,7 @@ class BuildFacts(Part):
     activations_check: str | None = None
     calibration_origin: str | None = None  # the rows it was calibrated on (held out from scoring)
     validation_origin: str | None = None  # the rows a fallback tuned on
+    rescues: list[dict[str, Any]] | None = None  # the rescues used (pipeline.core.rescues: Rescue.record)
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)

@@ -9,7 +9,7 @@ It says whether the source loaded and exported (`status`, `export`), what the ar
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -76,6 +76,7 @@ class ExportReport(Part):
     reason: str = ""
     source: str | None = None
     declared_shape_notes: dict[str, str] | None = None  # by output: declared otherwise than it returns
+    rescues: list[dict[str, Any]] | None = None  # how the source was loaded around a known failure (core.rescues)
 
 
 class SourceRecord(Part):

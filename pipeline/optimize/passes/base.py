@@ -18,7 +18,6 @@ from pipeline.core.data import Arrays, DataSet
 from pipeline.core.inputs import outputs_rows_first, to_model_layout
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import Family, SourceRecord
-from pipeline.core.registry import KNOWN_DEFECTS, KnownDefect
 from pipeline.runtimes.layout import model_layout
 
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ class BuildContext:
     root: Path
     out_dir: Path
     target: str = "cpu"  # where the artifact will run (pipeline.core.targets): per-target passes compile for it
-    variant: str = ""  # the variant being built: which registry.KNOWN_DEFECTS its pass may retry around
+    variant: str = ""  # the variant being built: which rescues (pipeline.core.rescues) its pass may apply
 
     @property
     def source_dir(self) -> Path:
@@ -173,29 +172,4 @@ def run_time_quantization(
         "activations_quantized_at_run_time": active,
         "activations_check": f"outputs {'differ' if active else 'do not differ'} from {twin}'s "
         f"(max abs {difference:.3g}, one calibration batch)",
-    }
-
-
-def known_defect(error: BaseException, variant: str) -> KnownDefect | None:
-    """The registry's known defect that `error` is (its function in the traceback, its text), among
-    those declared for `variant`; None for any other exception."""
-    import traceback
-
-    frames = {frame.name for frame in traceback.extract_tb(error.__traceback__)}
-    return next(
-        (d for d in KNOWN_DEFECTS if variant in d.variants and d.frame in frames and d.message in str(error)), None
-    )
-
-
-def defect_record(defect: KnownDefect, error: BaseException) -> dict[str, Any]:
-    """What the variant's record says of a retry around a known defect: the library and its version,
-    what failed, and the option that avoided it."""
-    from importlib.metadata import version
-
-    name, value = defect.option
-    return {
-        "retried_with": f"{name}={value}",
-        "why": defect.why,
-        "defect": f"{defect.package} {version(defect.package)}: {type(error).__name__} in {defect.frame}: "
-        f"{str(error).splitlines()[0][:160]}",
     }

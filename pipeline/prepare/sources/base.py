@@ -23,6 +23,7 @@ class SourceModel(ABC):
     def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
         self.name, self.config, self.root = name, config, root
         self.dims = dims if dims is not None else dict(config.dims)
+        self.rescues: list[dict[str, Any]] = []  # the rescues its loading used (pipeline.core.rescues)
 
     @property
     def field(self) -> str:

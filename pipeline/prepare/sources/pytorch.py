@@ -32,7 +32,7 @@ class TorchSource(SourceModel):
         super().__init__(name, config, root, dims)
         weights = self.require_file() if config.file else None
         self.module = build_module(
-            config.factory or "", config.factory_args, weights, root, self.field, config.init_seed
+            config.factory or "", config.factory_args, weights, root, self.field, config.init_seed, self.rescues
         )
         found = self.probe(lambda example: flat_outputs(self._call(example))[0])
         self._names = output_names(config, len(found), self.field, found)

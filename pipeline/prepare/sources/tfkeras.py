@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from pipeline.core import rescues
 from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig
 from pipeline.core.data import Arrays
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
@@ -178,6 +179,55 @@ def load_keras_model(name: str, config: ModelConfig, root: Path, source: SourceM
         ) from None
 
 
+class GraphSignature:
+    """A SavedModel's serving signature read by the TF1 loader (rescue tf_keras2_saved_model: a folder
+    TF2 cannot revive, Keras 2's optimizer slots): loaded in a graph session, its variables frozen,
+    the graph wrapped back into a TF2 function (tf.compat.v1.wrap_function, pruned to the signature's
+    tensors). It is called like TF2's concrete function, so the export and the tf_graph / tf_xla
+    variants treat it as any other SavedModel's signature."""
+
+    def __init__(self, path: Path) -> None:
+        graph = tf.Graph()
+        with graph.as_default(), tf.compat.v1.Session(graph=graph) as session:
+            meta = tf.compat.v1.saved_model.loader.load(session, [tf.saved_model.SERVING], str(path))
+            signature = meta.signature_def[SIGNATURE]
+            outputs = sorted(signature.outputs)
+            ops = [signature.outputs[key].name.split(":")[0] for key in outputs]
+            frozen = tf.compat.v1.graph_util.convert_variables_to_constants(session, graph.as_graph_def(), ops)
+        names = sorted(signature.inputs)
+        wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(frozen, name=""), [])
+        tensor = wrapped.graph.get_tensor_by_name
+        self._pruned = wrapped.prune([tensor(signature.inputs[n].name) for n in names],
+                                     [tensor(signature.outputs[k].name) for k in outputs])  # fmt: skip
+        self._names, self.structured_outputs = names, {key: None for key in outputs}
+        self.structured_input_signature = ((), {  # as TF2's concrete function gives it: specs by input name
+            name: tf.TensorSpec(tf.TensorShape(signature.inputs[name].tensor_shape), signature.inputs[name].dtype, name)
+            for name in names
+        })  # fmt: skip
+
+    def __call__(self, **inputs: Any) -> dict[str, tf.Tensor]:
+        values = self._pruned(*(tf.convert_to_tensor(inputs[name]) for name in self._names))
+        return dict(zip(self.structured_outputs, values, strict=True))
+
+
+def serving_signature(path: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """The folder loaded (what owns its variables) and its serving signature: TF2's concrete function,
+    or (rescue tf_keras2_saved_model) a GraphSignature, with the rescue's record ({}: not used). A folder
+    neither loader reads raises TF2's error."""
+    try:
+        loaded = tf.saved_model.load(str(path))
+        return loaded, loaded.signatures[SIGNATURE], {}
+    except Exception as error:
+        rescue = rescues.find("tf_keras2_saved_model", error)
+        if rescue is None:
+            raise
+        try:
+            graph = GraphSignature(path)
+        except Exception:
+            raise error from None
+        return graph, graph, rescue.record(error)
+
+
 class SavedModelSource(TfSource):
     """A TensorFlow SavedModel folder, called through its serving_default signature."""
 
@@ -187,24 +237,26 @@ class SavedModelSource(TfSource):
         super().__init__(name, config, root, dims)
         path = self.require_file()
         try:
-            self.tracked = tf.saved_model.load(str(path))
-            signature = self.tracked.signatures[SIGNATURE]
+            self.tracked, signature, rescued = serving_signature(path)
         except Exception as error:
             raise ModelFileError(
                 f"{path}: not a SavedModel with a '{SIGNATURE}' signature ({PARAMS_FILE}: {self.field}.file): "
                 f"{type(error).__name__}: {first_line(error)}"
             ) from None
+        if rescued:
+            self.rescues.append(rescued)
         expected = sorted(signature.structured_input_signature[1])
+        outputs = sorted(signature.structured_outputs)
         if expected != sorted(config.inputs):
             raise ConfigError(
                 f"{PARAMS_FILE}: {self.field}.inputs: names {sorted(config.inputs)} do not match the "
                 f"signature's inputs {expected} ({path})"
             )
-        self._signature_outputs = sorted(signature.structured_outputs)
+        self._signature_outputs = outputs
         names = list(config.inputs)
         keys = config.outputs if config.outputs and set(config.outputs) <= set(self._signature_outputs) else None
-        order = keys or self._signature_outputs
-        self.call = lambda *inputs: [signature(**dict(zip(names, inputs, strict=True)))[k] for k in order]
+        self._order = keys or self._signature_outputs
+        self.call = lambda *inputs: [signature(**dict(zip(names, inputs, strict=True)))[k] for k in self._order]
         self._check()
 
     def _own_output_names(self) -> list[str] | None:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field
 
+from pipeline.core import rescues
 from pipeline.core.data import Arrays, padded_batches
 from pipeline.core.errors import NotApplicable
-from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass, defect_record, known_defect
+from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
 from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
 from pipeline.optimize.passes.onnxruntime.quantize_recipe import (
     DynamicConfig,
@@ -95,7 +96,9 @@ class StaticInt8(Pass):
 
         used = recipe(ctx, config, static=True)
         calibration = ctx.calibration().head(config.calibration_samples)
-        reader = CalibrationReader(calibration.inputs, ctx.max_batch(config.calibration_batch), ctx.model_inputs)
+        # never a batch larger than the rows: padding 2 rows of 736x736 pages to a 29-row batch took 22 GB
+        batch = ctx.max_batch(min(config.calibration_batch, len(calibration)))
+        reader = CalibrationReader(calibration.inputs, batch, ctx.model_inputs)
         model, preprocess = prepare(ctx, config)
 
         fixed_kwargs = {  # every try of the sensitivity search differs only in nodes_to_exclude
@@ -116,26 +119,36 @@ class StaticInt8(Pass):
             "use_external_data_format": is_external(ctx),
         }
 
-        retried: dict[str, Any] = {}
+        rescued: list[dict[str, Any]] = []
 
         def quantize(excluded: list[str]) -> Path:
-            for attempt in (1, 2):  # a second time only around a known defect (registry.KNOWN_DEFECTS)
+            """Write the model with `excluded` also in float. Around a rescue's symptom (pipeline.core.rescues:
+            ort_int32_bias_scale raised, ort_qdq_unloadable written) once more with its remedy, which the
+            later tries of a search keep."""
+            path = ctx.out_dir / MODEL_FILE
+            for _ in range(3):  # at most one retry per rescue
                 reader.rewind()
                 (ctx.out_dir / (MODEL_FILE + ".data")).unlink(missing_ok=True)  # onnx appends to a side file
                 try:
-                    quantize_static(model, str(ctx.out_dir / MODEL_FILE),
-                                    nodes_to_exclude=used.nodes_to_exclude + excluded, **fixed_kwargs)  # fmt: skip
-                    break
+                    quantize_static(model, str(path), nodes_to_exclude=used.nodes_to_exclude + excluded,
+                                    **fixed_kwargs)  # fmt: skip
+                    problem = unloadable(path)
                 except Exception as error:
-                    defect = known_defect(error, ctx.variant)
-                    if defect is None or attempt == 2:
-                        raise
-                    retried.update(defect_record(defect, error))
-                    fixed_kwargs["extra_options"] = {
-                        **fixed_kwargs["extra_options"],
-                        defect.option[0]: defect.option[1],
-                    }
-            return ctx.out_dir / MODEL_FILE
+                    problem = error
+                    rescue = rescues.find("ort_int32_bias_scale", error, ctx.variant)
+                else:
+                    if problem is None:
+                        return path
+                    qdq = fixed_kwargs["quant_format"] == QuantFormat.QDQ
+                    rescue = rescues.find("ort_qdq_unloadable", problem, ctx.variant) if qdq else None
+                if rescue is None or any(r["rescue"] == rescue.name for r in rescued):
+                    raise problem
+                rescued.append(rescue.record(problem))
+                if rescue.name == "ort_qdq_unloadable":
+                    fixed_kwargs["quant_format"] = QuantFormat.QOperator
+                else:
+                    fixed_kwargs["extra_options"] = {**fixed_kwargs["extra_options"], **rescue.setting}
+            raise problem
 
         sensitivity = self.quantize(ctx, config, quantize, Path(model), used.op_types)
         return finish(
@@ -144,13 +157,13 @@ class StaticInt8(Pass):
             used,
             preprocess,
             {
-                "format": config.format,
+                "format": "qoperator" if fixed_kwargs["quant_format"] == QuantFormat.QOperator else "qdq",
                 "activation_type": config.activation_type,
                 "calibration_method": config.calibration_method,
                 "calibration_samples": len(calibration),
                 "calibration_origin": calibration.origin,
                 **({"sensitivity": sensitivity} if sensitivity else {}),
-                **({"known_defect_retry": retried} if retried else {}),
+                **({"rescues": rescued} if rescued else {}),
             },
         )
 
@@ -191,7 +204,7 @@ class StaticInt8Search(StaticInt8):
             quantize,
             float_model,
             goal,
-            ctx.max_batch(config.calibration_batch),
+            ctx.max_batch(min(config.calibration_batch, len(goal.rows))),
             op_types,
             target,
             config.max_excluded,
@@ -204,6 +217,18 @@ class StaticInt8Search(StaticInt8):
             where = f"the {len(goal.rows)} validation rows"
             raise NotApplicable(nothing_to_search("its recipe already keeps", f"{what} ({first:.5g})", where))
         return {"searched": goal.what, "target": target, "validation_rows": len(goal.rows), **found}
+
+
+def unloadable(path: Path) -> Exception | None:
+    """What ONNX Runtime says when it cannot load the quantizer's output (None: it loads): a quantized
+    graph its own runtime refuses is a symptom to rescue, not an artifact."""
+    import onnxruntime as ort
+
+    try:
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as error:
+        return error
+    return None
 
 
 def nothing_to_search(who: str, target: str, where: str) -> str:

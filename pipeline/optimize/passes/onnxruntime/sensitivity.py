@@ -107,9 +107,13 @@ def restore_until(
     tries = [{"excluded_tensors": 0, "validation_figure": round(goal_figure(model, goal, batch, fixed, layout), 6)}]
     if tries[0]["validation_figure"] >= target or max_excluded == 0:
         return {"tries": tries, "kept": 0, "excluded_nodes": []}
+    ranked = goal.rows.head(SENSITIVITY_ROWS)  # never padded past its rows unless the batch is fixed
     ranking = ranked_activations(
-        float_model, model, goal.rows.head(SENSITIVITY_ROWS).inputs, batch, op_types, layout.to_model
+        float_model, model, ranked.inputs, batch if fixed else min(batch, len(ranked)), op_types, layout.to_model
     )
+    if not ranking:  # a QOperator model (rescue ort_qdq_unloadable) has no Q/DQ pair per activation to rank
+        note = "nothing to rank: the model holds no QuantizeLinear/DequantizeLinear pair per activation"
+        return {"tries": tries, "kept": 0, "excluded_nodes": [], "ranking": [], "note": note}
     best, count = (tries[0]["validation_figure"], 0), 1
     while count <= min(max_excluded, len(ranking)):
         nodes = [n for r in ranking[:count] for n in r["nodes"]]

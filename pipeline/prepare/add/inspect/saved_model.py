@@ -20,17 +20,18 @@ def inspect_savedmodel(name: str, path: Path, flags: Flags) -> Inferred:
     """The entry of a SavedModel folder: its serving signature's inputs (names, dtypes, shapes; `--dim`
     giving an open axis's value); `name` is the model's."""
     try:
-        import tensorflow as tf
+        from pipeline.prepare.sources.tfkeras import serving_signature
 
-        signature = tf.saved_model.load(str(path)).signatures.get(SIGNATURE)
+        _, signature, rescued = serving_signature(path)
+    except KeyError:
+        raise AddError(f"{path}: the SavedModel has no {SIGNATURE!r} signature: export it with one") from None
     except Exception as error:
         raise AddError(f"{path}: not a loadable SavedModel: {first_line(error)}") from None
-    if signature is None:
-        raise AddError(f"{path}: the SavedModel has no {SIGNATURE!r} signature: export it with one")
     inputs: dict[str, Input] = {}
     used: dict[str, int] = {}
     for input_name, tensor in sorted(signature.structured_input_signature[1].items()):
         inputs[input_name] = Input(spec_shape(input_name, tensor.shape.as_list(), flags.dims, used), tensor.dtype.name)
     entry = Entry("savedmodel", file=path.name, inputs=inputs, dims=used)
-    return Inferred(entry, {path.name: path}, [path.name], [f"inputs from its {SIGNATURE} signature",
+    loader = f"; read by the TF1 loader ({rescued['seen']}: rescue {rescued['rescue']})" if rescued else ""
+    return Inferred(entry, {path.name: path}, [path.name], [f"inputs from its {SIGNATURE} signature{loader}",
                                                             *axes_notes(path, flags.dims, used)])  # fmt: skip
