@@ -208,7 +208,11 @@ def test_sensitivity_search_keeps_fewer_float_layers_on_a_tie(monkeypatch, tmp_p
     monkeypatch.setattr(ort_sensitivity, "goal_figure", lambda model, *a, **k: cosines[int(Path(model).name)])
     monkeypatch.setattr(ort_sensitivity, "ranked_activations", lambda *a, **k: ranking)
 
-    rows = SimpleNamespace(inputs={}, head=lambda n: rows)
+    class Rows(SimpleNamespace):  # the validation rows: only their count and head are read here
+        def __len__(self) -> int:
+            return 16
+
+    rows = Rows(inputs={}, head=lambda n: rows)
     found = ort_sensitivity.restore_until(quantize, tmp_path / "f.onnx", SimpleNamespace(rows=rows), 1, None, 0.99, 4)
     assert [t["excluded_tensors"] for t in found["tries"]] == [0, 1, 2, 4]
     assert found["kept"] == 1 and found["excluded_nodes"] == ["n0"] and written[-1] == ["n0"]
