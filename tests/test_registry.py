@@ -266,7 +266,9 @@ def test_the_registry_imports_only_the_bottom_of_core():
     }
     assert imported <= {"pipeline.core.errors", "pipeline.core.layout", "pipeline.core.rescues"}, imported
     rescues = modules()["pipeline.core.rescues"]
-    assert not [n for n in ast.walk(rescues) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("pipeline")]
+    assert not [
+        n for n in ast.walk(rescues) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("pipeline")
+    ]
 
 
 def test_an_onnx_ml_model_gets_stages_only_for_the_variants_that_run_its_operators():

@@ -234,3 +234,26 @@ def test_a_saved_model_with_optimizer_slots_is_read_by_the_tf1_loader(tmp_path):
     source.serving_module(jit=False).save(tmp_path / "tf_graph")  # the tf_graph variant: a TF2 SavedModel again
     runtime = TfSession(tmp_path / "tf_graph", 1, RuntimeConfig())
     np.testing.assert_allclose(runtime.run({"audio": audio})["onsets"], expected["onsets"], atol=1e-6)
+
+
+def test_nncf_accuracy_control_failing_inside_nncf_falls_back_to_the_ranked_search(context, monkeypatch):
+    """NNCF's accuracy control crashed in its graph traversal on a CTC recogniser (KeyError: 414): ONNX
+    Runtime's ranking on the exported ONNX picks what stays in float and nncf.quantize runs with it, each
+    try judged on the validation rows; the record says so. Our own stop (SearchStopped) is no such crash."""
+    import nncf
+
+    def get_next_nodes(*args, **kwargs):
+        raise KeyError(414)  # as nncf/common/graph/graph.py did
+
+    monkeypatch.setattr(nncf, "quantize_with_accuracy_control", get_next_nodes)
+    result = build(context, "openvino_int8_acc", max_drop=1e-6, subset_size=16)  # only the float model reaches it
+    details = result.details
+    [rescue] = details["rescues"]
+    assert rescue["rescue"] == "nncf_accuracy_control_crash" and rescue["seen"] == "KeyError: 414"
+    assert details["stopped_by"] == "ranked_fallback" and details["validation_origin"] == "validation"
+    tries = details["tries"]
+    assert [t["excluded_tensors"] for t in tries][:2] == [0, 1] and len(tries) >= 2
+    assert details["ranked_nodes_found"] == details["ranked_nodes"] > 0  # ONNX node names found in the IR
+    assert tries[-1]["validation_figure"] > tries[0]["validation_figure"] and details["reached_max_drop"]
+    assert details["validation_int8"] == details["validation_fp32"] and details["float_operations"]
+    assert (context.out_dir / result.entry).exists()

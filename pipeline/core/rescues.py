@@ -80,6 +80,15 @@ RESCUES: tuple[Rescue, ...] = (
         variants=("onnx_int8_static", "onnx_int8_static_search"), setting={"quant_format": "QOperator"},
     ),
     Rescue(
+        "nncf_accuracy_control_crash", "nncf",
+        "nncf.quantize_with_accuracy_control raised inside NNCF (a KeyError in its graph traversal, "
+        "nncf/common/graph/graph.py get_next_nodes, on a CTC recogniser with an LSTM)",
+        "ONNX Runtime's sensitivity ranking on the exported ONNX (each quantized activation's SQNR on the "
+        "validation rows) names the operations to keep in float; nncf.quantize runs again with the consumers "
+        "of the 1, 2, 4, ... worst in its IgnoredScope until the validation rows keep max_drop",
+        ("Exception",), variants=("openvino_int8_acc",),
+    ),
+    Rescue(
         "crash_conservative_runtime", "openvino",
         "the build process was killed by a signal (SIGFPE on an Intel Xeon with AMX: OpenVINO 2026.4's CPU "
         "plugin compiling the tiny decoder's IR in BF16 on exactly one inference thread)",

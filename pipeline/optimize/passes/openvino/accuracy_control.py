@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from pipeline.core import rescues
 from pipeline.core.data import Arrays, concat, padded_batches
 from pipeline.core.errors import PipelineError
 from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
@@ -246,6 +247,13 @@ class NncfInt8AccuracyControl(Pass):
                 f"{reached:.4g} against FP32's {fp32_value:.4g} (max_drop {config.max_drop:g}); raise "
                 f"variants.openvino_int8_acc.max_seconds, seconds_per_group or max_drop"
             ) from None
+        except PipelineError:
+            raise
+        except Exception as error:  # NNCF's own failure: rescue nncf_accuracy_control_crash, else the failure
+            rescue = rescues.find("nncf_accuracy_control_crash", error, ctx.variant)
+            if rescue is None:
+                raise
+            return self.ranked(ctx, config, model, validation, rescue.record(error))
         search_s = time.monotonic() - validation.started
         report = captured.get("report")
         validation.max_seconds = None  # the figures below are measured, whatever the budget
@@ -273,4 +281,19 @@ class NncfInt8AccuracyControl(Pass):
             "max_seconds": config.max_seconds,
             "stopped_by": "nncf",  # it met max_drop: a stopped search fails the build (SearchStopped)
         }
+        return save(ctx, quantized, compress_to_fp16=False, config=config, **details)
+
+    def ranked(
+        self, ctx: BuildContext, config: Int8AccuracyConfig, model: Any, validation: Validation, rescue: dict[str, Any]
+    ) -> BuildResult:
+        """NNCF's search failed: ONNX Runtime's ranking picks what stays in float (openvino.ranked_fallback)."""
+        from pipeline.optimize.passes.openvino.ranked_fallback import ranked_search
+
+        validation.max_seconds = None  # the budget was NNCF's search's
+        started = time.monotonic()
+        quantized, found = ranked_search(ctx, config, model, validation)
+        details = {**int8_details(ctx, config), "max_drop": config.max_drop, "drop_type": config.drop_type,
+                   "validation_metric": validation.metric, "validation_samples": validation.samples,
+                   "validation_origin": validation.origin, **found, "search_s": time.monotonic() - started,
+                   "stopped_by": "ranked_fallback", "rescues": [rescue]}  # fmt: skip
         return save(ctx, quantized, compress_to_fp16=False, config=config, **details)
