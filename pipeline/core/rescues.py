@@ -46,9 +46,14 @@ class Rescue:
 
     def record(self, seen: BaseException | str, **found: Any) -> dict[str, Any]:
         """What a record says of the rescue: its name, the library's version, what was seen, what was done."""
-        what = seen if isinstance(seen, str) else f"{type(seen).__name__}: {str(seen).strip().splitlines()[0][:200]}"
+        what = seen if isinstance(seen, str) else f"{type(seen).__name__}: {self.telling_line(str(seen))[:200]}"
         return {"rescue": self.name, "library": f"{self.package} {installed(self.package)}", "seen": what,
                 "remedy": self.remedy, **({"setting": self.setting} if self.setting else {}), **found}  # fmt: skip
+
+    def telling_line(self, text: str) -> str:
+        """The error's line that shows the symptom (a converter's report starts with its own frame)."""
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()] or [""]
+        return next((line for line in lines if self.message and re.search(self.message, line)), lines[0])
 
 
 def installed(package: str) -> str:
@@ -78,6 +83,16 @@ RESCUES: tuple[Rescue, ...] = (
         "transposes); the search then keeps what it finds in float",
         ("Fail", "InvalidGraph", "InvalidArgument", "RuntimeException", "NotImplemented"),
         variants=("onnx_int8_static", "onnx_int8_static_search"), setting={"quant_format": "QOperator"},
+    ),
+    Rescue(
+        "if_on_known_scalar", "openvino",
+        "OpenVINO's ONNX front end cannot convert an operation inside an If branch whose input rank is "
+        "dynamic (silero-vad: the branch a scalar sample-rate input selects)",
+        "the ONNX export specialised to the value each scalar input is declared to take on every call (its "
+        "`value`, as a Constant), "
+        "onnxscript's optimizer folding the If it selects, then converted; the artifact then has no such input, "
+        "and the record names the values it is specialised to",
+        ("OpConversionFailure",), "rank has to be known|Unsupported input type dynamic",
     ),
     Rescue(
         "nncf_accuracy_control_crash", "nncf",

@@ -21,7 +21,13 @@ from pipeline.core.data import Arrays, concat, padded_batches
 from pipeline.core.errors import PipelineError
 from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
 from pipeline.optimize.passes.openvino.convert import convert, save
-from pipeline.optimize.passes.openvino.quantize import Int8Config, calibration_dataset, int8_details, quantize_kwargs
+from pipeline.optimize.passes.openvino.quantize import (
+    Int8Config,
+    calibration_dataset,
+    int8_details,
+    model_feed,
+    quantize_kwargs,
+)
 
 
 class Int8AccuracyConfig(Int8Config):
@@ -66,6 +72,7 @@ class Validation:
         max_seconds: float | None = None,
         max_drop: float | None = None,
         seconds_per_group: float = 0.0,
+        model: Any = None,
     ) -> None:
         self.goal = ctx.search_goal()
         rows = self.goal.rows
@@ -73,8 +80,9 @@ class Validation:
         size = ctx.fixed_batch or 1
         chunks = padded_batches(rows.inputs, size)
         starts = range(0, len(rows), size)
+        feed = (lambda inputs: model_feed(inputs, model)) if model is not None else dict  # the inputs it takes
         self.items = [
-            (ctx.model_inputs(chunk), (start, real)) for start, (chunk, real) in zip(starts, chunks, strict=True)
+            (feed(ctx.model_inputs(chunk)), (start, real)) for start, (chunk, real) in zip(starts, chunks, strict=True)
         ]
         self.output_names, self.rows_out = list(rows.outputs), ctx.rows_out
         self.seconds_per_group, self.granted = seconds_per_group, False
@@ -222,14 +230,14 @@ class NncfInt8AccuracyControl(Pass):
         from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
         absolute = config.max_drop if config.drop_type == "absolute" else None
-        validation = Validation(ctx, config.max_seconds, absolute, config.seconds_per_group)
         model = convert(ctx, config.frontend)
+        validation = Validation(ctx, config.max_seconds, absolute, config.seconds_per_group, model)
         kwargs = quantize_kwargs(ctx, config, model, advanced="advanced_quantization_parameters")
         try:
             with _capturing_restorer_report() as captured, _watching_ranking(validation):
                 quantized = nncf.quantize_with_accuracy_control(
                     model,
-                    calibration_dataset(ctx),
+                    calibration_dataset(ctx, model),
                     nncf.Dataset(validation.items),
                     validation_fn=validation,
                     max_drop=config.max_drop,

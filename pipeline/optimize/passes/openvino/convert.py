@@ -13,8 +13,14 @@ the plugin actually used.
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
+from pipeline.core import onnx_files, rescues
 from pipeline.core.errors import PipelineError
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
@@ -22,6 +28,7 @@ if TYPE_CHECKING:
     import openvino as ov
 
 MODEL_FILE = "model.xml"
+RESCUE_INFO = "pipeline_rescue"  # the rt_info key under which convert's rescue travels to save()
 Precision = Literal["f32", "bf16", "f16", "auto"]
 
 
@@ -39,7 +46,20 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
     import openvino as ov
 
     if frontend == "onnx":
-        return ov.convert_model(ctx.exported_onnx)
+        try:
+            return ov.convert_model(ctx.exported_onnx)
+        except Exception as error:
+            values = known_scalars(ctx)
+            rescue = rescues.find("if_on_known_scalar", error) if values else None
+            if rescue is None:
+                raise
+            with tempfile.TemporaryDirectory(prefix="specialised-") as scratch:
+                folded = Path(scratch) / "model.onnx"
+                onnx_files.save(specialised(ctx.exported_onnx, values), folded)
+                model = ov.convert_model(folded)
+            record = rescue.record(error, specialised_to={name: value.item() for name, value in values.items()})
+            model.set_rt_info(json.dumps(record), [RESCUE_INFO])  # save() records it (NNCF keeps a model's rt_info)
+            return model
     if ctx.config.source != "torch":
         raise PipelineError(f"frontend 'source' converts PyTorch models; {ctx.model} is a {ctx.config.source} model")
     import torch
@@ -59,10 +79,36 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
     return model
 
 
+def known_scalars(ctx: BuildContext) -> dict[str, np.ndarray]:
+    """The scalar inputs (`shape: []`) and the one value each is declared to take on every call."""
+    found = {}
+    for name, spec in ctx.config.inputs.items():
+        if not spec.shape and spec.value is not None:
+            found[name] = np.asarray(spec.value, dtype=spec.dtype)
+    return found
+
+
+def specialised(path: Path, values: dict[str, np.ndarray]) -> Any:
+    """The ONNX model at `path` with each input in `values` replaced by a Constant of that value, then
+    onnxscript's optimizer (constant folding: an If on a known condition becomes the branch it takes)."""
+    import onnx
+    import onnxscript.optimizer
+
+    model = onnx.load(str(path))
+    graph = model.graph
+    for name, value in values.items():
+        graph.input.remove(next(i for i in graph.input if i.name == name))
+        graph.node.insert(0, onnx.helper.make_node("Constant", [], [name], value=onnx.numpy_helper.from_array(value)))
+    return onnxscript.optimizer.optimize(model)
+
+
 def save(
     ctx: BuildContext, model: ov.Model, compress_to_fp16: bool, config: OpenVinoConfig, **details: Any
 ) -> BuildResult:
     import openvino as ov
+
+    if model.has_rt_info([RESCUE_INFO]):  # convert's rescue: the model is specialised to known inputs
+        details["rescues"] = [*details.get("rescues", []), json.loads(model.get_rt_info([RESCUE_INFO]).astype(str))]
 
     ov.save_model(model, str(ctx.out_dir / MODEL_FILE), compress_to_fp16=compress_to_fp16)
     ops = [op.get_type_name() for op in model.get_ops()]

@@ -92,13 +92,19 @@ class NncfWeightsInt8DynamicActivations(Pass):
         return result
 
 
-def calibration_dataset(ctx: BuildContext) -> Any:
+def calibration_dataset(ctx: BuildContext, model: ov.Model) -> Any:
     """The calibration split one sample per item, as NNCF expects (a fixed batch's worth for
-    models that fix their batch axis)."""
+    models that fix their batch axis), fed to the inputs `model` has (a specialised one has fewer)."""
     import nncf
 
     chunks = padded_batches(ctx.calibration().inputs, ctx.fixed_batch or 1)
-    return nncf.Dataset([ctx.model_inputs(chunk) for chunk, _ in chunks])
+    return nncf.Dataset([model_feed(ctx.model_inputs(chunk), model) for chunk, _ in chunks])
+
+
+def model_feed(inputs: dict[str, Any], model: ov.Model) -> dict[str, Any]:
+    """`inputs` without those `model` does not take (an input convert specialised to its known value)."""
+    names = {name for port in model.inputs for name in port.get_names()}
+    return {name: value for name, value in inputs.items() if name in names}
 
 
 def resolved_preset(ctx: BuildContext, config: Int8Config) -> str:
@@ -149,8 +155,8 @@ class NncfInt8(Pass):
     def run(self, ctx: BuildContext, config: Int8Config) -> BuildResult:
         import nncf
 
-        dataset = calibration_dataset(ctx)
         model = convert(ctx, config.frontend)
+        dataset = calibration_dataset(ctx, model)
         quantized = nncf.quantize(model, dataset, **quantize_kwargs(ctx, config, model))
         return save(ctx, quantized, compress_to_fp16=False, config=config, **int8_details(ctx, config))
 

@@ -76,7 +76,7 @@ def ranked_search(
 
     ranked = ranking(ctx, validation.goal.rows.head(SENSITIVITY_ROWS))
     names = operation_names(ctx, model)
-    core, dataset = ov.Core(), calibration_dataset(ctx)
+    core, dataset = ov.Core(), calibration_dataset(ctx, model)
     kwargs, scope = quantize_kwargs(ctx, config, model), config.ignored_scope
     fp32, _ = validation(core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), validation.items)
     target = fp32 - config.max_drop if config.drop_type == "absolute" else fp32 * (1 - config.max_drop)
