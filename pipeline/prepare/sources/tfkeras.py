@@ -246,13 +246,12 @@ class SavedModelSource(TfSource):
         if rescued:
             self.rescues.append(rescued)
         expected = sorted(signature.structured_input_signature[1])
-        outputs = sorted(signature.structured_outputs)
         if expected != sorted(config.inputs):
             raise ConfigError(
                 f"{PARAMS_FILE}: {self.field}.inputs: names {sorted(config.inputs)} do not match the "
                 f"signature's inputs {expected} ({path})"
             )
-        self._signature_outputs = outputs
+        self._signature_outputs = sorted(signature.structured_outputs)
         names = list(config.inputs)
         keys = config.outputs if config.outputs and set(config.outputs) <= set(self._signature_outputs) else None
         self._order = keys or self._signature_outputs
