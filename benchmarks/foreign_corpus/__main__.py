@@ -112,16 +112,17 @@ def selected(only: str | None, out: Path) -> list[str]:
 
 
 def write_index(out: Path) -> dict[str, dict]:
-    """INDEX.json from the entries the makers wrote, after checking each folder holds one .onnx, eval.npz and
-    README.txt."""
+    """INDEX.json from the entries the makers wrote, after checking each folder holds its model (one .onnx, or
+    the entry's 'file': a SavedModel folder, a Keras file, FILE.py:FUNCTION), eval.npz and README.txt."""
     index = {}
     for part in sorted((out / "sources" / "index").glob("*.json")):
-        folder = out / part.stem
-        onnx_files = list(folder.glob("*.onnx"))
-        if len(onnx_files) != 1 or not (folder / "eval.npz").exists() or not (folder / "README.txt").exists():
+        folder, entry = out / part.stem, json.loads(part.read_text())
+        model = entry.get("file", "").split(":")[0]
+        held = (folder / model).exists() if model else len(list(folder.glob("*.onnx"))) == 1
+        if not held or not (folder / "eval.npz").exists() or not (folder / "README.txt").exists():
             found = sorted(os.listdir(folder))
-            raise SystemExit(f"{folder}: expected one .onnx, eval.npz and README.txt, found {found}")
-        index[part.stem] = json.loads(part.read_text())
+            raise SystemExit(f"{folder}: expected {model or 'one .onnx'}, eval.npz and README.txt, found {found}")
+        index[part.stem] = entry
     (out / "INDEX.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
 
