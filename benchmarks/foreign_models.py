@@ -107,21 +107,29 @@ def decisions_kept(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def add_flags(folder: Path, flags: list[str]) -> list[str]:
-    """The corpus entry's extra `add` flags, a file it names (metric.py:FUNCTION) taken from the model's folder."""
+    """The corpus entry's extra `add` flags, a file it names (metric.py:FUNCTION, weights.pt) taken from the
+    model's folder."""
     return [str(folder / flag) if (folder / flag.partition(":")[0]).is_file() else flag for flag in flags]
 
 
-def one_model(name: str, folder: Path, keep: bool, flags: list[str]) -> dict[str, Any]:
-    """`name` from the corpus `folder` through add (with the entry's `flags`) and dvc repro in a scratch project."""
-    onnx_file = next(folder.glob("*.onnx"))
+def model_path(folder: Path, listed: dict[str, Any]) -> Path:
+    """What `add` is given: the INDEX.json entry's 'file' in the folder (a SavedModel folder, a Keras file,
+    net.py:build), else the folder's one .onnx (the entries from before 'file')."""
+    return folder / listed["file"] if "file" in listed else next(folder.glob("*.onnx"))
+
+
+def one_model(name: str, folder: Path, keep: bool, listed: dict[str, Any]) -> dict[str, Any]:
+    """`name` from the corpus `folder` (its INDEX.json entry `listed`) through add (with the entry's add_flags)
+    and dvc repro in a scratch project."""
+    model, flags = model_path(folder, listed), listed.get("add_flags", [])
     root = scratch_project()
     start = time.perf_counter()
     try:
         for cmd in (["git", "init", "-q"], ["dvc", "init", "-q", "--force"]):
             run(cmd, root)
-        added = run([sys.executable, "-m", "pipeline", "add", name, str(onnx_file), "--eval",
+        added = run([sys.executable, "-m", "pipeline", "add", name, str(model), "--eval",
                      str(folder / "eval.npz"), *add_flags(folder, flags)], root)  # fmt: skip
-        entry: dict[str, Any] = {"file": onnx_file.name, "add_as_is": added.returncode == 0, "add_flags": flags}
+        entry: dict[str, Any] = {"file": model.name, "add_as_is": added.returncode == 0, "add_flags": flags}
         if added.returncode:
             return entry | {"add_error": added.stderr.strip(), "wall_s": round(time.perf_counter() - start, 1)}
         entry["add_printed"] = [line.strip() for line in added.stdout.splitlines() if line.strip().startswith("- ")]
@@ -193,8 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     found = read_json(out)["models"] if out.exists() and args.only else {}
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
-        found[name] = {"corpus": index[name]} | one_model(name, args.corpus / name, args.keep,
-                                                          index[name].get("add_flags", []))  # fmt: skip
+        found[name] = {"corpus": index[name]} | one_model(name, args.corpus / name, args.keep, index[name])
         summary = found[name].get("deployed") or found[name].get("add_error") or found[name].get("repro_error")
         print(f"{name}: {summary} ({found[name].get('wall_s')} s)", file=sys.stderr, flush=True)
     machine = fingerprint()
@@ -203,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
         "cpu": machine.cpu.model,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "how": "each model added with one `python -m pipeline add NAME FILE --eval eval.npz` (and the corpus entry's "
-               "add_flags: a user's metric, a decision threshold) into a fresh copy of the project, `dvc repro` with "
+               "add_flags: a user's metric, a decision threshold, a PyTorch factory's weights and input shapes) "
+               "into a fresh copy of the project, `dvc repro` with "
                "the default params; decisions_kept: every measured variant's task metric and worst output's decision "
                "figure against FP32 on the held-out scoring rows; speed-up: deployed vs onnx_fp32 in one process, "
                f"alternating blocks at batch 1 ({SIDE_BY_SIDE}); nothing else running",

@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument(
         "path",
         type=Path,
-        help="an .onnx file (external data beside it), a .keras file, a SavedModel folder, a "
+        help="an .onnx file (external data beside it), a .keras (or Keras 2 .h5) file, a SavedModel folder, a "
         "Hugging Face folder, or a PyTorch or JAX factory as FILE.py:FUNCTION",
     )
     add.add_argument("--eval", type=Path, help=".npz of held-out inputs (with `labels`: a classifier); text models: "

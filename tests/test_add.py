@@ -302,6 +302,20 @@ def test_add_a_keras_file(project, tmp_path, monkeypatch):
     assert (project / "models/tiny_seq/seq.keras.dvc").is_file()
 
 
+def test_add_a_keras_2_h5_file(project, tmp_path, monkeypatch):
+    """A whole-model HDF5 file as older Keras saved it (fer ships one): Keras 3 reads it through its legacy loader."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8, 8, 1), name="input_1")
+    model = keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(keras.layers.Flatten()(inputs)))
+    model.save(tmp_path / "faces.hdf5")  # keras 3 writes .h5/.hdf5 in the legacy HDF5 format
+    assert run_add(project, monkeypatch, "tiny_h5", str(tmp_path / "faces.hdf5")) == 0
+    entry = params_of(project)["catalog"]["tiny_h5"]
+    assert entry == {"source": "keras", "file": "faces.hdf5",
+                     "inputs": {"input_1": {"shape": ["batch", 8, 8, 1], "dtype": "float32"}}}  # fmt: skip
+
+
 def test_add_a_pytorch_factory_with_its_weights_and_a_sample(project, tmp_path, monkeypatch, capsys):
     """Code says nothing of its input shapes: --sample's arrays do (labels left out); the .py file is copied
     into models/NAME/ as a package, the weights are versioned by DVC, and the model is built and run once."""

@@ -183,6 +183,16 @@ def test_a_training_scripts_checkpoint_dict_is_read_by_its_usual_keys(tiny_proje
     with pytest.raises(ModelFileError, match=r"does not fit models\.tiny\.net:build"):
         TorchSource("tiny", tiny_config(), tiny_project)
 
+    # the training loss's own parameters beside the model's (Resemblyzer's pretrained.pt): left out, and said
+    loss = {"similarity_weight": torch.tensor([10.0]), "similarity_bias": torch.tensor([-5.0])}
+    torch.save({"step": 1, "model_state": state | loss, "optimizer_state": optimizer}, weights)
+    [rescue] = TorchSource("tiny", tiny_config(), tiny_project).rescues
+    assert rescue["used"] == "key 'model_state', similarity_bias, similarity_weight left out (not the module's)"
+    missing = dict(list(state.items())[1:]) | loss  # a key of the module's absent: still refused
+    torch.save({"step": 1, "model_state": missing}, weights)
+    with pytest.raises(ModelFileError, match=r"does not fit models\.tiny\.net:build"):
+        TorchSource("tiny", tiny_config(), tiny_project)
+
 
 def write_saved_model_with_optimizer_slots(folder: Path) -> None:
     """A SavedModel whose object graph holds an optimizer's slot variables, as Keras 2 wrote its models

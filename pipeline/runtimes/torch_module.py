@@ -69,7 +69,9 @@ def build_module(
 def checkpoint_state(state: Any, module: torch.nn.Module) -> tuple[dict[str, Any], str] | None:
     """The module's state dict inside a training checkpoint (`{"step": ..., "model_state": ...,
     "optimizer_state": ...}`), under one of CHECKPOINT_KEYS and without a wrapper's prefix, and where it
-    was found; None when no entry holds exactly the module's keys."""
+    was found; None when no entry holds every one of the module's keys. Tensors under that key that the
+    module has not (a training loss's own parameters, as Resemblyzer's GE2E similarity_weight and
+    similarity_bias: its package loads them with strict=False) are left out, and named in where."""
     if not isinstance(state, dict):
         return None
     wanted = set(module.state_dict())
@@ -77,9 +79,13 @@ def checkpoint_state(state: Any, module: torch.nn.Module) -> tuple[dict[str, Any
     for key, entry in entries:
         for prefix in ("", *WRAPPER_PREFIXES):
             inner = {name.removeprefix(prefix): value for name, value in entry.items() if isinstance(name, str)}
-            if set(inner) == wanted and (not prefix or all(name.startswith(prefix) for name in entry)):
+            extra = sorted(set(inner) - wanted)
+            if key is None and extra:  # the top level is the state dict itself, or not at all
+                continue
+            if wanted <= set(inner) and (not prefix or all(name.startswith(prefix) for name in entry)):
                 place = f"key {key!r}" if key else "the top level"
-                return inner, place + (f", prefix {prefix!r} removed" if prefix else "")
+                left = f", {', '.join(extra)} left out (not the module's)" if extra else ""
+                return {n: inner[n] for n in wanted}, place + (f", prefix {prefix!r} removed" if prefix else "") + left
     return None
 
 

@@ -36,6 +36,6 @@ def inspect_model(name: str, path: Path, flags: Flags) -> Inferred:
         raise AddError(f"{path}: not found")
     raise AddError(
         f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it), a "
-        ".keras file, a SavedModel folder, a Hugging Face folder (config.json and weights), or a PyTorch or JAX "
-        "factory as FILE.py:FUNCTION (docs/bring-your-own-model.md)"
+        ".keras (or Keras 2 .h5) file, a SavedModel folder, a Hugging Face folder (config.json and weights), or a "
+        "PyTorch or JAX factory as FILE.py:FUNCTION (docs/bring-your-own-model.md)"
     )

@@ -1,4 +1,5 @@
-"""`add` reading a Keras 3 `.keras` file: its input layers."""
+"""`add` reading a Keras model file: a Keras 3 `.keras` file, or a whole-model HDF5 file (`.h5`, `.hdf5`) an
+older Keras saved, which Keras 3's load_model reads through its legacy HDF5 loader; its input layers."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ from pipeline.prepare.add.axes import axes_notes, spec_shape
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Entry, Inferred, Input
 
+KERAS_FILES = (".keras", ".h5", ".hdf5")
+
 
 def reads(path: Path) -> bool:
-    return path.is_file() and path.suffix == ".keras"
+    return path.is_file() and path.suffix in KERAS_FILES
 
 
 def inspect_keras(name: str, path: Path, flags: Flags) -> Inferred:
-    """The entry of a Keras 3 `.keras` file: its inputs' names (Keras' input layers), dtypes and shapes
-    (an open axis after the batch becomes a symbol, `--dim` giving its value); `name` is the model's."""
+    """The entry of a Keras file (`.keras`, or a Keras 2 `.h5`): its inputs' names (Keras' input layers), dtypes
+    and shapes (an open axis after the batch becomes a symbol, `--dim` giving its value); `name` is the model's."""
     from pipeline.core.config import InputSpec
 
     try:
