@@ -234,6 +234,7 @@ def test_a_saved_model_with_optimizer_slots_is_read_by_the_tf1_loader(tmp_path):
     source = SavedModelSource("transcriber", config, tmp_path)
     [rescue] = source.rescues
     assert rescue["rescue"] == "tf_keras2_saved_model" and "add_slot" in rescue["seen"]
+    assert rescue["library"].startswith("tensorflow 2.")  # installed as tensorflow-cpu: the module's version
     audio = np.random.default_rng(1).random((5, 16), dtype=np.float32)
     expected = source.predict({"audio": audio})
     assert list(expected) == ["onsets"] and expected["onsets"].shape == (5, 3)

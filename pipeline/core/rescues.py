@@ -57,12 +57,16 @@ class Rescue:
 
 
 def installed(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed version of `package`, or of the distribution that provides the module of that name
+    (tensorflow is installed as the distribution tensorflow-cpu)."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "not installed"
+    for name in (package, *packages_distributions().get(package.replace("-", "_"), [])):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return "not installed"
 
 
 RESCUES: tuple[Rescue, ...] = (
