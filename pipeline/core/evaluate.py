@@ -177,7 +177,8 @@ def output_kind(
 ) -> tuple[OutputKind, str]:
     """What an output is judged as, and how that was known: the entry's word for this output first
     (`judged_as`), then the task (class scores, an embedding), then the source's own values (a softmax or
-    log-softmax over an axis; values in [0, 1], a sigmoid's; channels on mixed scales), else plain values."""
+    log-softmax over an axis; rows of unit norm, an embedding; values in [0, 1], a sigmoid's; channels on
+    mixed scales), else plain values."""
     one_score = reference.ndim < 2 or reference.shape[-1] == 1  # nothing to pick a class among
     if declared is not None:
         if declared == "class_scores" and one_score:
@@ -191,11 +192,22 @@ def output_kind(
         return "class_scores", f"rows sum to 1 over axis {axis} (a softmax)"
     if embedding:
         return "embedding", "declared (task: embedding)"
+    if unit_rows(reference):
+        return "embedding", "every row has unit L2 norm (a normalised embedding: compared by cosine, not thresholded)"
     if within_unit_interval(reference):
         return "probabilities", "every value in [0, 1], rows not summing to 1 (a sigmoid's)"
     if (mixed := mixed_scale_channels(reference)) is not None:
         return "channels", f"axis {mixed[0]} holds channels on scales over {SCALE_RATIO:g}x apart"
     return "values", "none of the above"
+
+
+def unit_rows(reference: np.ndarray) -> bool:
+    """Rows of several values, each of L2 norm 1: an embedding normalised for cosine similarity (a speaker
+    encoder's ReLU'd vector is all in [0, 1] too, yet nobody thresholds it)."""
+    if reference.ndim != 2 or reference.shape[-1] < 2 or len(reference) == 0:
+        return False
+    norms = np.linalg.norm(reference.astype(np.float64), axis=-1)
+    return bool(np.allclose(norms, 1.0, atol=1e-3))
 
 
 def decision_figures(ref: np.ndarray, got: np.ndarray, kind: str, threshold: float) -> dict[str, Any]:
