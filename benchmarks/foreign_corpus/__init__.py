@@ -5,7 +5,7 @@ classes copied out of their packages with the weights those ship), each with rea
 benchmarks/foreign_models.py puts each through the pipeline with one `python -m pipeline add`.
 
 Build it from the repository root with the project's python (about 1-2 minutes on 2 cores, most of it installing
-the venv; about 860 MB, 755 MB of it the venv):
+the venv; about 1.3 GB with the non-ONNX makers, most of it the venv):
 
     python -m benchmarks.foreign_corpus OUT_DIR [--only NAME,...] [--wheels DIR]
 
