@@ -6,7 +6,8 @@ project: `python -m pipeline add NAME FILE --eval eval.npz` (one command, nothin
 [NAME]`, `dvc repro` to a deploy choice. Recorded per model: whether `add` took it as it is (and what it
 inferred), the deployed variant and why, how each output was judged (class scores, an embedding, a
 mixed-scale grid, values) and the deployed variant's fidelity, each other variant's reason, the
-deployed variant's speed-up against onnx_fp32 timed side by side in one process (the select stage's
+deployed variant's speed-up against the source's own FP32 runtime (onnx_fp32 for an ONNX file, tf_graph,
+torch_eager) timed side by side in one process (the select stage's
 interleaved contest, pipeline.measure.interleaved), and the wall time.
 
     python -m benchmarks.foreign_corpus CORPUS             # once: downloads the wheels, makes the inputs
@@ -38,6 +39,7 @@ from benchmarks.pipeline_timing import ENV, REPO, scratch_project
 from benchmarks.smoke import written_to
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
+from pipeline.core.registry import BASELINES
 from pipeline.machine.fingerprint import fingerprint
 from pipeline.machine.naming import hardware_name
 
@@ -50,28 +52,29 @@ def run(cmd: list[str], cwd: Path, timeout: float | None = None) -> subprocess.C
     return subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
 
 
-def side_by_side(root: Path, model: str, chosen: str) -> dict[str, Any]:
-    """The deployed variant against onnx_fp32, in alternating blocks in one process (the select stage's
-    contest code, at batch 1): the speed-up with its 95% interval."""
-    if chosen == "onnx_fp32":
-        return {"speedup": 1.0, "how": "the deployed variant is onnx_fp32 itself"}
+def side_by_side(root: Path, model: str, chosen: str, baseline: str) -> dict[str, Any]:
+    """The deployed variant against the source's own FP32 runtime (`baseline`: onnx_fp32 for an ONNX file,
+    tf_graph for a SavedModel or Keras file, torch_eager for PyTorch), in alternating blocks in one process
+    (the select stage's contest code, at batch 1): the speed-up with its 95% interval."""
+    if chosen == baseline:
+        return {"baseline": baseline, "speedup": 1.0, "how": f"the deployed variant is {baseline} itself"}
     code = (
         "import json, sys; from pipeline.measure.interleaved import contest; "
-        f"print(json.dumps(contest({model!r}, [{chosen!r}, 'onnx_fp32'], 'p50', {SIDE_BY_SIDE!r})))"
+        f"print(json.dumps(contest({model!r}, [{chosen!r}, {baseline!r}], 'p50', {SIDE_BY_SIDE!r})))"
     )
     done = run([sys.executable, "-c", code], root, timeout=600)
     if done.returncode:
         return {"speedup": None, "how": f"side by side failed: {done.stderr.strip().splitlines()[-1:]}"}
     race = json.loads(done.stdout.strip().splitlines()[-1])
     ratios = race["ratio_to_leader"]
-    if race["leader"] == chosen:  # onnx_fp32's time over the chosen's
-        found = ratios["onnx_fp32"]
+    if race["leader"] == chosen:  # the baseline's time over the chosen's
+        found = ratios[baseline]
         speedup, low, high = found["ratio"], found["low"], found["high"]
     else:
         found = ratios[chosen]
         speedup, low, high = 1 / found["ratio"], 1 / found["high"], 1 / found["low"]
-    return {"speedup": round(speedup, 3), "ci95": [round(low, 3), round(high, 3)], "rounds": race["rounds"],
-            "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
+    return {"baseline": baseline, "speedup": round(speedup, 3), "ci95": [round(low, 3), round(high, 3)],
+            "rounds": race["rounds"], "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
 
 
 def applies_to_kind(reason: str) -> bool:
@@ -154,7 +157,9 @@ def one_model(name: str, folder: Path, keep: bool, listed: dict[str, Any]) -> di
             "decisions_kept": {v: decisions_kept(r) for v, r in sorted(records.items()) if r.get("status") == "ok"},
             "rejected": choice["rejected"],
             "not_built": {v: r for v, r in choice["not_applicable"].items() if applies_to_kind(r)},
-            "vs_onnx_fp32": side_by_side(root, name, chosen) if chosen else None,
+            "vs_baseline": side_by_side(root, name, chosen, BASELINES[params["catalog"][name]["source"]])
+            if chosen
+            else None,
         }
         return entry | {"wall_s": round(time.perf_counter() - start, 1)}
     finally:
@@ -213,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
                "add_flags: a user's metric, a decision threshold, a PyTorch factory's weights and input shapes) "
                "into a fresh copy of the project, `dvc repro` with "
                "the default params; decisions_kept: every measured variant's task metric and worst output's decision "
-               "figure against FP32 on the held-out scoring rows; speed-up: deployed vs onnx_fp32 in one process, "
+               "figure against FP32 on the held-out scoring rows; speed-up (vs_baseline): deployed vs the source's "
+               "FP32 runtime in one process, "
                f"alternating blocks at batch 1 ({SIDE_BY_SIDE}); nothing else running",
         "models": found,
     })  # fmt: skip
