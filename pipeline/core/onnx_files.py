@@ -149,14 +149,6 @@ def name_outputs(model: onnx.ModelProto, names: list[str]) -> None:
             _rename(graph, output.name, name)
 
 
-def name_inputs(model: onnx.ModelProto, names: dict[str, str]) -> None:
-    """Rename graph inputs (`names`: old to new), as tf2onnx's graph-def converter calls them after
-    their TF tensors ('serving_default_x:0')."""
-    for old, new in names.items():
-        if old != new:
-            _rename(model.graph, old, new)
-
-
 def _tensor_names(graph: onnx.GraphProto) -> set[str]:
     names = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {v.name for v in graph.value_info}
     return names | {name for node in graph.node for name in node.output}

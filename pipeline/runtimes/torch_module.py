@@ -11,6 +11,7 @@ import torch
 from pipeline.core.errors import ConfigError, ModelFileError, first_line, one_line
 from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.model_code import import_object
+from pipeline.core.rescues import BY_NAME
 
 # where training scripts keep the model's state in a checkpoint dict, most common first
 CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model_state", "model", "net", "network", "module")
@@ -60,8 +61,6 @@ def build_module(
         inner, where = found
         module.load_state_dict(inner)
         if rescued is not None:
-            from pipeline.core.rescues import BY_NAME
-
             rescued.append(BY_NAME["checkpoint_dict"].record(error, used=where))
     return module.eval()
 

@@ -96,9 +96,9 @@ class StaticInt8(Pass):
 
         used = recipe(ctx, config, static=True)
         calibration = ctx.calibration().head(config.calibration_samples)
-        # never a batch larger than the rows: padding 2 rows of 736x736 pages to a 29-row batch took 22 GB
-        batch = ctx.max_batch(min(config.calibration_batch, len(calibration)))
-        reader = CalibrationReader(calibration.inputs, batch, ctx.model_inputs)
+        reader = CalibrationReader(
+            calibration.inputs, ctx.max_batch(config.calibration_batch, len(calibration)), ctx.model_inputs
+        )
         model, preprocess = prepare(ctx, config)
 
         fixed_kwargs = {  # every try of the sensitivity search differs only in nodes_to_exclude
@@ -204,7 +204,7 @@ class StaticInt8Search(StaticInt8):
             quantize,
             float_model,
             goal,
-            ctx.max_batch(min(config.calibration_batch, len(goal.rows))),
+            ctx.max_batch(config.calibration_batch, len(goal.rows)),
             op_types,
             target,
             config.max_excluded,

@@ -40,9 +40,9 @@ def ranking(ctx: BuildContext, rows: Any) -> list[dict[str, Any]]:
     calibration = ctx.calibration()
     with tempfile.TemporaryDirectory(prefix="ranking-") as scratch:
         qdq = Path(scratch) / "qdq.onnx"
-        reader = CalibrationReader(calibration.inputs, ctx.max_batch(min(32, len(calibration))), ctx.model_inputs)
+        reader = CalibrationReader(calibration.inputs, ctx.max_batch(32, len(calibration)), ctx.model_inputs)
         quantize_static(str(ctx.exported_onnx), str(qdq), reader, quant_format=QuantFormat.QDQ, per_channel=True)
-        batch = ctx.max_batch(min(32, len(rows)))
+        batch = ctx.max_batch(32, len(rows))
         return ranked_activations(ctx.exported_onnx, qdq, rows.inputs, batch, None, ctx.model_inputs)
 
 
