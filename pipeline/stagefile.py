@@ -40,6 +40,7 @@ from pipeline.core import layout
 from pipeline.core.config import Params, load_params
 from pipeline.core.errors import ConfigError
 from pipeline.core.imports import walk
+from pipeline.core.registry import BENCH_FIRST
 from pipeline.optimize import applicability
 from pipeline.optimize.variant_lists import check_variant_lists
 
@@ -120,9 +121,19 @@ def configured_variants(params: Params) -> dict[str, str]:
     return {variant: basis for group, basis in GROUPS.items() for variant in getattr(params, group)}
 
 
+# The schedule: in what order a model's records are read.
+
+
+def first_benched(params: Params, model: str) -> str | None:
+    """The variant `model` benches first (registry.BENCH_FIRST), else its first applicable one."""
+    skipped = applicability.not_applicable(params, model)
+    applies = [name for name in params.all_variants if name not in skipped]
+    return next((name for name in BENCH_FIRST if name in applies), next(iter(applies), None))
+
+
 def bench_first(params: Params, model: str) -> str:
     """The record `model`'s select stage lists first; its details folder (listed anyway) when nothing applies."""
-    first = applicability.bench_first(params, model)
+    first = first_benched(params, model)
     return (layout.details_file(model, first) if first else layout.details_dir() / model).as_posix()
 
 
@@ -167,7 +178,7 @@ def pipeline_stages(params: Params) -> dict[str, Any]:
     }
     stages["select"] = {
         # DVC runs a stage's dependencies in the order listed: the record of the variant benched first
-        # (applicability.bench_first) before the model's other records (a dict: the one entry differs by model)
+        # (first_benched) before the model's other records (a dict: the one entry differs by model)
         "foreach": {model: {"first": bench_first(params, model)} for model in params.models},
         "do": {
             "cmd": "python stages/select_artifact.py ${key}",

@@ -12,10 +12,18 @@ import yaml
 from pipeline.core import layout, registry
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
-from pipeline.optimize.applicability import bench_first, not_applicable
+from pipeline.optimize.applicability import not_applicable
 from pipeline.optimize.plan import STAGE_CODE, stage_code, variant_code, write_plan
 from pipeline.present.docs import check_or_write as docs_check
-from pipeline.stagefile import ALWAYS_FILE, ROOT_FILE, check_or_write, render, require_current, stage_file
+from pipeline.stagefile import (
+    ALWAYS_FILE,
+    ROOT_FILE,
+    check_or_write,
+    first_benched,
+    render,
+    require_current,
+    stage_file,
+)
 from tests.conftest import copy_project
 
 REPO = Path(__file__).parents[1]
@@ -163,7 +171,7 @@ def test_each_model_benches_first_the_variant_most_often_fastest(tmp_path):
     import sys
 
     params = load_params(REPO / "params.yaml")
-    assert bench_first(params, "minilm_l6") == "openvino_int8" and bench_first(params, "tiny_lm") == "lm_onnx_int8"
+    assert first_benched(params, "minilm_l6") == "openvino_int8" and first_benched(params, "tiny_lm") == "lm_onnx_int8"
     select = yaml.safe_load(render(REPO)[ROOT_FILE])["stages"]["select"]
     assert select["foreach"]["tiny_lm"] == {"first": "reports/details/tiny_lm/lm_onnx_int8.json"}
     assert select["do"]["deps"][:2] == ["${item.first}", "reports/details/${key}"]

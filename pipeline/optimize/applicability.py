@@ -3,9 +3,9 @@ typed `Skip` (its Kind and a reason) or None. RULES lists them (docs/variants.md
 not built", is generated from it).
 
 Two callers ask, at two moments:
-- the plan (`not_applicable`, `applicable_models`, `bench_first`, `deciding_records`): which pairs
-  get stages at all, decided from params.yaml and the registry's data alone (pipeline.stagefile
-  writes the stage files; the select record, summary and report list the others once, with why);
+- the stage files (`not_applicable`, `applicable_models`, `deciding_records`): which pairs get
+  stages at all, decided from params.yaml and the registry's data alone (pipeline.stagefile writes
+  them and orders each model's benches; the select record lists the others once, with why);
 - the build stage (`why_not_built`, pipeline.optimize.stage): the same rules first, then those
   that need this machine, the export's record or the records of the variants a fallback rescues,
   all before any process starts.
@@ -33,7 +33,6 @@ from pipeline.core.quality import quality_violations
 from pipeline.core.records.env import Probe
 from pipeline.core.records.source import Family
 from pipeline.core.registry import (
-    BENCH_FIRST,
     PACKAGES,
     RUNTIMES,
     SINGLE_PASS,
@@ -261,7 +260,7 @@ def why_not_built(
     return skip
 
 
-# The plan's questions: which (model, variant) pairs get stages.
+# The stage files' question: which (model, variant) pairs get stages.
 
 
 def _never(params: Params, model: str, name: str) -> Skip | None:
@@ -278,13 +277,6 @@ def not_applicable(params: Params, model: str) -> dict[str, Skip]:
 def applicable_models(params: Params, variant: str) -> list[str]:
     """The models (in `models` order) that get `variant`'s build and bench stages."""
     return [model for model in params.models if _never(params, model, variant) is None]
-
-
-def bench_first(params: Params, model: str) -> str | None:
-    """The variant `model` benches first (registry.BENCH_FIRST), else its first applicable one."""
-    skipped = not_applicable(params, model)
-    applies = [name for name in params.all_variants if name not in skipped]
-    return next((name for name in BENCH_FIRST if name in applies), next(iter(applies), None))
 
 
 def deciding_records(params: Params, fallback: str) -> list[str]:
