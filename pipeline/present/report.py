@@ -124,7 +124,8 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
     }
     lines += where_the_time_goes(model, found, results)
     lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
-    lines += [f"_{generation.how_measured(params) if generates else how_measured(params, results)}_", ""]
+    measured = generation.how_measured(params) if generates else how_measured(params, results, found.values())
+    lines += [f"_{measured}_", ""]
     (folder / f"{model}.md").write_text("\n".join(lines))
     chosen_record = found[chosen_name] if chosen_name else None
     return {
@@ -181,12 +182,13 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     results = root
     env = load_env(results)
     cpu, machine = env.cpu, env.machine_name or "?"
-    index = []
+    index, measured = [], []
     with atomic_dir(results / REPORT_DIR) as folder:
         for model in params.models:
             found = records.load(model, results)
             if found:
                 index.append(model_report(model, params, found, cpu, folder, root))
+                measured += found.values()
         lines = [
             f"# Deployment report: machine {machine}",
             "",
@@ -198,7 +200,7 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
             f"{r['baseline']} | {r['delta']} | {r['size']} | {r['warnings']} |"
             for r in index
         ]
-        lines += ["", f"_{how_measured(params, results)}_", ""]
+        lines += ["", f"_{how_measured(params, results, measured)}_", ""]
         (folder / "index.md").write_text("\n".join(lines))
     with atomic_dir(results / PLOTS_DIR) as folder:
         for row in index:

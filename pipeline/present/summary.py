@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from pipeline.core.errors import PipelineError
 from pipeline.core.outcome import Skip
 from pipeline.core.records import Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, ordered
-from pipeline.measure.budget import rows_bounding_worst
 from pipeline.optimize.applicability import not_applicable
 
 
@@ -126,8 +126,16 @@ def short_budget_notes(found: Records) -> list[str]:
     return [f"{variant}: {r.screen.reason}" for variant, r in sorted(found.items()) if r.out_of_contention and r.screen]
 
 
-def how_measured(params: Params, results: Path) -> str:
-    """How the figures under `results` (a project root) were measured, in one paragraph."""
+def worst_row_bound(found: Iterable[VariantRecord]) -> str:
+    """How many unlabelled rows the worst-row figures rest on, as the benches recorded it beside them
+    (EvalRows.bound, the full budget's): what was measured, not what today's params would ask."""
+    bounds = {r.eval_rows.bound for r in found if r.eval_rows and r.eval_rows.bound and not r.out_of_contention}
+    return " or ".join(map(str, sorted(bounds))) or "fewest"
+
+
+def how_measured(params: Params, results: Path, found: Iterable[VariantRecord]) -> str:
+    """How the figures under `results` (a project root) were measured, in one paragraph; `found`: the
+    records it describes."""
     bench = params.bench
     env = load_env(results)
     machine = records.machine_name(results) or results.name
@@ -153,8 +161,8 @@ def how_measured(params: Params, results: Path) -> str:
         )
         + "The deployed choice is re-measured side by side with its contenders (deploy/<model>/manifest.json). "
         f"Accuracy Δ and worst-row cosine: vs the FP32 source on the held-out scoring rows (every labelled row; "
-        f"unlabelled, the {rows_bounding_worst(bench.unlabelled_rows.worse_fraction, bench.unlabelled_rows.alpha)} "
-        f"whose worst bounds the rest), at the variant's peak-throughput batch, at most {bench.eval_batch}."
+        f"unlabelled, the {worst_row_bound(found)} whose worst bounds the rest), at the variant's "
+        f"peak-throughput batch, at most {bench.eval_batch}."
     )
 
 
@@ -171,11 +179,13 @@ def print_summary(
     if name is None:
         raise PipelineError(f"{layout.env_file(root)}: no figures in this working tree yet: run `dvc repro`")
     order = ordered(params.all_variants)
+    measured: list[VariantRecord] = []
     for model in models or params.models:
         found = records.load(model, results)
         if not found:
             console.print(f"{model}: no metrics yet on machine {name} (run `dvc repro`)")
             continue
+        measured += found.values()
         baseline = BASELINES[params.model(model).source]
         body = rows(found, order, baseline)
         title = f"{model} on {name} (speed-up against {baseline})"
@@ -194,4 +204,4 @@ def print_summary(
             for note in notes:
                 console.print(f"  {note}", style="dim", markup=False)
             console.print()
-    console.print(f"[dim]{how_measured(params, results)}[/]")
+    console.print(f"[dim]{how_measured(params, results, measured)}[/]")
