@@ -20,7 +20,6 @@ from pipeline.core.records import profile as profile_record
 from pipeline.core.records.env import Cpu
 from pipeline.core.records.profile import Profile
 from pipeline.core.registry import BASELINES, VARIANTS, ordered
-from pipeline.optimize.applicability import not_applicable
 from pipeline.present import generation
 from pipeline.present.diagnosis import judged_outputs, not_built, scored_rows, traps, what_settled_full_precision
 from pipeline.present.plots import PLOTS_DIR, draw, plot_data
@@ -104,7 +103,7 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
             f"| {v} | {reason} |" for v, reason in sorted(decided.rejected.items()) if found[v].status != "skipped"
         ]
         lines += [""]
-    left_out = not_built(found, not_applicable(params, model))
+    left_out = not_built(found, decided.not_applicable_skips())
     if left_out:
         lines += ["## Variants not built for this model", "", *(f"- {line}" for line in left_out), ""]
     short = short_budget_notes(found)

@@ -16,7 +16,6 @@ from pipeline.core.errors import PipelineError
 from pipeline.core.outcome import Skip
 from pipeline.core.records import Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, ordered
-from pipeline.optimize.applicability import not_applicable
 
 
 def num(value: Any, fmt: str = ".3g") -> str:
@@ -110,7 +109,7 @@ def markdown_table(body: list[list[str]], columns: tuple[str, ...] = COLUMNS) ->
 def not_ok_notes(found: Records, not_applicable: dict[str, Skip] | None = None) -> list[str]:
     """One line per distinct (kind, reason), naming its variants: seven GPU variants skipped for
     the same missing driver make one line, not seven. `not_applicable`: the variants with no stages
-    for this model (applicability.not_applicable), listed the same way."""
+    for this model (the recorded choice's), listed the same way."""
     grouped: dict[tuple[str, str], list[str]] = {}
     for variant, skip in (not_applicable or {}).items():
         grouped.setdefault((skip.kind.value, skip.reason), []).append(variant)
@@ -189,8 +188,8 @@ def print_summary(
         baseline = BASELINES[params.model(model).source]
         body = rows(found, order, baseline)
         title = f"{model} on {name} (speed-up against {baseline})"
-        notes = not_ok_notes(found, not_applicable(params, model)) + short_budget_notes(found)
         choice = records.load_choice(model, results)
+        notes = not_ok_notes(found, choice.not_applicable_skips() if choice else {}) + short_budget_notes(found)
         if choice:
             manifest = layout.deploy_dir(model) / layout.MANIFEST
             notes.insert(0, f"deploy: {choice.chosen}" + (
