@@ -57,7 +57,7 @@ def _stages(args: argparse.Namespace) -> int:
 
 
 def _docs(args: argparse.Namespace) -> int:
-    from pipeline.present.docs import check_or_write
+    from pipeline.docs import check_or_write
 
     return check_or_write(write=args.write)
 
