@@ -15,7 +15,7 @@ from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.errors import PipelineError
 from pipeline.core.files import atomic_dir, write_json
-from pipeline.core.records import Choice, Records, VariantRecord, load_env
+from pipeline.core.records import Choice, Records, load_env
 from pipeline.core.records import profile as profile_record
 from pipeline.core.records.env import Cpu
 from pipeline.core.records.profile import Profile
@@ -23,23 +23,9 @@ from pipeline.core.registry import BASELINES, VARIANTS, ordered
 from pipeline.present import generation
 from pipeline.present.diagnosis import judged_outputs, not_built, scored_rows, traps, what_settled_full_precision
 from pipeline.present.plots import PLOTS_DIR, draw, plot_data
-from pipeline.present.summary import how_measured, markdown_table, rows, short_budget_notes, speedup
+from pipeline.present.summary import how_measured, judging_figure, markdown_table, rows, short_budget_notes, speedup
 
 REPORT_DIR = layout.report_dir()
-
-
-def _quality(record: VariantRecord) -> str:
-    """The chosen artifact's quality figure: the task metric's delta, else its decisions kept (the worst
-    output's decision F1, then top-1 agreement), else a grid's worst channel error, else the worst cosine."""
-    if record.accuracy_delta is not None:
-        return f"{record.accuracy_delta:+.4f}"
-    if record.decision_f1 is not None:
-        return f"F1 {record.decision_f1:.4f}"
-    if record.top1_agreement is not None:
-        return f"top-1 {record.top1_agreement:.4f}"
-    if record.worst_channel_error is not None:
-        return f"channel err {record.worst_channel_error:.3g}"
-    return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
 
 
 def recorded_choice(model: str, root: Path) -> Choice:
@@ -134,7 +120,7 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
         "p50_ms": f"{chosen_record.p50_ms:.4g}" if chosen_record else "",
         "speedup": speedup(chosen_record, found.get(baseline)) if chosen_record else "",
         "baseline": baseline,
-        "delta": _quality(chosen_record) if chosen_record else "",
+        "delta": judging_figure(chosen_record) if chosen_record else "",
         "size": f"{chosen_record.size_mb:.3g}" if chosen_record else "",
         "warnings": len(warnings),
         "data": data,
