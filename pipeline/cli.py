@@ -25,7 +25,7 @@ def _summary(args: argparse.Namespace) -> int:
         return 0
     from pipeline.present.summary import print_summary
 
-    print_summary(models=args.model or None, markdown=args.md)
+    print_summary(models=args.model or None, markdown=args.md, wide=args.wide)
     return 0
 
 
@@ -57,7 +57,7 @@ def _stages(args: argparse.Namespace) -> int:
 
 
 def _docs(args: argparse.Namespace) -> int:
-    from pipeline.present.docs import check_or_write
+    from pipeline.docs import check_or_write
 
     return check_or_write(write=args.write)
 
@@ -183,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary.add_argument("model", nargs="*", help="models to show (default: those in params.yaml)")
     summary.add_argument("--machines", action="store_true", help="every machine side by side (results/<name> branches)")
     summary.add_argument("--md", action="store_true", help="Markdown tables instead of terminal tables")
+    summary.add_argument(
+        "--wide", action="store_true", help="every column and every note in full (default: what fits the terminal)"
+    )
     summary.add_argument("--output", type=Path, help="with --machines: write the Markdown page to this file")
     summary.set_defaults(run=_summary)
     commands.add_parser("machine", help="print this machine class's name").set_defaults(run=_machine)

@@ -25,7 +25,7 @@ from pipeline.measure.budget import (
 )
 from pipeline.measure.stats import Interval
 from pipeline.present.report import write_reports
-from pipeline.present.summary import rows, short_budget_notes
+from pipeline.present.summary import rows, short_budget_notes, worst_row_bound
 from tests.conftest import REPO
 from tests.helpers import metric, record_choice
 
@@ -90,9 +90,19 @@ def test_eval_rows_keep_labels_and_cut_unlabelled_rows():
     assert eval_rows(2000, True, config).used == 2000 and "labelled" in eval_rows(2000, True, config).rule
     assert eval_rows(2000, False, config).used == 299 and eval_rows(2000, False, config).available == 2000
     assert eval_rows(100, False, config).used == 100  # fewer than the bound: all of them
+    assert eval_rows(2000, False, config).bound == eval_rows(100, False, config).bound == 299  # the bound, recorded
     short = eval_rows(2000, False, config, short=True)  # out of contention: the looser bound, said so
-    assert short.used == 59 and "out of contention" in short.rule
+    assert short.used == short.bound == 59 and "out of contention" in short.rule
     assert eval_rows(2000, True, config, short=True).used == 2000  # labels: every row still
+    assert eval_rows(2000, True, config).bound is None  # no bound: every labelled row counts
+
+
+def test_the_summary_quotes_the_row_bound_the_bench_recorded_beside_its_figure():
+    config = UnlabelledRows()
+    full = metric(1.0, eval_rows=eval_rows(2000, False, config))
+    looser = short(7.5, eval_rows=eval_rows(2000, False, config, short=True))  # out of contention: not the rule
+    assert worst_row_bound([full, looser, metric(1.0)]) == "299"
+    assert worst_row_bound([metric(1.0)]) == "fewest"  # labelled, or a record from before the bound was kept
 
 
 def test_eval_batch_is_the_peak_batch_capped_and_the_fixed_batch_for_fixed_models():

@@ -94,6 +94,7 @@ def test_one_select_builds_each_candidate_once_and_records_its_figures(tmp_path:
     assert choice.rejected["openvino_fp32"] == "status failed: it broke"
     manifest = json.loads((tmp_path / "deploy" / "spam_fnn" / "manifest.json").read_text())
     assert set(manifest["selection"]["pareto_front"]) == set(choice.pareto_front)
+    assert manifest["selection"]["not_applicable"] == choice.not_applicable and "tf_graph" in choice.not_applicable
 
 
 def test_predict_on_a_folder_without_manifest_is_one_clear_error(tmp_path: Path):

@@ -188,7 +188,7 @@ def test_gpu_variants_run_on_their_target_or_say_why_not(project):
     gpu_files = {p.stem for p in (root / "reports" / "metrics" / "spam_fnn").glob("*.json")} & set(GPU_VARIANTS)
     assert gpu_files == set(GPU_KEPT)  # GPU variants not listed in gpu_variants get no stage and no file
     assert metrics(root, "spam_fnn", "onnx_fp32")["device"] == "cpu"
-    summary = run([sys.executable, "-m", "pipeline", "summary", "spam_fnn"], root)
+    summary = run([sys.executable, "-m", "pipeline", "summary", "spam_fnn", "--wide"], root)  # notes in full
     if not probe["available"]:
         assert summary.count("target cuda:0 is not usable here") == 1  # one note for both variants
 
@@ -287,7 +287,7 @@ def test_bring_your_own_onnx_without_data(project):
     assert not [name for name in stages if name.startswith("variants/torch_eager/") and name.endswith("@byo_onnx")]
     assert not (root / "reports" / "metrics" / "byo_onnx" / "torch_eager.json").exists()
     reason = "needs a torch source; byo_onnx is a onnx model"
-    summary = run([sys.executable, "-m", "pipeline", "summary", "byo_onnx"], root)
+    summary = run([sys.executable, "-m", "pipeline", "summary", "byo_onnx", "--wide"], root)  # notes in full
     listed = [line for line in summary.splitlines() if reason in line]
     assert len(listed) == 1 and "torch_eager" in listed[0] and "skipped-not-applicable" in listed[0], summary
     assert summary.count("torch_eager") == 1
@@ -570,5 +570,5 @@ def test_a_broken_model_does_not_stop_the_others(project):
     m = metrics(root, "broken", "onnx_fp32")
     assert m["status"] == "failed" and "the source model failed" in m["reason"]
     assert read(root / "reports" / "selection" / "broken.json")["chosen"] == "none"
-    summary = run([sys.executable, "-m", "pipeline", "summary"], root)
+    summary = run([sys.executable, "-m", "pipeline", "summary", "--wide"], root)  # notes in full
     assert "broken" in summary and "the source model failed" in summary

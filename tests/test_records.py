@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.core import layout, records
-from pipeline.present.docs import metrics_schema, regenerate, variants_table
+from pipeline.docs import metrics_schema, regenerate, variants_table
 from pipeline.progress import RESULT, RUNNING, UNCHANGED, status_line
 from tests.helpers import metric
 

@@ -76,7 +76,13 @@ def test_variants_that_do_not_apply_are_no_warning():
     an older revision (the kind says so, the reason text is not parsed) in the same line."""
     older = {"lm_onnx_fp32": metric(1.0, status="skipped", kind=Kind.NOT_APPLICABLE, reason=LM_REASON)}
     found = {"onnx_fp32": metric(1.0), "onnx_opt": metric(1.0), **older}
-    planned = {name: Skip(Kind.NOT_APPLICABLE, LM_REASON) for name in ("lm_torch", "lm_openvino_int4", "lm_onnx_fp32")}
+    recorded = Choice(
+        status="none",
+        chosen="none",
+        not_applicable=dict.fromkeys(("lm_torch", "lm_openvino_int4", "lm_onnx_fp32"), LM_REASON),
+    )
+    planned = recorded.not_applicable_skips()  # what the report reads: the select record's, typed
+    assert set(planned.values()) == {Skip(Kind.NOT_APPLICABLE, LM_REASON)}
     assert not any("lm_" in w for w in warnings_for(found))
     assert not_built(found, planned) == [f"`lm_torch`, `lm_openvino_int4`, `lm_onnx_fp32`: {LM_REASON}"]
 

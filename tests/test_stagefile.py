@@ -12,9 +12,9 @@ import yaml
 from pipeline.core import layout, registry
 from pipeline.core.config import load_params
 from pipeline.core.errors import ConfigError
+from pipeline.docs import check_or_write as docs_check
 from pipeline.optimize.applicability import not_applicable
 from pipeline.optimize.plan import STAGE_CODE, stage_code, variant_code, write_plan
-from pipeline.present.docs import check_or_write as docs_check
 from pipeline.stagefile import (
     ALWAYS_FILE,
     ROOT_FILE,

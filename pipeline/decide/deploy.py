@@ -23,7 +23,7 @@ from pipeline import __version__
 from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.files import atomic_dir, iter_files, read_json, sha256
-from pipeline.core.records import Records, VariantRecord, code_entry
+from pipeline.core.records import VariantRecord, code_entry
 from pipeline.core.records import build as build_record
 from pipeline.core.records import env as records_env
 from pipeline.core.records import manifest as manifest_record
@@ -34,7 +34,6 @@ from pipeline.core.registry import RUNTIMES
 from pipeline.decide.choice import choice_record
 from pipeline.decide.contest import Decision, decide
 from pipeline.decide.selection import decided_by
-from pipeline.optimize.applicability import not_applicable
 from pipeline.serve.repositories.write import write_serving
 from pipeline.serve.text import HF_FOLDER_FACTORY, TOKENIZER
 
@@ -48,6 +47,7 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
     machine = records.machine_name(root) or "?"
     found = records.load(model, results)
     decision = decide(model, found, params, root)
+    record = choice_record(model, decision, found, params)
     chosen = found[decision.chosen] if decision.chosen else None
     with atomic_dir(layout.deploy_dir(model, results)) as tmp:
         package = {}
@@ -60,14 +60,13 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
                 variant=decision.chosen,
                 machine=machine,
                 **package,
-                selection=_explanation(decision, found, params, model),
+                selection=_explanation(decision, params, model, record.not_applicable),
                 environment=records_env.load(results),
                 pipeline_version=__version__,
             ),
             tmp,
         )
         serving = write_serving(tmp) if chosen else None
-    record = choice_record(model, decision, found, params)
     records.write_choice(model, record, results)
     served = [r.engine for r in serving.engines if r.written] if serving else []
     return {
@@ -169,7 +168,8 @@ def _version(distribution: str) -> str:
         return "unknown"
 
 
-def _explanation(decision: Decision, found: Records, params: Params, model: str) -> dict[str, Any]:
+def _explanation(decision: Decision, params: Params, model: str, not_applicable: dict[str, str]) -> dict[str, Any]:
+    """The manifest's `selection`: the choice's reasons; `not_applicable` as the choice record holds it."""
     config, selection = params.select, decision.selection
     front = {
         c.variant: {
@@ -195,6 +195,6 @@ def _explanation(decision: Decision, found: Records, params: Params, model: str)
         "feasible": selection.feasible,
         "pareto_front": front,
         "rejected": decision.rejected,
-        "not_applicable": {variant: skip.reason for variant, skip in not_applicable(params, model).items()},
+        "not_applicable": not_applicable,
         "closest": selection.closest,
     }

@@ -143,8 +143,10 @@ def eval_rows(available: int, labelled: bool, config: UnlabelledRows, short: boo
         + (", the bound for a variant out of contention" if short else "")
     )
     if n >= available:
-        return EvalRows(used=available, available=available, rule=f"every unlabelled row (no more than {n}: {bound})")
-    return EvalRows(used=n, available=available, rule=f"the first {n} unlabelled rows: {bound}")
+        return EvalRows(
+            used=available, available=available, rule=f"every unlabelled row (no more than {n}: {bound})", bound=n
+        )
+    return EvalRows(used=n, available=available, rule=f"the first {n} unlabelled rows: {bound}", bound=n)
 
 
 def eval_batch(peak_batch: int | None, bench: BenchConfig, max_batch: int | None, fixed: int | None) -> int:

@@ -1,2 +1,2 @@
-"""Read-only views of the results: the summary, the report and its plots, the cross-machine page and
-the generated doc tables."""
+"""Read-only views of the results: the summary, the report and its plots, and the cross-machine page.
+They read what the stages recorded, never the build or bench code (a pyproject.toml contract)."""

@@ -102,7 +102,7 @@ def traps(found: Records, cpu: Cpu, choice: Choice) -> list[str]:
 
 def not_built(found: Records, not_applicable: dict[str, Skip]) -> list[str]:
     """One line per reason variants were left out by design: they do not apply to this model (no
-    stages: applicability.not_applicable), or the variant they would rescue already meets its constraints.
+    stages: the recorded choice's not_applicable), or the variant they would rescue already meets its constraints.
     Facts, not warnings."""
     grouped: dict[str, list[str]] = {}
     for variant, skip in not_applicable.items():

@@ -15,32 +15,17 @@ from pipeline.core import layout, records
 from pipeline.core.config import Params
 from pipeline.core.errors import PipelineError
 from pipeline.core.files import atomic_dir, write_json
-from pipeline.core.records import Choice, Records, VariantRecord, load_env
+from pipeline.core.records import Choice, Records, load_env
 from pipeline.core.records import profile as profile_record
 from pipeline.core.records.env import Cpu
 from pipeline.core.records.profile import Profile
 from pipeline.core.registry import BASELINES, VARIANTS, ordered
-from pipeline.optimize.applicability import not_applicable
 from pipeline.present import generation
 from pipeline.present.diagnosis import judged_outputs, not_built, scored_rows, traps, what_settled_full_precision
 from pipeline.present.plots import PLOTS_DIR, draw, plot_data
-from pipeline.present.summary import how_measured, markdown_table, rows, short_budget_notes, speedup
+from pipeline.present.summary import how_measured, judging_figure, markdown_table, rows, short_budget_notes, speedup
 
 REPORT_DIR = layout.report_dir()
-
-
-def _quality(record: VariantRecord) -> str:
-    """The chosen artifact's quality figure: the task metric's delta, else its decisions kept (the worst
-    output's decision F1, then top-1 agreement), else a grid's worst channel error, else the worst cosine."""
-    if record.accuracy_delta is not None:
-        return f"{record.accuracy_delta:+.4f}"
-    if record.decision_f1 is not None:
-        return f"F1 {record.decision_f1:.4f}"
-    if record.top1_agreement is not None:
-        return f"top-1 {record.top1_agreement:.4f}"
-    if record.worst_channel_error is not None:
-        return f"channel err {record.worst_channel_error:.3g}"
-    return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
 
 
 def recorded_choice(model: str, root: Path) -> Choice:
@@ -104,7 +89,7 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
             f"| {v} | {reason} |" for v, reason in sorted(decided.rejected.items()) if found[v].status != "skipped"
         ]
         lines += [""]
-    left_out = not_built(found, not_applicable(params, model))
+    left_out = not_built(found, decided.not_applicable_skips())
     if left_out:
         lines += ["## Variants not built for this model", "", *(f"- {line}" for line in left_out), ""]
     short = short_budget_notes(found)
@@ -124,7 +109,8 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
     }
     lines += where_the_time_goes(model, found, results)
     lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
-    lines += [f"_{generation.how_measured(params) if generates else how_measured(params, results)}_", ""]
+    measured = generation.how_measured(params) if generates else how_measured(params, results, found.values())
+    lines += [f"_{measured}_", ""]
     (folder / f"{model}.md").write_text("\n".join(lines))
     chosen_record = found[chosen_name] if chosen_name else None
     return {
@@ -134,7 +120,7 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
         "p50_ms": f"{chosen_record.p50_ms:.4g}" if chosen_record else "",
         "speedup": speedup(chosen_record, found.get(baseline)) if chosen_record else "",
         "baseline": baseline,
-        "delta": _quality(chosen_record) if chosen_record else "",
+        "delta": judging_figure(chosen_record) if chosen_record else "",
         "size": f"{chosen_record.size_mb:.3g}" if chosen_record else "",
         "warnings": len(warnings),
         "data": data,
@@ -181,12 +167,13 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
     results = root
     env = load_env(results)
     cpu, machine = env.cpu, env.machine_name or "?"
-    index = []
+    index, measured = [], []
     with atomic_dir(results / REPORT_DIR) as folder:
         for model in params.models:
             found = records.load(model, results)
             if found:
                 index.append(model_report(model, params, found, cpu, folder, root))
+                measured += found.values()
         lines = [
             f"# Deployment report: machine {machine}",
             "",
@@ -198,7 +185,7 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
             f"{r['baseline']} | {r['delta']} | {r['size']} | {r['warnings']} |"
             for r in index
         ]
-        lines += ["", f"_{how_measured(params, results)}_", ""]
+        lines += ["", f"_{how_measured(params, results, measured)}_", ""]
         (folder / "index.md").write_text("\n".join(lines))
     with atomic_dir(results / PLOTS_DIR) as folder:
         for row in index:

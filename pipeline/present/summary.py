@@ -1,11 +1,14 @@
-"""One table per model from this working tree's figures, with how the numbers were measured."""
+"""One table per model from this working tree's figures: by default the columns a choice is read from,
+fitted to the terminal; with --wide (or --md) every column and how the numbers were measured."""
 
 from __future__ import annotations
 
-import sys
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rich.box import HEAVY_HEAD
 from rich.console import Console
 from rich.table import Table
 
@@ -13,10 +16,8 @@ from pipeline.core import layout, records
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.outcome import Skip
-from pipeline.core.records import Records, VariantRecord, load_env
+from pipeline.core.records import Choice, Records, VariantRecord, load_env
 from pipeline.core.registry import BASELINES, ordered
-from pipeline.measure.budget import rows_bounding_worst
-from pipeline.optimize.applicability import not_applicable
 
 
 def num(value: Any, fmt: str = ".3g") -> str:
@@ -35,8 +36,13 @@ COLUMNS = (
     "variant", "target", "runtime", "prec", "size MB", "p50 ms", "±95%", "p99 ms", "p50 speed-up",
     "peak samples/s (batch)", "footprint MB", "metric Δ", "decision F1", "top-1 agree", "worst ch err", "worst cos",
     "nn recall@10", "status",
-)  # fmt: skip
+)  # fmt: skip  # --wide (and --md): every figure
+# the default: the columns a choice is read from, which fit a terminal
+BRIEF = ("variant", "prec", "p50 ms ±95%", "speed-up", "Δ / fidelity", "status")
 LEFT = {"machine", "measured on", "variant", "target", "runtime", "prec", "status"}  # left-aligned columns
+WIDE = 200  # --wide prints at least this wide, whatever the terminal (pipe it to `less -S`)
+NAMES = 3  # the default names at most this many variants in a note
+WIDE_HINT = "--wide: every column, every note in full, and how the figures were measured"
 
 
 def _status(record: VariantRecord) -> str:
@@ -54,48 +60,71 @@ def peak(record: VariantRecord) -> str:
     return f"{t.peak:,.0f} (b{t.peak_batch})" if t else ""
 
 
-def rows(found: Records, order: list[str], baseline_name: str) -> list[list[str]]:
-    """One row of COLUMNS per variant that is not skipped, grouped by target, in params.yaml order;
+def judging_figure(record: VariantRecord) -> str:
+    """The quality figure a variant is judged by: the task metric's delta, else its decisions kept (the
+    worst output's decision F1, then top-1 agreement), else a grid's worst channel error, else the worst cosine."""
+    if record.accuracy_delta is not None:
+        return f"{record.accuracy_delta:+.4f}"
+    if record.decision_f1 is not None:
+        return f"F1 {record.decision_f1:.4f}"
+    if record.top1_agreement is not None:
+        return f"top-1 {record.top1_agreement:.4f}"
+    if record.worst_channel_error is not None:
+        return f"channel err {record.worst_channel_error:.3g}"
+    return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
+
+
+def cells(variant: str, r: VariantRecord, baseline: VariantRecord | None) -> dict[str, str]:
+    """Every cell of one variant's row, by column name: COLUMNS and BRIEF pick theirs."""
+    latency = r.latency_ms
+    p50 = num(latency.p50 if latency else None)
+    interval = num(r.p50_ci_pct, ".1f") + ("%" if r.p50_ci_pct is not None else "")
+    return {
+        "variant": variant,
+        "target": r.device,
+        "runtime": r.runtime,
+        "prec": r.precision,
+        "size MB": num(r.size_mb),
+        "p50 ms": p50,
+        "±95%": interval,
+        "p50 ms ±95%": f"{p50} ±{interval}" if interval else p50,
+        "p99 ms": num(latency.p99 if latency else None),
+        "p50 speed-up": speedup(r, baseline),
+        "speed-up": speedup(r, baseline),
+        "peak samples/s (batch)": peak(r),
+        "footprint MB": num(r.footprint_mb, ".0f"),
+        "metric Δ": num(r.accuracy_delta, "+.4f"),
+        "decision F1": num(r.decision_f1, ".4f"),
+        "top-1 agree": num(r.top1_agreement, ".4f"),
+        "worst ch err": num(r.worst_channel_error, ".3g"),
+        "worst cos": num(r.worst_cosine, ".4f"),
+        "nn recall@10": num(r.neighbour_recall, ".4f"),
+        "Δ / fidelity": judging_figure(r),
+        "status": _status(r),
+    }
+
+
+def rows(found: Records, order: list[str], baseline_name: str, columns: tuple[str, ...] = COLUMNS) -> list[list[str]]:
+    """One row of `columns` per variant that is not skipped, grouped by target, in params.yaml order;
     speed-ups against `baseline_name`. Skipped variants have no numbers: the notes say why."""
     baseline = found.get(baseline_name)
 
     def place(variant: str) -> tuple[str, int]:
         return found[variant].device, order.index(variant) if variant in order else len(order)
 
-    out = []
-    for variant in sorted(found, key=place):
-        r = found[variant]
-        if r.status == "skipped":
-            continue
-        latency = r.latency_ms
-        out.append([
-            variant,
-            r.device,
-            r.runtime,
-            r.precision,
-            num(r.size_mb),
-            num(latency.p50 if latency else None),
-            num(r.p50_ci_pct, ".1f") + ("%" if r.p50_ci_pct is not None else ""),
-            num(latency.p99 if latency else None),
-            speedup(r, baseline),
-            peak(r),
-            num(r.footprint_mb, ".0f"),
-            num(r.accuracy_delta, "+.4f"),
-            num(r.decision_f1, ".4f"),
-            num(r.top1_agreement, ".4f"),
-            num(r.worst_channel_error, ".3g"),
-            num(r.worst_cosine, ".4f"),
-            num(r.neighbour_recall, ".4f"),
-            _status(r),
-        ])  # fmt: skip
-    return out
+    shown = [variant for variant in sorted(found, key=place) if found[variant].status != "skipped"]
+    return [[cells(variant, found[variant], baseline)[c] for c in columns] for variant in shown]
 
 
-def rich_table(title: str, body: list[list[str]], columns: tuple[str, ...] = COLUMNS) -> Table:
-    """The last column is a status: rows not ok are dimmed."""
-    table = Table(title=title, title_justify="left", header_style="bold")
+def rich_table(title: str, body: list[list[str]], columns: tuple[str, ...] = COLUMNS, brief: bool = False) -> Table:
+    """The last column is a status: rows not ok are dimmed. `brief`: no frame, as `dvc metrics show`
+    prints, and only the status wraps: a row stays one line where the terminal allows."""
+    table = Table(
+        title=title, title_justify="left", header_style="bold", box=None if brief else HEAVY_HEAD, pad_edge=not brief
+    )
     for column in columns:
-        table.add_column(column, justify="left" if column in LEFT else "right")
+        justify = "left" if column in LEFT else "right"
+        table.add_column(column, justify=justify, no_wrap=brief and column != "status")
     for row in body:
         ok = row[-1].startswith("ok")
         table.add_row(*row[:-1], row[-1] if ok else f"[yellow]{row[-1]}[/]", style=None if ok else "dim")
@@ -107,17 +136,25 @@ def markdown_table(body: list[list[str]], columns: tuple[str, ...] = COLUMNS) ->
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
-def not_ok_notes(found: Records, not_applicable: dict[str, Skip] | None = None) -> list[str]:
+def not_ok_notes(found: Records, not_applicable: dict[str, Skip] | None = None, names: int | None = None) -> list[str]:
     """One line per distinct (kind, reason), naming its variants: seven GPU variants skipped for
     the same missing driver make one line, not seven. `not_applicable`: the variants with no stages
-    for this model (applicability.not_applicable), listed the same way."""
+    for this model (the recorded choice's), listed the same way. `names`: at most that many variants
+    named in a line, the rest counted (the reason stays within a terminal's line)."""
     grouped: dict[tuple[str, str], list[str]] = {}
     for variant, skip in (not_applicable or {}).items():
         grouped.setdefault((skip.kind.value, skip.reason), []).append(variant)
     for variant, r in found.items():
         if not r.ok and variant not in (not_applicable or {}):
             grouped.setdefault((r.kind.value, r.reason), []).append(variant)
-    return [f"{', '.join(names)}: {kind}: {reason}" for (kind, reason), names in grouped.items()]
+    return [f"{named(variants, names)}: {kind}: {reason}" for (kind, reason), variants in grouped.items()]
+
+
+def named(variants: list[str], most: int | None) -> str:
+    """`variants` listed, or the first `most` of them and how many more."""
+    if most is None or len(variants) <= most:
+        return ", ".join(variants)
+    return f"{', '.join(variants[:most])} and {len(variants) - most} more"
 
 
 def short_budget_notes(found: Records) -> list[str]:
@@ -126,8 +163,22 @@ def short_budget_notes(found: Records) -> list[str]:
     return [f"{variant}: {r.screen.reason}" for variant, r in sorted(found.items()) if r.out_of_contention and r.screen]
 
 
-def how_measured(params: Params, results: Path) -> str:
-    """How the figures under `results` (a project root) were measured, in one paragraph."""
+def short_budget_line(found: Records) -> list[str]:
+    """The variants measured on the short budget, in one line (the default; --wide gives each reason)."""
+    short = sorted(variant for variant, r in found.items() if r.out_of_contention)
+    return [f"out of contention (short budget, no sweeps): {', '.join(short)}"] if short else []
+
+
+def worst_row_bound(found: Iterable[VariantRecord]) -> str:
+    """How many unlabelled rows the worst-row figures rest on, as the benches recorded it beside them
+    (EvalRows.bound, the full budget's): what was measured, not what today's params would ask."""
+    bounds = {r.eval_rows.bound for r in found if r.eval_rows and r.eval_rows.bound and not r.out_of_contention}
+    return " or ".join(map(str, sorted(bounds))) or "fewest"
+
+
+def how_measured(params: Params, results: Path, found: Iterable[VariantRecord]) -> str:
+    """How the figures under `results` (a project root) were measured, in one paragraph; `found`: the
+    records it describes."""
     bench = params.bench
     env = load_env(results)
     machine = records.machine_name(results) or results.name
@@ -153,45 +204,72 @@ def how_measured(params: Params, results: Path) -> str:
         )
         + "The deployed choice is re-measured side by side with its contenders (deploy/<model>/manifest.json). "
         f"Accuracy Δ and worst-row cosine: vs the FP32 source on the held-out scoring rows (every labelled row; "
-        f"unlabelled, the {rows_bounding_worst(bench.unlabelled_rows.worse_fraction, bench.unlabelled_rows.alpha)} "
-        f"whose worst bounds the rest), at the variant's peak-throughput batch, at most {bench.eval_batch}."
+        f"unlabelled, the {worst_row_bound(found)} whose worst bounds the rest), at the variant's "
+        f"peak-throughput batch, at most {bench.eval_batch}."
     )
+
+
+def terminal_columns(wide: bool) -> int:
+    """The width to print at: the terminal's (COLUMNS when set; 80 when there is none), or WIDE at least."""
+    columns = shutil.get_terminal_size().columns
+    return max(columns, WIDE) if wide else columns
+
+
+def model_notes(found: Records, choice: Choice | None, model: str, wide: bool) -> list[str]:
+    """What the table leaves out, one line each: the deployed choice, one line per reason variants were
+    skipped or failed (the select record's not-applicable ones with them), the short budgets."""
+    notes = not_ok_notes(found, choice.not_applicable_skips() if choice else {}, None if wide else NAMES)
+    notes += short_budget_notes(found) if wide else short_budget_line(found)
+    if choice:
+        manifest = layout.deploy_dir(model) / layout.MANIFEST
+        notes.insert(0, f"deploy: {choice.chosen}" + (
+            f" ({choice.runtime}; why: {manifest.as_posix()})" if choice.status == "ok" else f": {choice.reason}"
+        ))  # fmt: skip
+    return notes
+
+
+def print_model(console: Console, table: Table, notes: list[str], wide: bool) -> None:
+    """One model's table and notes; the default keeps each note to one line of the terminal."""
+    console.print(table)
+    for note in notes:
+        console.print(f"  {note}", style="dim", markup=False, no_wrap=not wide, overflow=None if wide else "ellipsis")
+    console.print()
 
 
 def print_summary(
     models: list[str] | None = None,
     root: Path = Path("."),
     markdown: bool = False,
+    wide: bool = False,
     console: Console | None = None,
 ) -> None:
-    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
+    """One table per model. The default fits the terminal: the columns a choice is read from, a line per
+    note; `wide` (and `markdown`, which no terminal bounds): every column and every note in full."""
+    wide = wide or markdown
+    columns = COLUMNS if wide else BRIEF
+    console = console or Console(width=terminal_columns(wide))
     params = load_params(root / PARAMS_FILE)
-    results = root
     name = records.machine_name(root)
     if name is None:
         raise PipelineError(f"{layout.env_file(root)}: no figures in this working tree yet: run `dvc repro`")
     order = ordered(params.all_variants)
+    measured: list[VariantRecord] = []
     for model in models or params.models:
-        found = records.load(model, results)
+        found = records.load(model, root)
         if not found:
             console.print(f"{model}: no metrics yet on machine {name} (run `dvc repro`)")
             continue
+        measured += found.values()
         baseline = BASELINES[params.model(model).source]
-        body = rows(found, order, baseline)
         title = f"{model} on {name} (speed-up against {baseline})"
-        notes = not_ok_notes(found, not_applicable(params, model)) + short_budget_notes(found)
-        choice = records.load_choice(model, results)
-        if choice:
-            manifest = layout.deploy_dir(model) / layout.MANIFEST
-            notes.insert(0, f"deploy: {choice.chosen}" + (
-                f" ({choice.runtime}; why: {manifest.as_posix()})" if choice.status == "ok" else f": {choice.reason}"
-            ))  # fmt: skip
+        body = rows(found, order, baseline, columns)
+        notes = model_notes(found, records.load_choice(model, root), model, wide)
         if markdown:
             print(f"**{title}**\n\n{markdown_table(body)}\n")
             print("\n".join(f"- {note}" for note in notes) + "\n" if notes else "")
         else:
-            console.print(rich_table(title, body))
-            for note in notes:
-                console.print(f"  {note}", style="dim", markup=False)
-            console.print()
-    console.print(f"[dim]{how_measured(params, results)}[/]")
+            print_model(console, rich_table(title, body, columns, brief=not wide), notes, wide)
+    if wide:
+        console.print(f"[dim]{how_measured(params, root, measured)}[/]")
+    else:
+        console.print(WIDE_HINT, style="dim", markup=False, no_wrap=True, overflow="ellipsis")

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
+from pipeline.core.outcome import Kind, Skip
 from pipeline.core.records.base import Part
 
 
@@ -48,6 +49,11 @@ class Choice(Part):
     not_applicable: dict[str, str] = Field(default_factory=dict)
     # every measured variant's figures as the screen ranked them (empty in revisions before they were kept)
     figures: dict[str, CandidateFigures] = Field(default_factory=dict)
+
+    def not_applicable_skips(self) -> dict[str, Skip]:
+        """`not_applicable` as typed skips, for readers that list them beside skipped records: the plan's
+        rules give no other kind than NOT_APPLICABLE, so the record keeps the reason alone."""
+        return {variant: Skip(Kind.NOT_APPLICABLE, reason) for variant, reason in self.not_applicable.items()}
 
 
 def write_choice(model: str, choice: Choice, root: Path = Path(".")) -> None:

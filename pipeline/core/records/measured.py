@@ -189,6 +189,9 @@ class EvalRows(Part):
     used: int
     available: int
     rule: str
+    # unlabelled rows: the fewest whose worst bounds the rest (bench.unlabelled_rows, at this variant's budget),
+    # kept with the figure it bounds so a reader quotes it, not today's params; None with labels or in older records
+    bound: int | None = None
 
 
 class Stability(Part):
