@@ -35,6 +35,7 @@ SMOKE = [
     smoke("pipeline_timing", slow=True),
     smoke("transformer_int8", slow=True),
     smoke("openvino_int8_recipes", slow=True),
+    smoke("article_table", slow=True),
 ]
 
 
