@@ -1,14 +1,19 @@
 """What a benchmark's `--smoke` run shares (tests/test_benchmarks.py runs each that way, so none rots):
 settings that make every timing a fraction of a second, tiny real models, and a file to write that is
 never the committed figures. A smoke run goes through the script's real code; its figures mean nothing.
+Also how a run states where and when it measured and writes its table, smoke or not.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
+
+from pipeline.core.config import PARAMS_FILE, Params, load_params
 
 # A smoke run's bench and contest settings (tests/test_benchmarks.py): a fraction of a second each,
 # figures of the right shape, not of any precision.
@@ -29,12 +34,42 @@ def written_to(out: Path | None, default: Path, smoke: bool) -> Path:
     return Path(tempfile.mkdtemp(prefix="smoke-")) / default.name if smoke else default
 
 
+def measured_where_and_when(started: time.struct_time) -> dict[str, str]:
+    """The machine (its class and CPU model) and the UTC minutes from `started` to now: every figure's context."""
+    from pipeline.machine.fingerprint import fingerprint
+    from pipeline.machine.naming import hardware_name
+
+    env = fingerprint()
+    span = f"{time.strftime('%Y-%m-%d %H:%M', started)}-{time.strftime('%H:%M', time.gmtime())} UTC"
+    return {"machine": f"{hardware_name(env)} ({env.cpu.model})", "measured_utc": span}
+
+
+def notes(*texts: str, width: int = 110) -> list[str]:
+    """The lines under a printed table: each text wrapped at `width`, its continuation indented."""
+    return [line for text in texts for line in textwrap.wrap(text, width, subsequent_indent="  ")]
+
+
+def write_table(out: Path, result: dict[str, Any], lines: list[str]) -> None:
+    """`result` as JSON at `out`; its table printed and written beside it as .txt."""
+    from pipeline.core.files import write_json
+
+    write_json(out, result)
+    print("\n".join(lines))
+    out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+
+
 def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """`base` with `changes` written over it, nested sections key by key."""
     out = dict(base)
     for key, value in changes.items():
         out[key] = merged(out.get(key) or {}, value) if isinstance(value, dict) else value
     return out
+
+
+def run_params(smoke: bool) -> Params:
+    """This project's params.yaml, with SMOKE_SETTINGS written over it for a smoke run."""
+    params = load_params(Path(__file__).resolve().parents[1] / PARAMS_FILE)
+    return Params.model_validate(merged(params.model_dump(), SMOKE_SETTINGS)) if smoke else params
 
 
 def tiny_onnx(folder: Path) -> Path:

@@ -31,9 +31,11 @@ SMOKE = [
     smoke("foreign_models"),
     smoke("serving_load"),
     smoke("foreign_corpus", ["{tmp}"], "smoke.json"),
+    smoke("openvino_crosscheck"),
     smoke("pipeline_timing", slow=True),
     smoke("transformer_int8", slow=True),
     smoke("openvino_int8_recipes", slow=True),
+    smoke("article_table", slow=True),
 ]
 
 
