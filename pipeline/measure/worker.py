@@ -28,7 +28,7 @@ from pipeline.core.config import PARAMS_FILE, ModelConfig, Params, load_params
 from pipeline.core.data import DataSet, run_batched, sample_batch
 from pipeline.core.evaluate import Judging, fidelity_block
 from pipeline.core.memory import RssSampler
-from pipeline.core.records import Accuracy, Measured, Stability
+from pipeline.core.records import Accuracy, Measured, RuntimeSettings, Stability
 from pipeline.core.records import build as build_record
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
@@ -162,7 +162,7 @@ def measure_loaded(
     start = time.perf_counter()
     cached = session.load_from_cache()
     cached_load_ms = 1000 * (time.perf_counter() - start) if cached else None
-    runtime_details = session.details()
+    runtime_settings = RuntimeSettings.model_validate(session.details())
     peak_rss = max(sampler.peaks["load"], sampler.peaks["latency"])
     measured = Measured(
         load_ms=loaded.load_ms,
@@ -184,11 +184,7 @@ def measure_loaded(
         fidelity=fidelity,
         fidelity_batch=batch,
         eval_rows=rows,
-        **(
-            {"inference_precision": runtime_details["inference_precision"]}
-            if "inference_precision" in runtime_details
-            else {}
-        ),
+        **({"inference_precision": executed} if (executed := runtime_settings.inference_precision) else {}),
         import_ms=loaded.import_ms,
         runtime_rss_mb=loaded.runtime_rss_mb,
         phase_s={"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
@@ -201,7 +197,7 @@ def measure_loaded(
             stopped_by=latency.stopped_by,
             **latency_cpu.other_load(),
         ),
-        runtime_settings=runtime_details,
+        runtime_settings=runtime_settings,
         batching=source.batching.model_dump(exclude_none=True)
         | {"eval_batch": batch, "sweep": [f"b{b}" for b in sizes] if sweeps else []},
     )
