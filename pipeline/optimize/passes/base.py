@@ -128,6 +128,8 @@ class BuildResult:
     entry: str  # the file (or folder) in out_dir that the runtime loads
     details: dict[str, Any] = field(default_factory=dict)  # recorded under "build" in reports/details
     runtime_config: dict[str, Any] = field(default_factory=dict)  # how the runtime must load the entry
+    # the rescues the build used (pipeline.core.rescues: Rescue.record), recorded as the details' `rescues`
+    rescues: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Pass(ABC):

@@ -192,4 +192,5 @@ class EngineInt8(Pass):
         qdq = StaticInt8().run(ctx, config)
         result = build_engine(ctx, ctx.out_dir / qdq.entry, config)
         result.details |= {"qdq": qdq.details}
+        result.rescues.extend(qdq.rescues)
         return result

@@ -303,5 +303,5 @@ class NncfInt8AccuracyControl(Pass):
         details = {**int8_details(ctx, config), "max_drop": config.max_drop, "drop_type": config.drop_type,
                    "validation_metric": validation.metric, "validation_samples": validation.samples,
                    "validation_origin": validation.origin, **found, "search_s": time.monotonic() - started,
-                   "stopped_by": "ranked_fallback", "rescues": [rescue]}  # fmt: skip
-        return save(ctx, quantized, compress_to_fp16=False, config=config, **details)
+                   "stopped_by": "ranked_fallback"}  # fmt: skip
+        return save(ctx, quantized, compress_to_fp16=False, config=config, rescued=(rescue,), **details)
