@@ -48,6 +48,11 @@ class BuildContext:
     def exported_onnx(self) -> Path:
         return self.source_dir / layout.EXPORTED_ONNX
 
+    @property
+    def hf_folder(self) -> Path:
+        """A text-generation model's Hugging Face folder, as its export copied it: what its passes start from."""
+        return self.source_dir / layout.HF_DIR
+
     @cached_property
     def source_info(self) -> SourceRecord:
         return source_record.load(self.model, self.root)
