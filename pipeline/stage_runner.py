@@ -6,8 +6,8 @@ A stage prints one line: its result. Everything else it or its libraries write (
 warnings, NNCF's progress bars, torch.onnx's notices) goes to reports/logs/stages/<stage>.log.
 
 It imports only what it needs, so a stage's `deps` list what its own work imports and nothing more:
-it knows no record (a stage returns the dict its line is made of: `status`, `reason`), so an edit to
-one reruns only the stages that read it.
+it knows no record (a stage returns a dict, read as its line: `StageLine`'s `status` and `reason`), so
+an edit to one reruns only the stages that read it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from pipeline.core import layout
 from pipeline.core.errors import PipelineError
@@ -66,10 +68,20 @@ def run_stage(
     except BaseException:
         print(f"error: {name}: crashed; the traceback is in {log}", file=sys.stderr)
         raise
-    if isinstance(result, dict) and "status" in result:
-        reason = result.get("reason", "")
-        print(f"{name}: {result['status']}" + (f" ({reason.splitlines()[0][:200]})" if reason else ""))
+    line = StageLine.model_validate(result if isinstance(result, dict) else {})
+    if line.status:
+        print(f"{name}: {line.status}" + (f" ({line.reason.splitlines()[0][:200]})" if line.reason else ""))
     return 0
+
+
+class StageLine(BaseModel):
+    """How a stage ended, as its function's result says: the one line the stage prints. The result's
+    other keys (an export report, a bench plan) are the function's own."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    status: str | None = None  # None: the result does not say (training metrics, a plan)
+    reason: str = ""
 
 
 LOGS = layout.stage_logs()

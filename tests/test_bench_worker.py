@@ -14,7 +14,8 @@ from pipeline.core.memory import RssSampler
 from pipeline.core.records.source import SourceRecord
 from pipeline.measure.budget import ContentionScreen, Rival
 from pipeline.measure.harness import measure_concurrent
-from pipeline.measure.worker import Loaded, measure_loaded
+from pipeline.measure.loading import Loaded
+from pipeline.measure.worker import measure_loaded
 from pipeline.runtimes.base import OpTime, Session, ThreadQueue
 
 LOAD_MB = 300  # what the stand-in's weights take once loaded

@@ -181,7 +181,7 @@ STRING_IMPORTERS = {
     "pipeline.optimize.knobs": "pipeline.optimize.passes",
     "pipeline.optimize.applicability": "pipeline.runtimes",  # a runtime adapter's unavailable_on
     "pipeline.runtimes": "pipeline.runtimes",
-    "pipeline.measure.worker": "pipeline.runtimes",
+    "pipeline.measure.loading": "pipeline.runtimes",
     "pipeline.prepare.sources": "pipeline.prepare.sources",
     "pipeline.core.isolate": None,
     "pipeline.core.model_code": "models",

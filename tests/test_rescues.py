@@ -44,7 +44,7 @@ def test_static_int8_retries_a_known_quantizer_defect_with_its_documented_option
 
     monkeypatch.setattr(quantization, "quantize_static", flawed)
     result = build(context, "onnx_int8_static", calibration_samples=16)
-    [rescue] = result.details["rescues"]
+    [rescue] = result.rescues
     assert rescue["rescue"] == "ort_int32_bias_scale" and len(seen) == 2
     assert rescue["setting"] == {"QDQDisableWeightAdjustForInt32Bias": True}
     assert rescue["library"].startswith("onnxruntime 1.") and rescue["seen"].startswith("ValueError: The truth")
@@ -85,7 +85,7 @@ def test_a_quantized_graph_onnx_runtime_cannot_load_is_quantized_again_as_qopera
     monkeypatch.setattr(quantization, "quantize_static", writes_unloadable_qdq)
     monkeypatch.setattr(sensitivity, "goal_figure", lambda *args, **kwargs: 0.5)  # a search that never reaches it
     result = build(context, variant, calibration_samples=16, **({"max_excluded": 2} if "search" in variant else {}))
-    [rescue] = result.details["rescues"]
+    [rescue] = result.rescues
     assert rescue["rescue"] == "ort_qdq_unloadable" and "Transpose" in rescue["seen"]
     assert result.details["format"] == "qoperator" and formats[:2] == [QuantFormat.QDQ, QuantFormat.QOperator]
     assert set(formats[1:]) == {QuantFormat.QOperator}  # a search's later tries keep the remedy
@@ -261,7 +261,7 @@ def test_nncf_accuracy_control_failing_inside_nncf_falls_back_to_the_ranked_sear
     monkeypatch.setattr(nncf, "quantize_with_accuracy_control", get_next_nodes)
     result = build(context, "openvino_int8_acc", max_drop=1e-6, subset_size=16)  # only the float model reaches it
     details = result.details
-    [rescue] = details["rescues"]
+    [rescue] = result.rescues
     assert rescue["rescue"] == "nncf_accuracy_control_crash" and rescue["seen"] == "KeyError: 414"
     assert details["stopped_by"] == "ranked_fallback" and details["validation_origin"] == "validation"
     tries = details["tries"]
@@ -337,7 +337,7 @@ def test_an_if_on_a_scalar_input_with_one_known_value_is_folded_before_openvino_
     np.testing.assert_allclose(next(iter(got.values())), expected, atol=1e-5)
     quantized = nncf.quantize(model, calibration_dataset(ctx, model), subset_size=6)  # sr is not fed to it
     for built in (model, quantized):  # the record travels with the model through NNCF to save()
-        [rescue] = save(ctx, built, compress_to_fp16=False, config=Fp32Config()).details["rescues"]
+        [rescue] = save(ctx, built, compress_to_fp16=False, config=Fp32Config()).rescues
         assert rescue["rescue"] == "if_on_known_scalar" and rescue["specialised_to"] == {"sr": 16000}
         assert rescue["seen"] == "OpConversionFailure: The input data tensor's rank has to be known (static)"
 

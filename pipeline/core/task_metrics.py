@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,24 +55,23 @@ class TaskMetric:
     reads_every_output: bool = False  # a user's function takes them all; a built-in reads the first
 
     def __call__(self, outputs: Arrays, labels: Arrays) -> float:
-        found: dict[str, Any] = {}
+        found: Future[Any] = Future()
 
         def call() -> None:
             try:
-                found["value"] = self.function(outputs, labels)
-            except Exception as error:  # reported below, in one line naming the metric
-                found["error"] = error
+                found.set_result(self.function(outputs, labels))
+            except BaseException as error:  # reported below, in one line naming the metric (sys.exit too)
+                found.set_exception(error)
 
-        worker = threading.Thread(target=call, daemon=True, name=f"metric {self.name}")
-        worker.start()
-        worker.join(METRIC_TIMEOUT_S)
-        if worker.is_alive():
-            raise MetricError(f"metric {self.name}: no result after {METRIC_TIMEOUT_S:g} s")
-        if "error" in found:
-            error = found["error"]
+        threading.Thread(target=call, daemon=True, name=f"metric {self.name}").start()  # left behind if it hangs
+        try:
+            error = found.exception(timeout=METRIC_TIMEOUT_S)
+        except TimeoutError:
+            raise MetricError(f"metric {self.name}: no result after {METRIC_TIMEOUT_S:g} s") from None
+        if error is not None:
             line = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise MetricError(f"metric {self.name} raised {type(error).__name__}: {line}")
-        value = found.get("value")
+        value = found.result()
         try:
             number = float(value)  # a numpy scalar or 0-d array too
         except (TypeError, ValueError):

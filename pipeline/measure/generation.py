@@ -22,10 +22,10 @@ import numpy as np
 
 from pipeline.core.config import GenerationBench
 from pipeline.core.memory import RssSampler
-from pipeline.core.records import Generation, LatencyStats, Measured, Throughput
+from pipeline.core.records import Generation, LatencyStats, Measured, RuntimeSettings, Throughput
 from pipeline.core.records import source as source_record
+from pipeline.measure.loading import load_variant
 from pipeline.measure.stats import median_interval
-from pipeline.measure.worker import load_variant
 from pipeline.runtimes.generator import Generator
 
 
@@ -97,9 +97,9 @@ def quality(generator: Generator, reference: dict[str, np.ndarray], ids: np.ndar
     }
 
 
-def executed_precision(runtime: dict[str, Any]) -> str | None:
+def executed_precision(runtime: RuntimeSettings) -> str | None:
     """OpenVINO's compute and KV-cache precision as the plugin chose them (bench.honest_precision reads it)."""
-    chose = runtime.get("plugin_chose")
+    chose = runtime.plugin_chose
     if not chose:
         return None
     return f"{chose['INFERENCE_PRECISION_HINT']} (KV cache {chose['KV_CACHE_PRECISION']})"
@@ -128,7 +128,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
         with sampler.phase("context"):
             prompt_length = settings.prompt_lengths[0]
             generator.generate(prompts(ids, prompt_length, 1), settings.context - prompt_length)
-        runtime_details = generator.details()
+        runtime_settings = RuntimeSettings.model_validate(generator.details())
         scored = quality(generator, loaded.reference.outputs, ids)
 
     steps = by_length[settings.prompt_lengths[0]]["step_s"]
@@ -174,12 +174,12 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
             ),
         ),
         **scored,
-        **({"inference_precision": executed} if (executed := executed_precision(runtime_details)) else {}),
+        **({"inference_precision": executed} if (executed := executed_precision(runtime_settings)) else {}),
         import_ms=loaded.import_ms,
         runtime_rss_mb=loaded.runtime_rss_mb,
         baseline_rss_mb=baseline_mb,
         memory_how=sampler.how,
-        runtime_settings=runtime_details,
+        runtime_settings=runtime_settings,
         eval_origin=loaded.reference.origin,
     )
     return {

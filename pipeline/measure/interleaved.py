@@ -35,8 +35,8 @@ from pipeline.core.config import ContestConfig
 from pipeline.core.data import sample_batch
 from pipeline.core.records import source as source_record
 from pipeline.measure.harness import clock, no_gc, seconds_per_call, warm_up
+from pipeline.measure.loading import load_variant
 from pipeline.measure.stats import Interval, paired_ratio_interval
-from pipeline.measure.worker import load_variant
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99}
 WARM_CALLS = 2  # untimed calls at the start of every block: caches and thread pools after the switch

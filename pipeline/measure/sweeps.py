@@ -4,7 +4,7 @@ each batch size, concurrent batch-1 requests, and latency at each value of the d
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline.core.config import BenchConfig, ModelConfig, ThroughputConfig
 from pipeline.core.data import Arrays, DataSet, generate_inputs, sample_batch
@@ -20,11 +20,9 @@ from pipeline.measure.harness import (
     measure_throughput,
     warm_up,
 )
+from pipeline.measure.loading import Loaded
 from pipeline.measure.stats import Interval as SampleInterval
 from pipeline.runtimes.base import Session
-
-if TYPE_CHECKING:
-    from pipeline.measure.worker import Loaded
 
 
 def measure_sweeps(

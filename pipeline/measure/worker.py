@@ -14,25 +14,17 @@ never counted. CPU time, ours and other processes', is summed over the timed int
 
 from __future__ import annotations
 
-import importlib
 import time
-from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from pipeline.core import layout
-from pipeline.core.config import PARAMS_FILE, ModelConfig, Params, load_params
-from pipeline.core.data import DataSet, run_batched, sample_batch
+from pipeline.core.config import ModelConfig
+from pipeline.core.data import run_batched, sample_batch
 from pipeline.core.evaluate import Judging, fidelity_block
 from pipeline.core.memory import RssSampler
-from pipeline.core.records import Accuracy, Measured, Stability
-from pipeline.core.records import build as build_record
+from pipeline.core.records import Accuracy, Measured, RuntimeSettings, Stability
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
-from pipeline.core.registry import RUNTIMES
 from pipeline.core.task_metrics import accuracy_block, resolve
 from pipeline.measure.budget import ContentionScreen, contention_screen, eval_batch, eval_rows
 from pipeline.measure.clock import CpuClock, PhaseTimes
@@ -43,45 +35,9 @@ from pipeline.measure.harness import (
     measure_latency,
     warm_up,
 )
+from pipeline.measure.loading import Loaded, load_variant
 from pipeline.measure.profile import op_profile
 from pipeline.measure.sweeps import measure_sweeps
-from pipeline.runtimes.base import Session
-from pipeline.runtimes.layout import in_layout
-
-
-@dataclass
-class Loaded:
-    """A variant loaded by its runtime, with what it took to get there."""
-
-    session: Session
-    reference: DataSet
-    params: Params
-    import_ms: float
-    runtime_rss_mb: float
-    load_ms: float
-    target: str = "cpu"
-    root: Path = Path(".")
-
-
-def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | None = None) -> Loaded:
-    """Load the variant built in folder `artifact` (pipeline.core.layout.built_dir) for `model`."""
-    params = load_params(root / PARAMS_FILE)
-    threads = params.bench.resolved_threads()
-    build = build_record.load(artifact)
-    target = build.target
-    reference = DataSet.load(layout.source_dir(model, root) / layout.REFERENCE)
-
-    start = time.perf_counter()
-    adapter = importlib.import_module(RUNTIMES[build.runtime].module)
-    import_ms = 1000 * (time.perf_counter() - start)
-    runtime_rss_mb = psutil.Process().memory_info().rss / 1e6
-
-    start = time.perf_counter()
-    with sampler.phase("load") if sampler else nullcontext():
-        session = in_layout(adapter.load(artifact / build.entry, threads, build.runtime_config, target),
-                            build.runtime_config)  # fmt: skip
-    load_ms = 1000 * (time.perf_counter() - start)
-    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target, root)
 
 
 def measure_latency_only(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
@@ -162,7 +118,7 @@ def measure_loaded(
     start = time.perf_counter()
     cached = session.load_from_cache()
     cached_load_ms = 1000 * (time.perf_counter() - start) if cached else None
-    runtime_details = session.details()
+    runtime_settings = RuntimeSettings.model_validate(session.details())
     peak_rss = max(sampler.peaks["load"], sampler.peaks["latency"])
     measured = Measured(
         load_ms=loaded.load_ms,
@@ -184,11 +140,7 @@ def measure_loaded(
         fidelity=fidelity,
         fidelity_batch=batch,
         eval_rows=rows,
-        **(
-            {"inference_precision": runtime_details["inference_precision"]}
-            if "inference_precision" in runtime_details
-            else {}
-        ),
+        **({"inference_precision": executed} if (executed := runtime_settings.inference_precision) else {}),
         import_ms=loaded.import_ms,
         runtime_rss_mb=loaded.runtime_rss_mb,
         phase_s={"import": loaded.import_ms / 1000, "load": loaded.load_ms / 1000, **phases},
@@ -201,7 +153,7 @@ def measure_loaded(
             stopped_by=latency.stopped_by,
             **latency_cpu.other_load(),
         ),
-        runtime_settings=runtime_details,
+        runtime_settings=runtime_settings,
         batching=source.batching.model_dump(exclude_none=True)
         | {"eval_batch": batch, "sweep": [f"b{b}" for b in sizes] if sweeps else []},
     )

@@ -48,7 +48,7 @@ def run_pass(
         setting = rescues.CONSERVATIVE[spec.runtime]
         result.runtime_config |= setting
         seen = f"the first build's {crashed}"
-        result.details["rescues"] = [*result.details.get("rescues", []), rescue.record(seen, setting=setting)]
+        result.rescues.append(rescue.record(seen, setting=setting))
     seconds = time.perf_counter() - start
     if not (ctx.out_dir / result.entry).exists():
         raise RuntimeError(f"pass {spec.pass_ref} did not write its entry {result.entry}")
@@ -56,8 +56,8 @@ def run_pass(
     return {
         "entry": result.entry,
         "runtime_config": result.runtime_config,
-        "build": {"seconds": seconds, **result.details, **quantized,
-                  "load_check": prove_loadable(ctx, spec.runtime, result)},
+        "build": {"seconds": seconds, **result.details, **({"rescues": result.rescues} if result.rescues else {}),
+                  **quantized, "load_check": prove_loadable(ctx, spec.runtime, result)},
     }  # fmt: skip
 
 

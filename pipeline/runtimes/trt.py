@@ -19,7 +19,7 @@ import tensorrt as trt
 from cuda.bindings import runtime as cudart
 
 from pipeline.core.data import Arrays
-from pipeline.core.files import read_json
+from pipeline.core.records import engine as engine_entry
 from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.records.env import Probe
 from pipeline.runtimes.base import Session
@@ -49,11 +49,10 @@ class TrtSession(Session):
     def __init__(self, entry: Path, target: str) -> None:
         from pipeline.machine.probe import probe_cuda
 
-        info = read_json(entry)
+        facts = engine_entry.load(entry)
         index = int(target.partition(":")[2] or 0)
         gpu = Probe.model_validate(probe_cuda(index))
-        built_for = (info["tensorrt"], info["gpu"], info["compute_capability"])  # the engine's own facts file
-        here = (trt.__version__, gpu.gpu, gpu.compute_capability)
+        built_for, here = facts.built_for, (trt.__version__, gpu.gpu, gpu.compute_capability)
         if built_for != here:
             raise RuntimeError(
                 f"{entry}: engine built for TensorRT {built_for[0]} on {built_for[1]} (sm {built_for[2]}), "
@@ -61,8 +60,8 @@ class TrtSession(Session):
             )
         check(cudart.cudaSetDevice(index))
         self._logger = trt.Logger(trt.Logger.WARNING)
-        self._engine = trt.Runtime(self._logger).deserialize_cuda_engine((entry.parent / info["engine"]).read_bytes())
-        self.input_names, self.output_names = info["inputs"], info["outputs"]
+        self._engine = trt.Runtime(self._logger).deserialize_cuda_engine((entry.parent / facts.engine).read_bytes())
+        self.input_names, self.output_names = facts.inputs, facts.outputs
 
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
         """A call with its own execution context, stream and device buffers, so that prepared calls

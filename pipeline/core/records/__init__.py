@@ -4,6 +4,7 @@ through its own module only.
 - source: the export's record of a source model (artifacts/<model>/source/source.json)
 - build: a variant's build, with the runtime config it loads with (artifacts/<model>/<variant>/build.json)
 - code_entry: the entry file of a code-plus-weights artifact (torch_model.json, jax_model.json)
+- engine: the entry file of a TensorRT engine artifact (engine.json)
 - measured: what the bench worker measures; variant: one variant's outcome (reports/details)
 - metrics: the numbers DVC diffs (reports/metrics)
 - profile: where a variant's time goes (reports/profile)
@@ -27,6 +28,7 @@ from pipeline.core.records.measured import (
     Measured,
     OutputFidelity,
     Perplexity,
+    RuntimeSettings,
     SampleRateInterval,
     Screen,
     Stability,
@@ -49,6 +51,7 @@ __all__ = [
     "Part",
     "Perplexity",
     "Records",
+    "RuntimeSettings",
     "SampleRateInterval",
     "Screen",
     "Stability",

@@ -227,6 +227,45 @@ class Perplexity(Part):
     tokens: int
 
 
+class RuntimeSettings(Part):
+    """The runtime's own settings, as its session reports them (Session.details in pipeline.runtimes): what the
+    figures were measured with, and what a server's configuration reproduces (pipeline.serve). Each runtime
+    sets its own; the others stay None."""
+
+    # ONNX Runtime (provider: its execution provider; onnxruntime-genai: "cpu")
+    provider: str | None = None
+    target: str | None = None
+    graph_optimization: str | None = None  # the session's graph optimization level
+    # threads: ONNX Runtime's, PyTorch's and TensorFlow's intra- and inter-op pools; a decoder runtime's threads
+    intra_op_threads: int | None = None
+    inter_op_threads: int | None = None
+    threads: int | None = None
+    # OpenVINO's CPU plugin, read back from the compiled model
+    device: str | None = None  # OpenVINO's device; PyTorch's torch.device
+    inference_precision: str | None = None  # what it computed in (ONNX Runtime: the executed precision)
+    inference_precision_requested: str | None = None
+    inference_num_threads: int | None = None
+    dynamic_quantization_group_size: int | None = None
+    latency_hint_streams: int | None = None
+    execution_devices: str | None = None
+    # PyTorch, TensorFlow, JAX, TensorRT
+    mode: str | None = None  # torch: eager module or AOTInductor package
+    xla_compiled_at_load: bool | None = None
+    kind: str | None = None  # JAX: jit or export
+    backend: str | None = None
+    xla_flags: str | None = None
+    tensorrt: str | None = None  # its version
+    stream: str | None = None
+    layout: str | None = None  # a model not rows first: fed in its own layout (pipeline.runtimes.layout)
+    # decoders: the generation library's version and settings
+    attention: str | None = None
+    onnxruntime_genai: str | None = None
+    openvino_genai: str | None = None
+    properties: dict[str, str | int | bool] | None = None  # the OpenVINO properties openvino-genai was given
+    prefix_caching: bool | None = None
+    plugin_chose: dict[str, str] | None = None  # OpenVINO property -> what the CPU plugin chose (auto precisions)
+
+
 class Measured(Part):
     """What a bench worker measured, in its own process (pipeline.measure.worker, .generation). Every field
     is None on a variant that was not measured."""
@@ -312,8 +351,10 @@ class Measured(Part):
     sweep_load: dict[str, float] | None = Field(
         None, description="CPU other processes and the hypervisor took during the sweep, %"
     )
-    throughput_ci: dict[str, SampleRateInterval] | None = None
-    runtime_settings: dict[str, Any] | None = Field(
+    throughput_ci: dict[str, SampleRateInterval] | None = Field(
+        None, description="the 95% interval of each batch's samples/s in throughput_sps (keyed b<batch>)"
+    )
+    runtime_settings: RuntimeSettings | None = Field(
         None, description="the runtime's own settings (threads, providers, hints)"
     )
     batching: dict[str, Any] | None = Field(None, description="the memory-bounded batch sizes and how they were found")
@@ -323,6 +364,10 @@ class Measured(Part):
     def out_of_contention(self) -> bool:
         """Measured on the short budget: no throughput, concurrent or dim sweep (`screen.reason` says why)."""
         return self.screen is not None and self.screen.budget == "short"
+
+    def throughput_interval(self, batch: int) -> SampleRateInterval | None:
+        """The 95% interval of one caller's samples/s at `batch`; None where the sweep did not reach it."""
+        return (self.throughput_ci or {}).get(f"b{batch}")
 
     @property
     def accuracy_drop(self) -> float | None:

@@ -1,2 +1,2 @@
-"""Passes, grouped by backend (onnxruntime/, openvino/, tensorrt, pytorch, tensorflow, jax, decoder):
-each turns the export (or the source) into an artifact."""
+"""Passes, grouped by backend (onnxruntime/, openvino/, tensorrt, pytorch, tensorflow, jax): each turns the
+export (or the source) into an artifact; a text-generation model's passes start from its Hugging Face folder."""

@@ -48,6 +48,11 @@ class BuildContext:
     def exported_onnx(self) -> Path:
         return self.source_dir / layout.EXPORTED_ONNX
 
+    @property
+    def hf_folder(self) -> Path:
+        """A text-generation model's Hugging Face folder, as its export copied it: what its passes start from."""
+        return self.source_dir / layout.HF_DIR
+
     @cached_property
     def source_info(self) -> SourceRecord:
         return source_record.load(self.model, self.root)
@@ -128,6 +133,8 @@ class BuildResult:
     entry: str  # the file (or folder) in out_dir that the runtime loads
     details: dict[str, Any] = field(default_factory=dict)  # recorded under "build" in reports/details
     runtime_config: dict[str, Any] = field(default_factory=dict)  # how the runtime must load the entry
+    # the rescues the build used (pipeline.core.rescues: Rescue.record), recorded as the details' `rescues`
+    rescues: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Pass(ABC):

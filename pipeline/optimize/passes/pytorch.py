@@ -1,4 +1,5 @@
-"""torch_eager and torch_compile: the PyTorch source, as is and compiled ahead of time.
+"""torch_eager and torch_compile: the PyTorch source, as is and compiled ahead of time; lm_torch: a
+text-generation model's Hugging Face folder, run by transformers.
 
 Both artifacts have the entry torch_model.json (input and output names, and what to load).
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from pipeline.core.layout import model_dir
+from pipeline.core.layout import HF_DIR, model_dir
 from pipeline.core.records import code_entry
 from pipeline.core.records.code_entry import CodeEntry
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
@@ -98,3 +99,11 @@ class TorchCompile(Pass):
         ranges = {str(s): str(r) for s, r in program.range_constraints.items()}
         compiler = f"AOTInductor (torch {torch.__version__}) for {ctx.target}"
         return BuildResult(ENTRY, {"compiler": compiler, "dynamic_ranges": ranges})
+
+
+class LmTorch(Pass):
+    """The text-generation baseline: the Hugging Face folder as exported, decoding with its KV cache."""
+
+    def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
+        shutil.copytree(ctx.hf_folder, ctx.out_dir / HF_DIR)
+        return BuildResult(HF_DIR, {"source": "the Hugging Face folder as exported"})

@@ -23,7 +23,8 @@ from typing import Any
 from pydantic import Field
 
 from pipeline.core.config import InputSpec
-from pipeline.core.files import write_json
+from pipeline.core.records import engine as engine_entry
+from pipeline.core.records.engine import EngineEntry
 from pipeline.core.records.env import Probe
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE, AsExported
@@ -154,20 +155,20 @@ def build_engine(ctx: BuildContext, onnx_path: Path, config: TensorRtConfig) -> 
         raise RuntimeError("TensorRT could not build an engine (its log is in the build log)")
     (ctx.out_dir / ENGINE).write_bytes(bytes(engine))
     gpu = Probe.model_validate(probe_cuda(int(ctx.target.partition(":")[2] or 0)))
-    facts = {
-        "engine": ENGINE,
-        "tensorrt": trt.__version__,
-        "gpu": gpu.gpu,
-        "compute_capability": gpu.compute_capability,
-        "key": engine_cache_key(onnx_path, trt.__version__, gpu),
-        "inputs": list(shapes),
-        "outputs": ctx.source_info.output_names,
-        "profile_shapes": {k: [list(s) for s in v] for k, v in shapes.items()},
-    }
-    write_json(ctx.out_dir / ENGINE_INFO, facts)
+    entry = EngineEntry(
+        engine=ENGINE,
+        tensorrt=trt.__version__,
+        gpu=gpu.gpu,
+        compute_capability=gpu.compute_capability,
+        key=engine_cache_key(onnx_path, trt.__version__, gpu),
+        inputs=list(shapes),
+        outputs=ctx.source_info.output_names,
+        profile_shapes={k: [list(s) for s in v] for k, v in shapes.items()},
+    )
+    engine_entry.write(entry, ctx.out_dir / ENGINE_INFO)
     for leftover in ctx.out_dir.glob(f"{MODEL_FILE}*"):  # the intermediate ONNX: the engine is the artifact
         leftover.unlink()
-    return BuildResult(ENGINE_INFO, {k: facts[k] for k in ("tensorrt", "gpu", "compute_capability", "key")})
+    return BuildResult(ENGINE_INFO, entry.model_dump(include={"tensorrt", "gpu", "compute_capability", "key"}))
 
 
 class EngineFp16(Pass):
@@ -191,4 +192,5 @@ class EngineInt8(Pass):
         qdq = StaticInt8().run(ctx, config)
         result = build_engine(ctx, ctx.out_dir / qdq.entry, config)
         result.details |= {"qdq": qdq.details}
+        result.rescues.extend(qdq.rescues)
         return result

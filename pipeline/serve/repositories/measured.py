@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from pipeline.core.records.manifest import Manifest
-from pipeline.core.records.measured import SampleRateInterval
+from pipeline.core.records.measured import RuntimeSettings, SampleRateInterval
 from pipeline.core.records.variant import VariantRecord
 from pipeline.serve.signature import Signature
 
@@ -23,6 +23,11 @@ def metrics(manifest: Manifest) -> VariantRecord:
     if manifest.metrics is None:  # scope.why_not refuses such a manifest first
         raise ValueError(f"{manifest.model}: the manifest holds no measurements")
     return manifest.metrics
+
+
+def runtime_settings(manifest: Manifest) -> RuntimeSettings:
+    """The runtime's own settings the figures were measured with (none recorded: every one unset)."""
+    return metrics(manifest).runtime_settings or RuntimeSettings()
 
 
 def by_batch(manifest: Manifest) -> dict[int, float]:
@@ -74,19 +79,18 @@ def batching_gain(manifest: Manifest) -> tuple[int | None, str]:
     """The batch to gather requests into (the peak-throughput batch) when some batch above 1 measured
     clearly more samples/s than batch 1, beyond both 95% intervals; else None. And the figures that say so."""
     record, sweep = metrics(manifest), by_batch(manifest)
-    intervals = record.throughput_ci or {}
-    one = intervals.get("b1")
+    one = record.throughput_interval(1)
     clear = [
         b
         for b in sorted(sweep)
         if b > 1
         and one is not None
         and one.high is not None
-        and (ci := intervals.get(f"b{b}")) is not None
+        and (ci := record.throughput_interval(b)) is not None
         and ci.low is not None
         and ci.low > one.high
     ]
-    figures = ", ".join(f"b{b} {_interval(intervals.get(f'b{b}'))}" for b in sorted(sweep))
+    figures = ", ".join(f"b{b} {_interval(record.throughput_interval(b))}" for b in sorted(sweep))
     peak = record.throughput_sps.peak_batch if record.throughput_sps else None
     if not clear or peak is None or peak <= 1:
         return None, f"no batch above 1 measured clearly more samples/s than batch 1 (95% intervals: {figures})"
@@ -144,9 +148,10 @@ class PluginSettings:
 
 def openvino_plugin(manifest: Manifest) -> PluginSettings:
     found = concurrency(manifest)
-    ran = metrics(manifest).runtime_settings or {}
-    precision = ran.get("inference_precision") or manifest.runtime_config.inference_precision
-    group = ran.get("dynamic_quantization_group_size", manifest.runtime_config.dynamic_quantization_group_size)
+    ran = runtime_settings(manifest)
+    precision = ran.inference_precision or manifest.runtime_config.inference_precision
+    recorded = ran.dynamic_quantization_group_size
+    group = manifest.runtime_config.dynamic_quantization_group_size if recorded is None else recorded
     return PluginSettings(
         threads=found.threads or found.total_threads,
         streams=found.streams,

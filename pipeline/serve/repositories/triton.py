@@ -113,7 +113,6 @@ def _instances(config: mc.ModelConfig, manifest: Manifest, backend: str) -> list
     found = measured.concurrency(manifest)
     config.instance_group.add(count=found.requests, kind=mc.ModelInstanceGroup.KIND_CPU)
     notes = [f"instance_group count {found.requests} KIND_CPU: the concurrent measurement ran {found.text}"]
-    settings = measured.metrics(manifest).runtime_settings or {}
     if backend == "onnxruntime":
         share = found.threads_per_request
         parameters = {"intra_op_thread_count": share, "inter_op_thread_count": 1, "execution_mode": 0}
@@ -124,7 +123,7 @@ def _instances(config: mc.ModelConfig, manifest: Manifest, backend: str) -> list
         notes.append(
             "inter_op_thread_count 1, execution_mode 0 (sequential): how pipeline.runtimes.ort runs every session"
         )
-        level = str(settings.get("graph_optimization", "all"))
+        level = measured.runtime_settings(manifest).graph_optimization or "all"
         if level in ORT_GRAPH_LEVEL:
             config.optimization.graph.level = ORT_GRAPH_LEVEL[level]
             notes.append(f"optimization.graph.level {ORT_GRAPH_LEVEL[level]}: graph optimization {level}, as measured")

@@ -1,1 +1,2 @@
-"""ONNX Runtime passes: the ONNX export as is, graph optimization, FP16, and onnxruntime.quantization's INT8."""
+"""ONNX Runtime passes: the ONNX export as is, graph optimization, FP16, onnxruntime.quantization's INT8, and
+onnxruntime-genai's decoders."""

@@ -151,7 +151,7 @@ class StaticInt8(Pass):
             raise problem
 
         sensitivity = self.quantize(ctx, config, quantize, Path(model), used.op_types)
-        return finish(
+        built = finish(
             ctx,
             config,
             used,
@@ -163,9 +163,10 @@ class StaticInt8(Pass):
                 "calibration_samples": len(calibration),
                 "calibration_origin": calibration.origin,
                 **({"sensitivity": sensitivity} if sensitivity else {}),
-                **({"rescues": rescued} if rescued else {}),
             },
         )
+        built.rescues.extend(rescued)
+        return built
 
     def quantize(
         self, ctx: BuildContext, config: StaticConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None

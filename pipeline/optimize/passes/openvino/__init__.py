@@ -1,1 +1,2 @@
-"""OpenVINO passes: conversion to IR, NNCF quantization, and NNCF's accuracy-controlled search."""
+"""OpenVINO passes: conversion to IR, NNCF quantization, NNCF's accuracy-controlled search, and the stateful
+decoders openvino-genai runs."""

@@ -10,7 +10,9 @@ operations and keep the restorer's report.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -198,16 +200,23 @@ def _watching_ranking(validation: Validation) -> Any:
         Ranker.rank_groups_of_quantizers = original
 
 
+@dataclass
+class RestorerReport:
+    """NNCF's accuracy restorer report, once it prints one (None: the first quantization met max_drop)."""
+
+    report: Any = None
+
+
 @contextmanager
-def _capturing_restorer_report() -> Any:
+def _capturing_restorer_report() -> Iterator[RestorerReport]:
     """NNCF logs, but does not return, which operations it reverted to float; keep its report."""
     from nncf.quantization.algorithms.accuracy_control.algorithm import QuantizationAccuracyRestorer
 
-    captured: dict[str, Any] = {}
+    captured = RestorerReport()
     original = QuantizationAccuracyRestorer._print_report
 
     def keep(report: Any, max_num_iterations: int) -> None:
-        captured["report"] = report
+        captured.report = report
         original(report, max_num_iterations)
 
     QuantizationAccuracyRestorer._print_report = staticmethod(keep)
@@ -263,7 +272,7 @@ class NncfInt8AccuracyControl(Pass):
                 raise
             return self.ranked(ctx, config, model, validation, rescue.record(error))
         search_s = time.monotonic() - validation.started
-        report = captured.get("report")
+        report = captured.report
         validation.max_seconds = None  # the figures below are measured, whatever the budget
         core = ov.Core()
         fp32_value, _ = validation(
@@ -303,5 +312,5 @@ class NncfInt8AccuracyControl(Pass):
         details = {**int8_details(ctx, config), "max_drop": config.max_drop, "drop_type": config.drop_type,
                    "validation_metric": validation.metric, "validation_samples": validation.samples,
                    "validation_origin": validation.origin, **found, "search_s": time.monotonic() - started,
-                   "stopped_by": "ranked_fallback", "rescues": [rescue]}  # fmt: skip
-        return save(ctx, quantized, compress_to_fp16=False, config=config, **details)
+                   "stopped_by": "ranked_fallback"}  # fmt: skip
+        return save(ctx, quantized, compress_to_fp16=False, config=config, rescued=(rescue,), **details)

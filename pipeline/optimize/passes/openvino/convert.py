@@ -103,12 +103,18 @@ def specialised(path: Path, values: dict[str, np.ndarray]) -> Any:
 
 
 def save(
-    ctx: BuildContext, model: ov.Model, compress_to_fp16: bool, config: OpenVinoConfig, **details: Any
+    ctx: BuildContext,
+    model: ov.Model,
+    compress_to_fp16: bool,
+    config: OpenVinoConfig,
+    rescued: tuple[dict[str, Any], ...] = (),
+    **details: Any,
 ) -> BuildResult:
+    """Write the IR; `rescued`: the rescues the pass used, to which convert's own is added."""
     import openvino as ov
 
     if model.has_rt_info([RESCUE_INFO]):  # convert's rescue: the model is specialised to known inputs
-        details["rescues"] = [*details.get("rescues", []), json.loads(model.get_rt_info([RESCUE_INFO]).astype(str))]
+        rescued = (*rescued, json.loads(model.get_rt_info([RESCUE_INFO]).astype(str)))
 
     ov.save_model(model, str(ctx.out_dir / MODEL_FILE), compress_to_fp16=compress_to_fp16)
     ops = [op.get_type_name() for op in model.get_ops()]
@@ -122,6 +128,7 @@ def save(
             **details,
         },
         runtime_config={"inference_precision": config.inference_precision},
+        rescues=list(rescued),
     )
 
 
