@@ -42,18 +42,18 @@ def inspect_hf(name: str, path: Path, flags: Flags) -> Inferred:
     if task not in hf_folder.TASKS:
         raise AddError(f"--task {task}: one of {', '.join((*hf_folder.TASKS, 'text-generation'))}")
     try:  # loads it as the export will: a classifier folder without its head stops here
-        hf_folder.build(str(path), task)
+        loaded = hf_folder.build(str(path), task).config  # transformers' typed config, its class's defaults filled in
     except PipelineError:
         raise
     except Exception as error:
         raise AddError(f"{path}: transformers cannot load it for {task}: {first_line(error)}") from None
     if task == "image-classification":
-        size, channels = int(config.get("image_size") or 224), int(config.get("num_channels") or 3)
+        size, channels = int(loaded.image_size), int(loaded.num_channels)
         inputs = {"pixel_values": Input(["batch", channels, size, size], "float32")}
         used_dims: dict[str, int] = {}
     else:
         seq = dims.get("seq", DEFAULT_DIM)
-        vocab = {"input_ids": config.get("vocab_size"), "token_type_ids": config.get("type_vocab_size")}
+        vocab = {"input_ids": loaded.vocab_size, "token_type_ids": getattr(loaded, "type_vocab_size", None)}
         inputs = {}
         for input_name in hf_folder.text_inputs(config):
             kind = "token_ids" if input_name == "input_ids" else input_name
