@@ -55,16 +55,18 @@ GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_i
 GPU_KEPT = ["onnx_cuda_fp32", "tensorrt_int8"]
 
 
-def keeping(*kept: str) -> list[str]:
-    """A model's `skip`: every variant but `kept`."""
-    return [variant for variant in registry.VARIANTS if variant not in kept]
+def keeping(source: str, *kept: str) -> list[str]:
+    """A `source` model's `skip`: every single-pass variant that applies to its source kind but `kept` (the
+    others stay not applicable for their own reason)."""
+    applies = lambda v: not v.generates and (v.sources is None or source in v.sources)  # noqa: E731
+    return [name for name, variant in registry.VARIANTS.items() if applies(variant) and name not in kept]
 
 
-SPAM_SKIP = keeping(*VARIANTS, *GPU_KEPT, "torch_xla")
+SPAM_SKIP = keeping("torch", *VARIANTS, *GPU_KEPT, "torch_xla")
 # The tiny transformer covers token inputs and a dynamic sequence axis (FP16 of a transformer graph must load)
-BERT_SKIP = keeping("onnx_fp32", "onnx_fp16", "openvino_fp32", "torch_eager", *RUN_TIME_INT8)
+BERT_SKIP = keeping("torch", "onnx_fp32", "onnx_fp16", "openvino_fp32", "torch_eager", *RUN_TIME_INT8)
 MODELS = ["spam_fnn", "byo_onnx", "byo_fixed", "bert_e2e", "broken", "hf_clf"]  # Keras, JAX: test_e2e_frameworks
-HF_SKIP = keeping("onnx_fp32", "torch_eager", "openvino_int8", *RUN_TIME_INT8)
+HF_SKIP = keeping("torch", "onnx_fp32", "torch_eager", "openvino_int8", *RUN_TIME_INT8)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +86,7 @@ def project(tmp_path_factory, tiny_onnx):
         "file": "model.onnx",
         "inputs": {"x": {"shape": ["batch", 12]}},
         "metric": "accuracy",
-        "skip": keeping("onnx_fp32", "onnx_int8_static"),
+        "skip": keeping("onnx", "onnx_fp32", "onnx_int8_static"),
     }
     params["catalog"]["bert_e2e"] = params["catalog"]["minilm_l6"] | {
         "factory_args": {"vocab_size": 200, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64},
@@ -92,7 +94,7 @@ def project(tmp_path_factory, tiny_onnx):
         "dim_sweep": {"seq": [8, 32]},
         "skip": BERT_SKIP,
     }
-    params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": keeping("onnx_fp32")}
+    params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": keeping("onnx", "onnx_fp32")}
     params["bench"] = FAST_BENCH
     params["select"]["contest"] = FAST_CONTEST
     # The fallback openvino_int8_acc is built only when openvino_int8 breaks a quality constraint: spam_fnn's
@@ -123,7 +125,7 @@ def project(tmp_path_factory, tiny_onnx):
     run([sys.executable, "-m", "pipeline", "add", "hf_clf", str(folder), "--eval", str(texts), "--dim", "seq=8"], root)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5, "min_neighbour_recall": 0.5}
-    params["catalog"]["byo_fixed"]["skip"] = keeping(*ONNX_VARIANTS, "openvino_int8_acc")
+    params["catalog"]["byo_fixed"]["skip"] = keeping("onnx", *ONNX_VARIANTS, "openvino_int8_acc")
     # a CNN gets no dynamic INT8 by default (Pass.not_for); op_types builds it: external weights through ORT's quantizer
     params["catalog"]["byo_fixed"]["overrides"] = {"onnx_int8_dynamic": {"op_types": ["Conv", "MatMul"]}}
     params["catalog"]["hf_clf"]["skip"] = HF_SKIP
