@@ -195,6 +195,7 @@ def copy_project(destination: Path) -> Path:
         "reports",
         "machines",
         ".gpucheck",
+        ".devcheck",
         ".whl",
     )
     shutil.copytree(REPO, destination, ignore=ignore, dirs_exist_ok=True)
