@@ -484,6 +484,8 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     reselected = {f"select@{m}" for m in applies("onnx_int8_static")} | {"report"}
     planned = {"plan"}  # rewrites every variant's file; only one changes
     assert ran == ALWAYS_RUN | planned | rebuilt | remeasured | reselected
+    took = read(root / "reports" / "logs" / "repro_time.json")  # where the time went, by stage kind
+    assert took["build"]["stages"] == len(rebuilt) and took["bench"]["stages"] == len(remeasured), took
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
     assert {path.split("/")[-1] for path in diff} == {"onnx_int8_static.json"}, sorted(diff)
     assert len(run(["dvc", "metrics", "diff"], root).splitlines()) < 40
