@@ -5,14 +5,19 @@ not change: the display counts both against the stage list (`dvc stage list -R`)
 time left from the stages run so far (an upper bound: unchanged stages take no time).
 Each stage's one-line result is printed as it finishes;
 everything else DVC prints goes to reports/logs/repro.log (and each stage's library chatter to its
-own log under reports/logs/stages/, pipeline.stage_runner).
+own log under reports/logs/stages/, pipeline.stage_runner). At the end it says where the time went,
+by stage kind (train, export, build, bench, select, ...: the wall clock from DVC's line starting a
+stage to its next one, so DVC's own work per stage is in it; `dvc` before the first and after the
+last stage), and writes that to reports/logs/repro_time.json.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
+from collections import defaultdict
 
 from rich.console import Console
 from rich.live import Live
@@ -45,12 +50,32 @@ def status_line(stage: str, done: int, total: int, started: float, durations: li
     return Text(f"[{done + 1}/{max(total, done + 1)}] {group} {item.replace('-', ' ')}  {_clock(elapsed)}  {left}")
 
 
+def time_by_kind(timed: list[tuple[str, float]], wall: float) -> dict[str, dict[str, float]]:
+    """{stage kind: {stages, seconds}} of the stages run (`timed`: (`kind@item`, seconds)), longest first,
+    and `dvc`: the rest of the `wall` seconds (DVC's start, its checks of unchanged stages, its lock writes)."""
+    kinds: dict[str, dict[str, float]] = defaultdict(lambda: {"stages": 0, "seconds": 0.0})
+    for stage, seconds in timed:
+        kind = kinds[stage.partition("@")[0]]
+        kind["stages"] += 1
+        kind["seconds"] += seconds
+    kinds["dvc"]["seconds"] = wall - sum(seconds for _, seconds in timed)
+    return {k: {"stages": v["stages"], "seconds": round(v["seconds"], 1)}
+            for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]["seconds"])}  # fmt: skip
+
+
+def where_the_time_went(kinds: dict[str, dict[str, float]]) -> str:
+    """One line: `bench 9:12 (58), build 5:40 (58), ...` (stage kind, its wall clock, how many ran)."""
+    return ", ".join(f"{kind} {_clock(v['seconds'])}" + (f" ({v['stages']:g})" if v["stages"] else "")
+                     for kind, v in kinds.items())  # fmt: skip
+
+
 def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> int:
     console = console or Console(stderr=True)
     total = stage_count()
     console.print(f"dvc repro: {total} stage(s) to check; DVC's output: {LOG}")
     LOG.parent.mkdir(parents=True, exist_ok=True)
     started, durations, done, current, stage_start = time.monotonic(), [], 0, "", time.monotonic()
+    timed: list[tuple[str, float]] = []  # (`kind@item`, seconds) of each stage run
     with LOG.open("w") as log, Live(console=console, transient=True, refresh_per_second=2) as live:
         process = subprocess.Popen(
             ["dvc", "repro", *dvc_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -63,6 +88,7 @@ def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> 
             if running or unchanged:
                 if current:
                     durations.append(time.monotonic() - stage_start)
+                    timed.append((current, durations[-1]))
                     done += 1
                 current, stage_start = (short_name(running[1]), time.monotonic()) if running else ("", stage_start)
                 done += bool(unchanged)
@@ -73,8 +99,15 @@ def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> 
             if current:
                 live.update(status_line(current, done, total, started, durations))
         code = process.wait()
-    total = _clock(time.monotonic() - started)
+        if current:
+            timed.append((current, time.monotonic() - stage_start))
+    wall = time.monotonic() - started
+    kinds = time_by_kind(timed, wall)
+    layout.repro_time().write_text(json.dumps(kinds, indent=1) + "\n")
     console.print(
-        f"dvc repro {'finished' if code == 0 else f'failed (exit {code})'} in {total}; log: {LOG}", soft_wrap=True
+        f"dvc repro {'finished' if code == 0 else f'failed (exit {code})'} in {_clock(wall)}; log: {LOG}",
+        soft_wrap=True,
     )
+    if timed:
+        console.print(f"where the time went: {where_the_time_went(kinds)}", soft_wrap=True)
     return code

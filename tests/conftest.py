@@ -31,7 +31,7 @@ if WORKER := os.environ.get("PYTEST_XDIST_WORKER"):
 # The files that build a real DVC project, longest first: under --dist loadfile (pyproject.toml) a worker
 # takes a whole file, in this order, so the longest starts at once and the short files fill the other worker.
 PROJECT_FILES = ["test_e2e.py", "test_generation.py", "test_e2e_add.py", "test_e2e_frameworks.py",
-                 "test_e2e_pretrained.py", "test_machines.py"]  # fmt: skip
+                 "test_machines.py"]  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -195,6 +195,7 @@ def copy_project(destination: Path) -> Path:
         "reports",
         "machines",
         ".gpucheck",
+        ".devcheck",
         ".whl",
     )
     shutil.copytree(REPO, destination, ignore=ignore, dirs_exist_ok=True)

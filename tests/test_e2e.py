@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.core import onnx_files, records
+from pipeline.core import onnx_files, records, registry
 from pipeline.core.files import read_json
 from pipeline.core.records import build as build_record
 from pipeline.core.records import env as env_record
@@ -39,13 +39,13 @@ from tests.test_add import odd_name_file
 
 pytestmark = pytest.mark.slow
 
-VARIANTS = [
-    "onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static",
-    "openvino_fp32", "openvino_fp16", "openvino_int8", "openvino_int8_acc", "torch_eager", "torch_compile",
-]  # fmt: skip
-# What spam_fnn covers, skipped for the models that are there for another path.
-COVERED = ["onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp16", "openvino_int8",
-           "openvino_int8_acc"]  # fmt: skip
+# One variant per pass family on spam_fnn (each pass has its own tests): ORT's export and static INT8, NNCF's
+# INT8 and its accuracy-control fallback, eager PyTorch. The other ORT and OpenVINO passes run on byo_fixed,
+# which goes through every ONNX variant (external weights, a fixed batch), and the transformers; AOTInductor
+# (torch_compile) is tests/test_tf_jax.py's.
+VARIANTS = ["onnx_fp32", "onnx_int8_static", "openvino_int8", "openvino_int8_acc", "torch_eager"]
+ONNX_VARIANTS = ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp32",
+                 "openvino_fp16", "openvino_int8"]  # fmt: skip
 # Activations quantized at run time: for transformers, run on the tiny encoder and the HF classifier only
 RUN_TIME_INT8 = ["onnx_int8_blockwise", "openvino_int8_dynamic"]
 
@@ -55,11 +55,18 @@ GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_i
 GPU_KEPT = ["onnx_cuda_fp32", "tensorrt_int8"]
 
 
-# The tiny transformer covers token inputs and a dynamic sequence axis; what others cover is skipped.
-BERT_SKIP = [*COVERED, "openvino_fp16", "torch_compile", "torch_xla"]  # RUN_TIME_INT8 run
-BERT_SKIP.remove("onnx_fp16")  # FP16 of a transformer graph must load: kept
+def keeping(source: str, *kept: str) -> list[str]:
+    """A `source` model's `skip`: every single-pass variant that applies to its source kind but `kept` (the
+    others stay not applicable for their own reason)."""
+    applies = lambda v: not v.generates and (v.sources is None or source in v.sources)  # noqa: E731
+    return [name for name, variant in registry.VARIANTS.items() if applies(variant) and name not in kept]
+
+
+SPAM_SKIP = keeping("torch", *VARIANTS, *GPU_KEPT, "torch_xla")
+# The tiny transformer covers token inputs and a dynamic sequence axis (FP16 of a transformer graph must load)
+BERT_SKIP = keeping("torch", "onnx_fp32", "onnx_fp16", "openvino_fp32", "torch_eager", *RUN_TIME_INT8)
 MODELS = ["spam_fnn", "byo_onnx", "byo_fixed", "bert_e2e", "broken", "hf_clf"]  # Keras, JAX: test_e2e_frameworks
-HF_SKIP = [v for v in [*COVERED, "openvino_fp32", "torch_compile", "torch_xla"] if v != "openvino_int8"]
+HF_SKIP = keeping("torch", "onnx_fp32", "torch_eager", "openvino_int8", *RUN_TIME_INT8)
 
 
 @pytest.fixture(scope="module")
@@ -73,13 +80,13 @@ def project(tmp_path_factory, tiny_onnx):
     params["train"] = {
         "spam_fnn": params["train"]["spam_fnn"] | {"samples": 4000, "epochs": 2},
     }
-    params["catalog"]["spam_fnn"]["skip"] = RUN_TIME_INT8
+    params["catalog"]["spam_fnn"]["skip"] = SPAM_SKIP
     params["catalog"]["byo_onnx"] = {  # no eval data: fidelity on generated inputs
         "source": "onnx",
         "file": "model.onnx",
         "inputs": {"x": {"shape": ["batch", 12]}},
         "metric": "accuracy",
-        "skip": RUN_TIME_INT8,
+        "skip": keeping("onnx", "onnx_fp32", "onnx_int8_static"),
     }
     params["catalog"]["bert_e2e"] = params["catalog"]["minilm_l6"] | {
         "factory_args": {"vocab_size": 200, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64},
@@ -87,7 +94,7 @@ def project(tmp_path_factory, tiny_onnx):
         "dim_sweep": {"seq": [8, 32]},
         "skip": BERT_SKIP,
     }
-    params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": [*COVERED, *RUN_TIME_INT8]}
+    params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": keeping("onnx", "onnx_fp32")}
     params["bench"] = FAST_BENCH
     params["select"]["contest"] = FAST_CONTEST
     # The fallback openvino_int8_acc is built only when openvino_int8 breaks a quality constraint: spam_fnn's
@@ -118,7 +125,7 @@ def project(tmp_path_factory, tiny_onnx):
     run([sys.executable, "-m", "pipeline", "add", "hf_clf", str(folder), "--eval", str(texts), "--dim", "seq=8"], root)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5, "min_neighbour_recall": 0.5}
-    params["catalog"]["byo_fixed"]["skip"] = RUN_TIME_INT8
+    params["catalog"]["byo_fixed"]["skip"] = keeping("onnx", *ONNX_VARIANTS, "openvino_int8_acc")
     # a CNN gets no dynamic INT8 by default (Pass.not_for); op_types builds it: external weights through ORT's quantizer
     params["catalog"]["byo_fixed"]["overrides"] = {"onnx_int8_dynamic": {"op_types": ["Conv", "MatMul"]}}
     params["catalog"]["hf_clf"]["skip"] = HF_SKIP
@@ -195,8 +202,8 @@ def test_gpu_variants_run_on_their_target_or_say_why_not(project):
 
 def test_openvino_variants_record_precision_streams_and_cached_load(project):
     root, _ = project
-    fp32 = metrics(root, "spam_fnn", "openvino_fp32")
-    assert fp32["inference_precision"] == "f32" and fp32["fidelity"]["probability"]["max_abs_diff"] < 1e-4
+    fp32 = metrics(root, "byo_fixed", "openvino_fp32")
+    assert fp32["inference_precision"] == "f32" and fp32["fidelity"]["scores"]["max_abs_diff"] < 1e-4
     assert fp32["load_cached_ms"] > 0 and fp32["load_ms"] > 0
     int8 = metrics(root, "spam_fnn", "openvino_int8")
     concurrent = int8.get("throughput_concurrent")  # none out of contention (tests/test_openvino.py has the queue)
@@ -443,8 +450,8 @@ def test_predict_cli_and_api_run_the_chosen_artifact(project, tmp_path):
 
 @pytest.mark.parametrize(
     ("model", "variant"),
-    [("spam_fnn", "torch_eager"), ("spam_fnn", "torch_compile"), ("spam_fnn", "openvino_int8"),
-     ("spam_fnn", "onnx_int8_static")],  # the Keras and JAX runtimes: tests/test_e2e_frameworks.py
+    [("spam_fnn", "torch_eager"), ("spam_fnn", "openvino_int8"), ("spam_fnn", "onnx_int8_static")],
+    # the Keras and JAX runtimes: tests/test_e2e_frameworks.py; AOTInductor's: tests/test_tf_jax.py
 )  # fmt: skip
 def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
     pinned_deploy_predicts(project[0], tmp_path / "side", model, variant)
@@ -477,6 +484,8 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
     reselected = {f"select@{m}" for m in applies("onnx_int8_static")} | {"report"}
     planned = {"plan"}  # rewrites every variant's file; only one changes
     assert ran == ALWAYS_RUN | planned | rebuilt | remeasured | reselected
+    took = read(root / "reports" / "logs" / "repro_time.json")  # where the time went, by stage kind
+    assert took["build"]["stages"] == len(rebuilt) and took["bench"]["stages"] == len(remeasured), took
     diff = json.loads(run(["dvc", "metrics", "diff", "--json"], root))
     assert {path.split("/")[-1] for path in diff} == {"onnx_int8_static.json"}, sorted(diff)
     assert len(run(["dvc", "metrics", "diff"], root).splitlines()) < 40
@@ -506,8 +515,7 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
     assert entry["inputs"] == {"gpu_0/data_0": {"shape": [1, 3, 16, 16], "dtype": "float32"}}
     status = run(["dvc", "status", "models/byo_fixed/model.onnx.dvc", "models/byo_fixed/model.onnx.data.dvc"], root)
     assert "up to date" in status  # the model files are DVC's, their .dvc files git's
-    for variant in ["onnx_fp32", "onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp32",
-                    "openvino_fp16", "openvino_int8"]:  # fmt: skip
+    for variant in ONNX_VARIANTS:
         m = metrics(root, "byo_fixed", variant)
         assert m["status"] == "ok", (variant, m["reason"])
         assert m["fixed_batch"] == 1 and m["fidelity_batch"] == 1

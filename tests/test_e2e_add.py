@@ -1,17 +1,26 @@
-"""A model in one command, then plain `dvc repro`: one model per kind of file `python -m pipeline add`
-reads, none of their entries written by hand. A Keras file, a SavedModel folder, a PyTorch factory in
-a .py file with its weights and labelled rows, a Hugging Face feature extractor with its text, a tiny
-ViT folder, an ONNX sentence encoder with two outputs (the tiny BERT exported by torch.onnx), and a
-scikit-learn RandomForest exported by skl2onnx with its defaults (ONNX-ML operators and a ZipMap).
-Each reaches a deploy choice, its model file tracked by a .dvc file. The fixed-batch ONNX CNN with an
-odd input name and the Hugging Face classifier are tests/test_e2e.py's.
+"""A model in one command, then plain `dvc repro`, in one project: one model per kind of file `python -m
+pipeline add` reads, none of their entries written by hand, each reaching a deploy choice with its model
+file tracked by a .dvc file.
 
-The test keeps each model to one or two variants (the others are covered by the other end-to-end files) and
-`models` to what it added: edits to the harness, not to any entry `add` wrote."""
+- A Keras file, a SavedModel folder, a PyTorch factory in a .py file with its weights and labelled rows,
+  a Hugging Face feature extractor with its text, a tiny ViT folder, an ONNX sentence encoder with two
+  outputs (the tiny BERT exported by torch.onnx), and a scikit-learn RandomForest exported by skl2onnx
+  with its defaults (ONNX-ML operators and a ZipMap).
+- Models as other exporters write them (tests/foreign_graphs.py): a stateful audio-like model, a
+  detector's raw grid, a classifier with its softmax written out.
+- A real pretrained Hugging Face folder as it is shared (all-MiniLM-L6-v2, shipped inside a package)
+  with its text: an INT8 deployed, or the reason none was, with fidelity on held-out sentences.
+
+The fixed-batch ONNX CNN with an odd input name and the Hugging Face classifier are tests/test_e2e.py's.
+Slow (one `dvc repro` of 11 models, about 3 minutes on 2 cores): one project for every added model, so
+DVC, the env probe and the select/report stages are paid once. Each model keeps one or two variants
+(KEPT; the others are covered by tests/test_e2e.py and each pass's own test) and `models` is what was
+added: edits to the harness, not to any entry `add` wrote."""
 
 from __future__ import annotations
 
 import itertools
+import random
 import subprocess
 import sys
 
@@ -27,13 +36,27 @@ from tests.conftest import (
     write_sklearn_onnx,
     write_tiny_model,
 )
+from tests.foreign_graphs import grid, jaxlike, stateful
 from tests.pipeline_runs import commit_and_repro, fast_project, metrics, read, run
 
 pytestmark = pytest.mark.slow
 
-KEPT = ["onnx_fp32"]  # each model's stages here; INT8 too where a test reads it (the others are covered elsewhere)
-INT8 = {"torch_code": "onnx_int8_dynamic", "onnx_encoder": "onnx_int8_dynamic"}
-MODELS = ["keras_file", "saved", "torch_code", "hf_encoder", "hf_vit", "onnx_encoder", "forest"]
+# Each model's stages here (the forest's are the registry's: onnx_fp32 and onnx_opt); INT8 where a test reads it
+KEPT = {
+    "keras_file": ["onnx_fp32"],
+    "saved": ["onnx_fp32"],
+    "torch_code": ["onnx_fp32", "onnx_int8_dynamic"],
+    "hf_encoder": ["onnx_fp32"],
+    "hf_vit": ["onnx_fp32"],
+    "onnx_encoder": ["onnx_fp32", "onnx_int8_dynamic"],
+    "stateful": ["onnx_fp32", "onnx_opt", "onnx_int8_static", "openvino_int8"],
+    "grid": ["onnx_fp32", "onnx_int8_static"],
+    "jaxlike": ["onnx_fp32", "onnx_int8_dynamic"],
+    "minilm": ["onnx_fp32", "openvino_int8_dynamic"],
+}
+MODELS = [*KEPT, "forest"]
+FOREIGN = ["stateful", "grid", "jaxlike"]
+PRETRAINED_INT8 = KEPT["minilm"][1:]
 
 
 def keras_file(folder):
@@ -88,30 +111,49 @@ def onnx_encoder(folder):
     return folder / "encoder.onnx"
 
 
+def sentences(n: int = 200) -> list[str]:
+    """Varied short sentences: near neighbours share a subject, a verb or an object."""
+    subjects = ["The cat", "A dog", "My neighbour", "The old man", "Our teacher", "The child", "A doctor", "The pilot"]
+    verbs = ["reads", "buys", "paints", "finds", "sells", "repairs"]
+    objects = ["a red car", "the morning paper", "an old guitar", "fresh bread", "a small boat", "the broken clock"]
+    lines = [f"{s} {v} {o}." for s, v, o in itertools.product(subjects, verbs, objects)]
+    random.Random(0).shuffle(lines)
+    return lines[:n]
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
+    """The project after `add` of every model and one `dvc repro`; what each `add` printed, by name."""
+    from models.minilm_l6_pretrained.net import files
+
     root = fast_project(tmp_path_factory.mktemp("e2e_add") / "project")
     elsewhere = root.parent / "elsewhere"
     texts = elsewhere / "sentences.txt"
     texts.parent.mkdir()
     texts.write_text("".join(f"{a} film {b} {c}\n" for a, b, c in itertools.product(HF_WORDS[5:9], HF_WORDS[9:13],
                                                                                       HF_WORDS[13:])))  # fmt: skip
+    pretrained_text = elsewhere / "pretrained.txt"
+    pretrained_text.write_text("\n".join(sentences()) + "\n")
     forest, iris = write_sklearn_onnx(elsewhere / "forest")
-    add = [sys.executable, "-m", "pipeline", "add"]
-    run([*add, "keras_file", str(keras_file(elsewhere / "keras"))], root)
-    run([*add, "saved", str(savedmodel(elsewhere / "saved"))], root)
     code = write_tiny_model(elsewhere, "mlp")  # net.py:build, its state_dict and labelled rows
-    run([*add, "torch_code", f"{code}/net.py:build", "--weights", str(code / "weights.pt"), "--sample",
-         str(code / "eval.npz"), "--eval", str(code / "eval.npz")], root)  # fmt: skip
-    run([*add, "hf_encoder", str(write_hf_folder(elsewhere / "encoder")), "--eval", str(texts), "--dim", "seq=8"],
-        root)  # fmt: skip
-    run([*add, "hf_vit", str(write_hf_folder(elsewhere / "vit", "ViTForImageClassification"))], root)
-    run([*add, "onnx_encoder", str(onnx_encoder(elsewhere / "onnx")), "--dim", "sequence=8"], root)
-    shown = run([*add, "forest", str(forest), "--eval", str(iris)], root)
+    added = {
+        "keras_file": [str(keras_file(elsewhere / "keras"))],
+        "saved": [str(savedmodel(elsewhere / "saved"))],
+        "torch_code": [f"{code}/net.py:build", "--weights", str(code / "weights.pt"), "--sample",
+                       str(code / "eval.npz"), "--eval", str(code / "eval.npz")],
+        "hf_encoder": [str(write_hf_folder(elsewhere / "encoder")), "--eval", str(texts), "--dim", "seq=8"],
+        "hf_vit": [str(write_hf_folder(elsewhere / "vit", "ViTForImageClassification"))],
+        "onnx_encoder": [str(onnx_encoder(elsewhere / "onnx")), "--dim", "sequence=8"],
+        "forest": [str(forest), "--eval", str(iris)],
+        "minilm": [str(files()), "--eval", str(pretrained_text), "--dim", "seq=32"],
+    }  # fmt: skip
+    for name, write in (("stateful", stateful), ("grid", grid), ("jaxlike", jaxlike)):
+        path, rows = write(elsewhere / name)
+        added[name] = [str(path), "--eval", str(rows)]
+    shown = {name: run([sys.executable, "-m", "pipeline", "add", name, *args], root) for name, args in added.items()}
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["models"] = MODELS
-    for name in MODELS[:-1]:  # the forest's applicable variants are onnx_fp32 and onnx_opt: the registry's data
-        kept = [*KEPT, INT8.get(name)]
+    for name, kept in KEPT.items():
         params["catalog"][name]["skip"] = [variant for variant in registry.VARIANTS if variant not in kept]
     write_params(root, params)
     return root, commit_and_repro(root), shown
@@ -168,7 +210,8 @@ def test_a_scikit_learn_forest_with_zipmap_runs_on_onnx_runtime_only(project):
     """skl2onnx's defaults: the ZipMap read as a tensor of probabilities, accuracy from labels on held-out
     rows; OpenVINO, FP16 and INT8 are not applicable (no stage), listed once with the reason."""
     root, _, shown = project
-    assert "ZipMap of class probabilities" in shown and "ONNX-ML operators (TreeEnsembleClassifier)" in shown
+    assert "ZipMap of class probabilities" in shown["forest"]
+    assert "ONNX-ML operators (TreeEnsembleClassifier)" in shown["forest"]
     for variant in ("onnx_fp32", "onnx_opt"):
         m = metrics(root, "forest", variant)
         assert m["status"] == "ok", m["reason"]
@@ -182,3 +225,92 @@ def test_a_scikit_learn_forest_with_zipmap_runs_on_onnx_runtime_only(project):
     with np.load(root / "p.npz") as got:
         assert got["output_probability"].shape == (75, 3), probabilities
         np.testing.assert_allclose(got["output_probability"].sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_every_input_form_goes_in_with_one_command_and_reaches_a_deploy_choice(project):
+    root, _, shown = project
+    entries = yaml.safe_load((root / "params.yaml").read_text())["catalog"]
+    assert entries["stateful"]["inputs"]["sr"] == {"shape": [], "dtype": "int64", "value": 16000.0}
+    assert entries["stateful"]["inputs"]["state"]["batch_axis"] == 1
+    assert "state: batch axis 1 (its one open axis" in shown["stateful"]
+    assert entries["grid"]["inputs"]["images"]["shape"] == ["batch", 3, "p2o_DynamicDimension_1",
+                                                            "p2o_DynamicDimension_2"]  # fmt: skip
+    assert entries["jaxlike"]["task"] == "classification"  # the written-out softmax, read off the graph
+    for name in FOREIGN:
+        choice = read(root / "reports" / "selection" / f"{name}.json")
+        assert choice["status"] == "ok" and choice["chosen"], (name, choice.get("reason"))
+
+
+def test_a_state_with_its_batch_axis_second_is_measured_and_predicted_in_the_models_layout(project):
+    root, _, _ = project
+    source = read(root / "artifacts" / "stateful" / "source" / "source.json")
+    assert source["output_batch_axes"] == {"stateN": 1}
+    for variant in KEPT["stateful"]:
+        m = metrics(root, "stateful", variant)
+        assert m["status"] == "ok", (variant, m["reason"])
+        assert set(m["fidelity"]) == {"y", "stateN"}
+    assert metrics(root, "stateful", "onnx_fp32")["fidelity"]["stateN"]["cosine_min"] > 0.9999
+    with np.load(root / "models" / "stateful" / "eval.npz") as data:
+        rows = {"x": data["x"][:5], "state": data["state"][:, :5], "sr": data["sr"]}
+    np.savez(root / "five.npz", **rows)
+    run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "stateful"), "five.npz", "--output",
+         "out.npz"], root)  # fmt: skip
+    with np.load(root / "out.npz") as out:
+        assert out["y"].shape == (5, 1) and out["stateN"].shape == (2, 5, 4)  # the model's own layout back
+    np.savez(root / "other_rate.npz", **(rows | {"sr": np.array(8000)}))
+    refused = subprocess.run(
+        [sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "stateful"), "other_rate.npz"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "a scalar input passes one value on every call" in refused.stderr
+
+
+def test_a_grid_is_judged_channel_by_channel_and_a_written_out_softmax_by_top1(project):
+    root, _, _ = project
+    block = metrics(root, "grid", "onnx_int8_static")["fidelity"]["output0"]
+    assert block["output_kind"] == "channels" and block["worst_channel"].startswith("axis 1 channel ")
+    assert block.get("neighbour_recall") is None
+    export = read(root / "reports" / "export" / "grid.json")
+    assert export["constants_as_initializers"].startswith("1 Constant nodes' tensors made initializers")
+    probabilities = metrics(root, "jaxlike", "onnx_int8_dynamic")["fidelity"]["target_label"]
+    assert probabilities["output_kind"] == "class_scores" and probabilities["top1_agreement"] is not None
+
+
+def test_integer_inputs_keep_the_range_their_eval_data_holds(project):
+    """Bytes 0-256 in the eval data: predict refuses 100000 in one line, as it does a token id."""
+    root, _, shown = project
+    assert "bytes: integers in [0, 257) (the eval data's range)" in shown["jaxlike"]
+    np.savez(root / "bad_bytes.npz", bytes=np.full((1, 16), 100000, np.int32))
+    refused = subprocess.run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "jaxlike"),
+                              "bad_bytes.npz"], cwd=root, capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode == 2 and "holds 100000: values must lie in [0, 257)" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_pretrained_encoder_folder_deploys_int8_or_says_why_not(project):
+    root, _, shown = project
+    assert "task feature-extraction" in shown["minilm"] and "200 rows, no labels" in shown["minilm"]
+    assert (root / "models" / "minilm" / "hf" / "model.safetensors.dvc").is_file()
+    held_out = read(root / "reports" / "export" / "minilm.json")["held_out"]
+    assert held_out["scoring"]["origin"].startswith("models/minilm/eval.npz: ")
+    assert held_out["calibration"]["rows_in_scoring"] == held_out["validation"]["rows_in_scoring"] == 0
+    choice = read(root / "reports" / "selection" / "minilm.json")
+    assert choice["status"] == "ok"
+    for variant in PRETRAINED_INT8:
+        m = metrics(root, "minilm", variant)
+        assert m["status"] == "ok", m["reason"]
+        assert m["fidelity"]["embedding"]["neighbour_recall"] is not None
+        assert 0 < m["accuracy"]["eval_samples"] <= held_out["scoring"]["rows"]  # held-out sentences, unlabelled
+    if choice["chosen"] not in PRETRAINED_INT8:  # no INT8 deployed: each one's reason is a constraint or the contest
+        assert all(choice["rejected"][variant] for variant in PRETRAINED_INT8), choice["rejected"]
+    page = (root / "reports" / "report" / "minilm.md").read_text()
+    assert "on held-out rows: models/minilm/eval.npz: " in page
+
+
+def test_the_deployed_encoder_embeds_text(project):
+    root, _, _ = project
+    deploy = root / "deploy" / "minilm"
+    run([sys.executable, "-m", "pipeline", "predict", str(deploy), "--text=A dog finds fresh bread.",
+         "--text=The pilot repairs a small boat.", "--output", "e.npy"], root)  # fmt: skip
+    embeddings = np.load(root / "e.npy")
+    assert embeddings.shape == (2, 384) and np.isfinite(embeddings).all()

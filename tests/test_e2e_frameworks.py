@@ -1,5 +1,5 @@
 """End to end on the other source frameworks: a Keras model and a JAX (Flax) model of the zoo, trained
-small, through `dvc repro` to ONNX, OpenVINO and their own runtimes (TensorFlow graph and XLA, jax.jit
+small, through `dvc repro` to ONNX and their own runtimes (TensorFlow graph and XLA, jax.jit
 and jax.export), each deployed and run by `predict`. Its own project, so a second test worker builds it
 beside tests/test_e2e.py's."""
 
@@ -10,6 +10,7 @@ import json
 import pytest
 import yaml
 
+from pipeline.core import registry
 from tests.conftest import copy_project, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
 from tests.pipeline_runs import commit_and_repro, init_project, metrics, pinned_deploy_predicts, read
@@ -17,9 +18,9 @@ from tests.pipeline_runs import commit_and_repro, init_project, metrics, pinned_
 pytestmark = pytest.mark.slow
 
 MODELS = ["digits_keras", "digits_jax"]
-# What tests/test_e2e.py covers on other models: no stages here
-SKIP = ["onnx_opt", "onnx_fp16", "onnx_int8_dynamic", "onnx_int8_static", "onnx_int8_blockwise", "openvino_fp16",
-        "openvino_int8", "openvino_int8_dynamic", "openvino_int8_acc"]  # fmt: skip
+# Each source's export (onnx_fp32) and its own runtimes; the ONNX and OpenVINO passes are tests/test_e2e.py's
+KEPT = ["onnx_fp32", "tf_graph", "tf_xla", "jax_jit", "jax_xla"]
+SKIP = [name for name, variant in registry.VARIANTS.items() if variant.needs_export and name not in KEPT]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
     root, _ = project
     export = json.loads((root / "reports" / "export" / f"{model}.json").read_text())
     assert export["status"] == "ok" and export["parity"] == "ok"
-    for variant in ["onnx_fp32", "openvino_fp32", *native]:
+    for variant in ["onnx_fp32", *native]:
         m = metrics(root, model, variant)
         assert m["status"] == "ok", (variant, m["reason"])
         assert abs(m["accuracy"]["delta"]) <= 0.01 and m["fidelity"]["logits"]["top1_agreement"] > 0.98

@@ -18,8 +18,8 @@ from pipeline.core.errors import ConfigError
 from pipeline.core.validation import validate
 from pipeline.prepare.sources import load_source
 from pipeline.prepare.sources.onnxfile import OnnxSource, declared_shape
+from tests.foreign_graphs import stateful
 from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
-from tests.test_e2e_foreign import stateful
 
 RNG = np.random.default_rng(0)
 
@@ -134,7 +134,8 @@ def test_an_open_batch_model_with_rows_second_is_found(tmp_path):
 
 
 def test_a_state_with_its_batch_axis_second_is_found(tmp_path):
-    """silero-vad's form (tests/test_e2e_foreign.py, slow there): a state [2, batch, 4] in and out."""
+    """silero-vad's form (tests/foreign_graphs.py, through dvc repro in tests/test_e2e_add.py): a state
+    [2, batch, 4] in and out."""
     stateful(tmp_path / "models" / "stateful")
     inputs = {"x": {"shape": ["batch", 8]}, "state": {"shape": [2, "batch", 4], "batch_axis": 1},
               "sr": {"shape": [], "dtype": "int64", "value": 16000}}  # fmt: skip

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from pipeline.core import layout, records
 from pipeline.docs import metrics_schema, regenerate, variants_table
-from pipeline.progress import RESULT, RUNNING, UNCHANGED, status_line
+from pipeline.progress import RESULT, RUNNING, UNCHANGED, status_line, time_by_kind, where_the_time_went
 from tests.helpers import metric
 
 
@@ -70,6 +70,14 @@ def test_the_progress_display_reads_dvcs_lines():
     assert RESULT.match("> python stages/build.py spam_fnn onnx_opt") is None
     line = status_line("bench@minilm_l6-onnx_fp32", 9, 40, started=0.0, durations=[2.0, 4.0])
     assert line.plain.startswith("[10/40] bench minilm_l6 onnx_fp32") and "~01:33 left" in line.plain
+
+
+def test_the_repro_says_where_its_time_went_by_stage_kind():
+    timed = [("build@spam_fnn-onnx_fp32", 3.0), ("bench@spam_fnn-onnx_fp32", 10.5), ("build@m-onnx_opt", 4.0)]
+    kinds = time_by_kind(timed, wall=20.0)
+    assert kinds == {"bench": {"stages": 1, "seconds": 10.5}, "build": {"stages": 2, "seconds": 7.0},
+                     "dvc": {"stages": 0, "seconds": 2.5}}  # fmt: skip
+    assert where_the_time_went(kinds) == "bench 00:10 (1), build 00:07 (2), dvc 00:02"
 
 
 def test_generated_tables_come_from_the_code():

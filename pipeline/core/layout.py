@@ -153,3 +153,8 @@ def stage_logs(root: Path = Path(".")) -> Path:
 def repro_log(root: Path = Path(".")) -> Path:
     """`python -m pipeline repro`'s whole `dvc repro` output."""
     return root / REPORTS / "logs" / "repro.log"
+
+
+def repro_time(root: Path = Path(".")) -> Path:
+    """`python -m pipeline repro`'s wall clock by stage kind (pipeline.progress.time_by_kind)."""
+    return root / REPORTS / "logs" / "repro_time.json"

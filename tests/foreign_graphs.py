@@ -1,34 +1,18 @@
-"""Models as other exporters write them, each in with one `add` and through `dvc repro` to a deploy
-choice: a stateful audio-like model (a scalar sample rate read by an `If`, a recurrent state whose batch
-axis is second, axes with no names at all), a detector whose raw grid mixes box coordinates in the
-hundreds with class scores (paddle2onnx's dotted axis names, its weights in Constant nodes), and a
-classifier whose softmax is written out as Exp / ReduceSum / Div behind tf2onnx's `unk__N` batch axis.
-The graphs are built with onnx.helper at the shapes those exporters write; the real models they stand
-for (silero-vad, a YOLOv8 export, magika) are benchmarks/foreign_models.py's."""
+"""ONNX graphs at the shapes other exporters write, built with onnx.helper, for tests/test_e2e_add.py: a
+stateful audio-like model (a scalar sample rate read by an `If`, a recurrent state whose batch axis is
+second, axes with no names at all), a detector whose raw grid mixes box coordinates in the hundreds with
+class scores (paddle2onnx's dotted axis names, its weights in Constant nodes), and a classifier whose
+softmax is written out as Exp / ReduceSum / Div behind tf2onnx's `unk__N` batch axis. The real models they
+stand for (silero-vad, a YOLOv8 export, magika) are benchmarks/foreign_models.py's."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
-import pytest
-import yaml
 from onnx import TensorProto, helper, numpy_helper
 
-from pipeline.core import registry
-from tests.conftest import write_params
-from tests.pipeline_runs import commit_and_repro, fast_project, metrics, read, run
-
-pytestmark = pytest.mark.slow
-
-KEPT = {
-    "stateful": ["onnx_fp32", "onnx_opt", "onnx_int8_static", "openvino_int8"],
-    "grid": ["onnx_fp32", "onnx_int8_static"],
-    "jaxlike": ["onnx_fp32", "onnx_int8_dynamic"],
-}
 RNG = np.random.default_rng(0)
 
 
@@ -144,79 +128,3 @@ def jaxlike(folder: Path) -> tuple[Path, Path]:
     path = save(helper.make_graph(nodes, "jaxlike", [bytes_in], [probabilities], constants), folder / "jaxlike.onnx")
     np.savez(folder / "eval.npz", bytes=RNG.integers(0, 257, size=(64, 16), dtype=np.int32))
     return path, folder / "eval.npz"
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = fast_project(tmp_path_factory.mktemp("e2e_foreign") / "project")
-    elsewhere = root.parent / "elsewhere"
-    shown = {}
-    for name, write in (("stateful", stateful), ("grid", grid), ("jaxlike", jaxlike)):
-        path, rows = write(elsewhere / name)
-        shown[name] = run([sys.executable, "-m", "pipeline", "add", name, str(path), "--eval", str(rows)], root)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["models"] = list(KEPT)
-    for name, kept in KEPT.items():
-        params["catalog"][name]["skip"] = [variant for variant in registry.VARIANTS if variant not in kept]
-    write_params(root, params)
-    return root, commit_and_repro(root), shown
-
-
-def test_every_input_form_goes_in_with_one_command_and_reaches_a_deploy_choice(project):
-    root, _, shown = project
-    entries = yaml.safe_load((root / "params.yaml").read_text())["catalog"]
-    assert entries["stateful"]["inputs"]["sr"] == {"shape": [], "dtype": "int64", "value": 16000.0}
-    assert entries["stateful"]["inputs"]["state"]["batch_axis"] == 1
-    assert "state: batch axis 1 (its one open axis" in shown["stateful"]
-    assert entries["grid"]["inputs"]["images"]["shape"] == ["batch", 3, "p2o_DynamicDimension_1",
-                                                            "p2o_DynamicDimension_2"]  # fmt: skip
-    assert entries["jaxlike"]["task"] == "classification"  # the written-out softmax, read off the graph
-    for name in KEPT:
-        choice = read(root / "reports" / "selection" / f"{name}.json")
-        assert choice["status"] == "ok" and choice["chosen"], (name, choice.get("reason"))
-
-
-def test_a_state_with_its_batch_axis_second_is_measured_and_predicted_in_the_models_layout(project):
-    root, _, _ = project
-    source = read(root / "artifacts" / "stateful" / "source" / "source.json")
-    assert source["output_batch_axes"] == {"stateN": 1}
-    for variant in KEPT["stateful"]:
-        m = metrics(root, "stateful", variant)
-        assert m["status"] == "ok", (variant, m["reason"])
-        assert set(m["fidelity"]) == {"y", "stateN"}
-    assert metrics(root, "stateful", "onnx_fp32")["fidelity"]["stateN"]["cosine_min"] > 0.9999
-    with np.load(root / "models" / "stateful" / "eval.npz") as data:
-        rows = {"x": data["x"][:5], "state": data["state"][:, :5], "sr": data["sr"]}
-    np.savez(root / "five.npz", **rows)
-    run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "stateful"), "five.npz", "--output",
-         "out.npz"], root)  # fmt: skip
-    with np.load(root / "out.npz") as out:
-        assert out["y"].shape == (5, 1) and out["stateN"].shape == (2, 5, 4)  # the model's own layout back
-    np.savez(root / "other_rate.npz", **(rows | {"sr": np.array(8000)}))
-    refused = subprocess.run(
-        [sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "stateful"), "other_rate.npz"],
-        cwd=root, capture_output=True, text=True,
-    )  # fmt: skip
-    assert refused.returncode == 2 and "a scalar input passes one value on every call" in refused.stderr
-
-
-def test_a_grid_is_judged_channel_by_channel_and_a_written_out_softmax_by_top1(project):
-    root, _, _ = project
-    block = metrics(root, "grid", "onnx_int8_static")["fidelity"]["output0"]
-    assert block["output_kind"] == "channels" and block["worst_channel"].startswith("axis 1 channel ")
-    assert block.get("neighbour_recall") is None
-    export = read(root / "reports" / "export" / "grid.json")
-    assert export["constants_as_initializers"].startswith("1 Constant nodes' tensors made initializers")
-    probabilities = metrics(root, "jaxlike", "onnx_int8_dynamic")["fidelity"]["target_label"]
-    assert probabilities["output_kind"] == "class_scores" and probabilities["top1_agreement"] is not None
-
-
-def test_integer_inputs_keep_the_range_their_eval_data_holds(project):
-    """Bytes 0-256 in the eval data: predict refuses 100000 in one line, as it does a token id."""
-    root, _, shown = project
-    assert "bytes: integers in [0, 257) (the eval data's range)" in shown["jaxlike"]
-    np.savez(root / "bad_bytes.npz", bytes=np.full((1, 16), 100000, np.int32))
-    refused = subprocess.run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "jaxlike"),
-                              "bad_bytes.npz"], cwd=root, capture_output=True, text=True)  # fmt: skip
-    assert refused.returncode == 2 and "holds 100000: values must lie in [0, 257)" in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1
