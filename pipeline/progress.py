@@ -55,7 +55,7 @@ def time_by_kind(timed: list[tuple[str, float]], wall: float) -> dict[str, dict[
     and `dvc`: the rest of the `wall` seconds (DVC's start, its checks of unchanged stages, its lock writes)."""
     kinds: dict[str, dict[str, float]] = defaultdict(lambda: {"stages": 0, "seconds": 0.0})
     for stage, seconds in timed:
-        kind = kinds[stage.partition("@")[0]]
+        kind = kinds[stage.rpartition(":")[2].partition("@")[0]]  # fingerprint/dvc.yaml:env is `env`
         kind["stages"] += 1
         kind["seconds"] += seconds
     kinds["dvc"]["seconds"] = wall - sum(seconds for _, seconds in timed)

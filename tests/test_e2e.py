@@ -86,7 +86,7 @@ def project(tmp_path_factory, tiny_onnx):
         "file": "model.onnx",
         "inputs": {"x": {"shape": ["batch", 12]}},
         "metric": "accuracy",
-        "skip": keeping("onnx", "onnx_fp32", "onnx_int8_static"),
+        "skip": keeping("onnx", "onnx_fp32"),
     }
     params["catalog"]["bert_e2e"] = params["catalog"]["minilm_l6"] | {
         "factory_args": {"vocab_size": 200, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64},
@@ -478,7 +478,7 @@ def test_noop_then_one_variant_param_reruns_only_that_variant(project):
 
     params = load_params(root / "params.yaml")
     applies = lambda variant: applicable_models(params, variant)  # noqa: E731 (the models with the variant's stages)
-    assert applies("onnx_int8_static") == ["spam_fnn", "byo_onnx", "byo_fixed"]  # the others skip it
+    assert applies("onnx_int8_static") == ["spam_fnn", "byo_fixed"]  # the others skip it
     rebuilt = {f"build@{m}-onnx_int8_static" for m in applies("onnx_int8_static")}
     remeasured = {f"bench@{m}-onnx_int8_static" for m in applies("onnx_int8_static")}  # their plan file changed
     reselected = {f"select@{m}" for m in applies("onnx_int8_static")} | {"report"}

@@ -61,9 +61,8 @@ def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
     assert "catalog." in left_out["onnx_int8_static"] and "needs a torch source" in left_out["torch_eager"]
 
 
-@pytest.mark.parametrize(
-    ("model", "variant"),
-    [("digits_keras", "tf_graph"), ("digits_keras", "tf_xla"), ("digits_jax", "jax_jit"), ("digits_jax", "jax_xla")],
-)
+@pytest.mark.parametrize(("model", "variant"), [("digits_keras", "tf_xla"), ("digits_jax", "jax_xla")])
 def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
+    """One variant per runtime (tensorflow, jax): its compiled form, since a graph or jit variant is the
+    same adapter loading the same kind of artifact."""
     pinned_deploy_predicts(project[0], tmp_path / "side", model, variant)

@@ -176,8 +176,12 @@ def test_two_machines_share_builds_through_a_dvc_remote_and_keep_results_on_thei
 @pytest.mark.slow
 def test_the_experiment_queue_runs_experiments_side_by_side(tmp_path, tiny_onnx):
     """`dvc exp run --queue` + parallel workers on the root pipeline: each experiment's builds
-    may overlap, its benchmarks wait for the machine lock (waited_s), and every result comes back."""
+    may overlap, its benchmarks wait for the machine lock (waited_s), and every result comes back.
+    Slow (about 1 min on 2 cores): two DVC experiments of a whole project, side by side; one variant each."""
     root = tiny_project(tmp_path / "project", tiny_onnx, models=("m1", "m2"))
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params |= {"variants": {"onnx_opt": params["variants"]["onnx_opt"]}, "machine_variants": {}}
+    write_params(root, params)
     git(root, "init", "-q")
     sh(["dvc", "init", "-q"], root)
     git(root, "add", "-A")
