@@ -2,7 +2,8 @@
 backend (a pass that copies the ONNX export, a runtime that is ONNX Runtime's adapter under another
 name) goes in with one pass module, one runtime module and its registry entries, the user lists it in
 params.yaml, the generators write its stage file and the docs table, and `dvc repro` builds and
-measures it; no other file changes but the generated tables (the variants and the code layout)."""
+measures it; no other file changes but the generated tables (the variants and the code layout).
+Slow (about 30 s on 2 cores): a copy of the project, its generators and a `dvc repro` of one model."""
 
 from __future__ import annotations
 

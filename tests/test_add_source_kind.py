@@ -2,7 +2,8 @@
 dummy kind, `onnx_copy` (an ONNX file, loaded by the onnx kind's loader under its own name), goes in
 with its loader module, its SOURCES entry, its place in the schema and in the user's docs; a model of
 the kind exports and its onnx_fp32 variant is measured through `dvc repro`; no other file changes but
-the generated code layout."""
+the generated code layout.
+Slow (about 15 s on 2 cores): a copy of the project, its generators and a `dvc repro` of one model."""
 
 from __future__ import annotations
 

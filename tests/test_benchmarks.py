@@ -21,7 +21,7 @@ def smoke(script: str, args: list[str] = OUT, written: str = "out.json", slow: b
     return pytest.param(script, args, written, id=script, marks=[pytest.mark.slow] if slow else [])
 
 
-# the slow ones run the pipeline (add, export, builds, a contest) on a tiny model
+# the slow ones (15-45 s each on 2 cores) run the pipeline (add, export, builds, a contest) on a tiny model
 SMOKE = [
     smoke("value_checks"),
     smoke("stage_memory", ["--out", "{tmp}/out.txt"], "out.txt"),

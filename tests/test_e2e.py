@@ -1,4 +1,8 @@
-"""End to end: the real `dvc repro` in a temporary git repo, asserting on the metrics it wrote."""
+"""End to end: the real `dvc repro` in a temporary git repo, asserting on the metrics it wrote.
+
+Slow: one `dvc repro` of six models (about 80 stages, each a fresh Python process and most a child
+process beside it: about 4 minutes on 2 cores), then the rerun test's four more repros (about 1.5
+minutes). One project for every test here; each model keeps only the variants a test reads."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """End to end on the other source frameworks: a Keras model and a JAX (Flax) model of the zoo, trained
 small, through `dvc repro` to ONNX and their own runtimes (TensorFlow graph and XLA, jax.jit
 and jax.export), each deployed and run by `predict`. Its own project, so a second test worker builds it
-beside tests/test_e2e.py's."""
+beside tests/test_e2e.py's. Slow (about 2 minutes on 2 cores): two trainings, two exports through
+tf2onnx and jax2onnx, and TensorFlow's and JAX's XLA compilation at every load."""
 
 from __future__ import annotations
 

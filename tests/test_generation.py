@@ -165,6 +165,9 @@ def test_the_generation_loop_times_every_token_and_scores_quality(tmp_path):
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
+    """Three tiny decoders through `dvc repro`: slow (about 2 minutes on 2 cores) for the converters
+    (onnxruntime-genai's builder, optimum-intel's export with NNCF's weight compression) and a
+    generation loop timed per token for each variant; every slow test here reads this one project."""
     root = copy_project(tmp_path_factory.mktemp("generation") / "project")
     params = yaml.safe_load((root / "params.yaml").read_text())
     models = {"llama": "tiny_llama", "gpt2": "tiny_gpt2", "bert": "masked_lm"}
@@ -197,6 +200,7 @@ def details(root: Path, model: str, variant: str) -> dict:
 
 @pytest.mark.slow
 def test_every_decoder_variant_writes_generation_metrics(project):
+    """Slow: reads the decoders' project (its fixture builds them)."""
     for variant in LM_VARIANTS:
         record = details(project, "tiny_llama", variant)
         assert record["status"] == "ok", (variant, record["reason"])
@@ -224,6 +228,7 @@ def test_every_decoder_variant_writes_generation_metrics(project):
 
 @pytest.mark.slow
 def test_exports_carry_the_kv_cache(project):
+    """Slow: reads the decoders' project (its fixture builds them)."""
     import onnx
 
     graph = onnx.load(project / "artifacts" / "tiny_llama" / "lm_onnx_fp32" / "model.onnx", load_external_data=False)
@@ -241,6 +246,7 @@ def test_exports_carry_the_kv_cache(project):
 
 @pytest.mark.slow
 def test_bad_decoders_fail_or_skip_alone_with_one_line(project):
+    """Slow: reads the decoders' project (its fixture builds them)."""
     for variant in ("lm_onnx_int4",):  # the builder does not know GPT-2: skipped, the others run
         record = details(project, "tiny_gpt2", variant)
         assert record["status"] == "skipped" and "not currently supported" in record["reason"], record["reason"]
@@ -254,6 +260,7 @@ def test_bad_decoders_fail_or_skip_alone_with_one_line(project):
 
 @pytest.mark.slow
 def test_predict_generates_text_from_the_deployed_decoder(project):
+    """Slow: reads the decoders' project (its fixture builds them)."""
     selection = json.loads((project / "reports" / "selection" / "tiny_llama.json").read_text())
     assert selection["chosen"] in LM_VARIANTS and selection["ppl_increase_pct"] <= 2
     command = [sys.executable, "-m", "pipeline", "predict", "deploy/tiny_llama", "--max-new-tokens", "6"]

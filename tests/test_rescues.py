@@ -118,12 +118,13 @@ openvino.Core.compile_model = compile_model
 """
 
 
-@pytest.mark.slow  # exports the tiny model and builds an OpenVINO variant three times (~40 s)
+@pytest.mark.slow
 def test_a_build_killed_by_a_signal_is_built_again_with_the_runtimes_conservative_setting(
     tiny_project, monkeypatch, tmp_path
 ):
     """The symptom of issue 53 on an Intel Xeon with AMX: OpenVINO's CPU plugin killed the build's load
-    check by SIGFPE unless inference ran in f32. Every child of this test gets that plugin."""
+    check by SIGFPE unless inference ran in f32. Every child of this test gets that plugin. Slow (about
+    10 s on 2 cores): it exports the tiny model and builds an OpenVINO variant three times, each in a child."""
     from pipeline.optimize.stage import build_variant
     from pipeline.prepare.export import export_model
     from tests.conftest import tiny_config

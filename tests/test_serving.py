@@ -113,7 +113,9 @@ def lean_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def servers(lean_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, str]]]:
-    """A server per runtime's deploy folder, from the lean environment: variant -> (folder, url)."""
+    """A server per runtime's deploy folder, from the lean environment: variant -> (folder, url). Slow
+    (about 25 s on 2 cores): the lean environment is made from the package index, and each server starts
+    in it; every test that takes `servers` is marked slow for it."""
     started = {}
     try:
         for variant, folder in deploy_folders(tmp_path_factory.mktemp("tok")).items():
@@ -144,6 +146,7 @@ def infer(url: str, inputs: dict[str, np.ndarray], binary: bool = True) -> dict[
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["onnx_fp32", "openvino_fp16"])
 def test_tritonclient_gets_what_predict_gets_bit_for_bit(servers, variant: str):
+    """Slow: the servers fixture (a lean environment, a server per runtime)."""
     folder, url = servers[variant]
     reference = load(folder)
     for rows, seq in ((1, SEQ), (5, SEQ), (3, 11)):  # any sequence length fits the symbolic axis
@@ -157,6 +160,7 @@ def test_tritonclient_gets_what_predict_gets_bit_for_bit(servers, variant: str):
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["onnx_fp32", "openvino_fp16"])
 def test_health_and_metadata_come_from_the_model_file_and_the_manifest(servers, variant: str):
+    """Slow: the servers fixture (a lean environment, a server per runtime)."""
     folder, url = servers[variant]
     client = http.InferenceServerClient(url)
     assert client.is_server_live() and client.is_server_ready() and client.is_model_ready("tok")
@@ -193,6 +197,7 @@ def bad_cases() -> dict[str, tuple[dict[str, np.ndarray], str]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["onnx_fp32", "openvino_fp16"])
 def test_a_bad_request_gets_400_and_one_line_and_the_server_keeps_serving(servers, variant: str):
+    """Slow: the servers fixture (a lean environment, a server per runtime)."""
     folder, url = servers[variant]
     expected = load(folder)(tok_inputs())["embedding"]
     for case, (inputs, message) in bad_cases().items():
@@ -205,6 +210,7 @@ def test_a_bad_request_gets_400_and_one_line_and_the_server_keeps_serving(server
 
 @pytest.mark.slow
 def test_an_unknown_model_or_version_is_404(servers):
+    """Slow: the servers fixture (a lean environment, a server per runtime)."""
     import urllib.error
     import urllib.request
 

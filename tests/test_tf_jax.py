@@ -206,7 +206,8 @@ def test_torch_xla_fails_when_torchax_is_there_but_crashes(tiny_project, monkeyp
 @pytest.mark.slow
 def test_torch_compile_builds_a_hugging_face_encoder_with_three_inputs(tmp_path, monkeypatch):
     """A BERT folder's tokenizer gives token_type_ids too; its forward takes *inputs, which torch.export
-    matches to one parameter ("inputs has 1 elements, but dynamic_shapes has 3" before)."""
+    matches to one parameter ("inputs has 1 elements, but dynamic_shapes has 3" before). Slow (about 20 s
+    on 2 cores): AOTInductor compiles the encoder's C++ with the system compiler."""
     from pipeline.serve.text import HF_FOLDER_FACTORY
     from tests.conftest import HF_WORDS, write_hf_folder
 
@@ -230,6 +231,7 @@ def test_torch_compile_builds_a_hugging_face_encoder_with_three_inputs(tmp_path,
 
 @pytest.mark.slow
 def test_torch_compile_builds_an_aotinductor_package(tiny_project):
+    """Slow (about 6 s on 2 cores): AOTInductor compiles the model's C++ with the system compiler."""
     ctx = torch_build_context(tiny_project)
     out = ctx.out_dir
     result = build(ctx, "torch_compile")
