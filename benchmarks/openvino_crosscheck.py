@@ -73,10 +73,20 @@ def benchmark_app_command(xml: Path, files: dict[str, str], properties: dict[str
     files (their shapes as -data_shape: the IR keeps its dynamic batch, as our session does)."""
     config = folder / "load_config.json"
     config.write_text(json.dumps({"CPU": {key: str(value) for key, value in properties.items()}}))
-    shapes = ",".join(f"{name}{list(np.load(path).shape)}".replace(" ", "") for name, path in files.items())
+    arrays = {name: np.load(path) for name, path in files.items()}
+    shapes = ",".join(f"{name}{list(array.shape)}".replace(" ", "") for name, array in arrays.items())
+    # each input's element type as our file holds it: benchmark_app takes a 3-channel 4-D input for an image, u8
+    types = ",".join(f"{name}:{ov_type(array.dtype)}" for name, array in arrays.items())
     return [str(Path(sys.executable).parent / "benchmark_app"), "-m", str(xml), "-d", "CPU", "-hint", "latency",
             "-api", "sync", "-nireq", "1", "-load_config", str(config), "-t", str(seconds), "-data_shape", shapes,
-            "-i", *(f"{name}:{path}" for name, path in files.items())]  # fmt: skip
+            "-iop", types, "-i", *(f"{name}:{path}" for name, path in files.items())]  # fmt: skip
+
+
+def ov_type(dtype: np.dtype) -> str:
+    """OpenVINO's name of a numpy element type (f32, i64, u8, ...), as benchmark_app's -iop takes it."""
+    import openvino as ov
+
+    return ov.Type(dtype).get_type_name()
 
 
 def run_benchmark_app(command: list[str]) -> dict[str, Any]:
