@@ -33,8 +33,9 @@ LOG = layout.repro_log()
 
 
 def stage_count() -> int:
-    """How many stages the repository's pipeline has (every dvc.yaml)."""
-    listed = subprocess.run(["dvc", "stage", "list", "-R", "--name-only"], capture_output=True, text=True, check=False)
+    """How many stages the repository's pipeline has (every dvc.yaml: `--all`; `-R` alone lists the root's)."""
+    command = ["dvc", "stage", "list", "--all", "--name-only"]
+    listed = subprocess.run(command, capture_output=True, text=True, check=False)
     return len(listed.stdout.split())
 
 
