@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from pipeline.core import layout
+from pipeline.core import layout, registry
 from pipeline.core.layout import short_name
 from tests.conftest import REPO
 
@@ -55,6 +55,13 @@ def fast_project(root: Path) -> Path:
     write_params(root, params)
     init_project(root)
     return root
+
+
+def keeping(source: str, *kept: str) -> list[str]:
+    """A `source` model's `skip`: every single-pass variant that applies to its source kind but `kept` (the
+    others stay not applicable for their own reason)."""
+    applies = lambda v: not v.generates and (v.sources is None or source in v.sources)  # noqa: E731
+    return [name for name, variant in registry.VARIANTS.items() if applies(variant) and name not in kept]
 
 
 def git(root: Path, *args: str) -> str:

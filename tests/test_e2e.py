@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.core import onnx_files, records, registry
+from pipeline.core import onnx_files, records
 from pipeline.core.files import read_json
 from pipeline.core.records import build as build_record
 from pipeline.core.records import env as env_record
@@ -31,6 +31,7 @@ from tests.pipeline_runs import (
     ALWAYS_RUN,
     commit_and_repro,
     init_project,
+    keeping,
     metrics,
     pinned_deploy_predicts,
     read,
@@ -57,13 +58,6 @@ RUN_TIME_INT8 = ["onnx_int8_blockwise", "openvino_int8_dynamic"]
 GPU_VARIANTS = ["onnx_cuda_fp32", "onnx_cuda_fp16", "onnx_trt_fp16", "onnx_trt_int8", "tensorrt_fp16",
                 "tensorrt_int8", "torch_compile_cuda"]  # fmt: skip
 GPU_KEPT = ["onnx_cuda_fp32", "tensorrt_int8"]
-
-
-def keeping(source: str, *kept: str) -> list[str]:
-    """A `source` model's `skip`: every single-pass variant that applies to its source kind but `kept` (the
-    others stay not applicable for their own reason)."""
-    applies = lambda v: not v.generates and (v.sources is None or source in v.sources)  # noqa: E731
-    return [name for name, variant in registry.VARIANTS.items() if applies(variant) and name not in kept]
 
 
 SPAM_SKIP = keeping("torch", *VARIANTS, *GPU_KEPT, "torch_xla")

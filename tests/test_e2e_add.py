@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.core import registry
 from tests.conftest import (
     HF_WORDS,
     write_hf_folder,
@@ -38,7 +37,7 @@ from tests.conftest import (
     write_tiny_model,
 )
 from tests.foreign_graphs import grid, jaxlike, stateful
-from tests.pipeline_runs import commit_and_repro, fast_project, metrics, read, run
+from tests.pipeline_runs import commit_and_repro, fast_project, keeping, metrics, read, run
 
 pytestmark = pytest.mark.slow
 
@@ -155,7 +154,7 @@ def project(tmp_path_factory):
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["models"] = MODELS
     for name, kept in KEPT.items():
-        params["catalog"][name]["skip"] = [variant for variant in registry.VARIANTS if variant not in kept]
+        params["catalog"][name]["skip"] = keeping(params["catalog"][name]["source"], *kept)
     write_params(root, params)
     return root, commit_and_repro(root), shown
 

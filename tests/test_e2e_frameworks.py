@@ -11,17 +11,15 @@ import json
 import pytest
 import yaml
 
-from pipeline.core import registry
 from tests.conftest import copy_project, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
-from tests.pipeline_runs import commit_and_repro, init_project, metrics, pinned_deploy_predicts, read
+from tests.pipeline_runs import commit_and_repro, init_project, keeping, metrics, pinned_deploy_predicts, read
 
 pytestmark = pytest.mark.slow
 
 MODELS = ["digits_keras", "digits_jax"]
 # Each source's export (onnx_fp32) and its own runtimes; the ONNX and OpenVINO passes are tests/test_e2e.py's
 KEPT = ["onnx_fp32", "tf_graph", "tf_xla", "jax_jit", "jax_xla"]
-SKIP = [name for name, variant in registry.VARIANTS.items() if variant.needs_export and name not in KEPT]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +29,7 @@ def project(tmp_path_factory):
     params["models"] = MODELS
     params["train"] = {name: params["train"][name] | {"epochs": 3} for name in MODELS}
     for name in MODELS:
-        params["catalog"][name]["skip"] = SKIP
+        params["catalog"][name]["skip"] = keeping(params["catalog"][name]["source"], *KEPT)
     params["bench"] = FAST_BENCH
     params["select"]["contest"] = FAST_CONTEST
     params["targets"] = ["cpu"]
