@@ -1,7 +1,7 @@
 """`python -m pipeline repro`: `dvc repro` with one live progress line instead of DVC's stage chatter.
 
 DVC visits every stage of the pipeline in order and says of each that it runs it or that it did
-not change: the display counts both against the stage list (`dvc stage list -R`), and estimates the
+not change: the display counts both against the stage list (`dvc stage list --all`), and estimates the
 time left from the stages run so far (an upper bound: unchanged stages take no time).
 Each stage's one-line result is printed as it finishes;
 everything else DVC prints goes to reports/logs/repro.log (and each stage's library chatter to its
@@ -13,7 +13,6 @@ last stage), and writes that to reports/logs/repro_time.json.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import time
@@ -24,6 +23,7 @@ from rich.live import Live
 from rich.text import Text
 
 from pipeline.core import layout
+from pipeline.core.files import write_json
 from pipeline.core.layout import short_name
 
 RUNNING = re.compile(r"^Running stage '([^']+)'")
@@ -75,7 +75,7 @@ def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> 
     total = stage_count()
     console.print(f"dvc repro: {total} stage(s) to check; DVC's output: {LOG}")
     LOG.parent.mkdir(parents=True, exist_ok=True)
-    started, durations, done, current, stage_start = time.monotonic(), [], 0, "", time.monotonic()
+    started, done, current, stage_start = time.monotonic(), 0, "", time.monotonic()
     timed: list[tuple[str, float]] = []  # (`kind@item`, seconds) of each stage run
     with LOG.open("w") as log, Live(console=console, transient=True, refresh_per_second=2) as live:
         process = subprocess.Popen(
@@ -88,8 +88,7 @@ def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> 
             running, unchanged = RUNNING.match(line), UNCHANGED.match(line)
             if running or unchanged:
                 if current:
-                    durations.append(time.monotonic() - stage_start)
-                    timed.append((current, durations[-1]))
+                    timed.append((current, time.monotonic() - stage_start))
                     done += 1
                 current, stage_start = (short_name(running[1]), time.monotonic()) if running else ("", stage_start)
                 done += bool(unchanged)
@@ -98,13 +97,13 @@ def repro_with_progress(dvc_args: list[str], console: Console | None = None) -> 
             elif current and (result := RESULT.match(line)):  # the stage's one line: named by its DVC stage
                 console.print(f"{current}: {result[1]}", markup=False, highlight=False, soft_wrap=True)
             if current:
-                live.update(status_line(current, done, total, started, durations))
+                live.update(status_line(current, done, total, started, [seconds for _, seconds in timed]))
         code = process.wait()
         if current:
             timed.append((current, time.monotonic() - stage_start))
     wall = time.monotonic() - started
     kinds = time_by_kind(timed, wall)
-    layout.repro_time().write_text(json.dumps(kinds, indent=1) + "\n")
+    write_json(layout.repro_time(), kinds)
     console.print(
         f"dvc repro {'finished' if code == 0 else f'failed (exit {code})'} in {_clock(wall)}; log: {LOG}",
         soft_wrap=True,
