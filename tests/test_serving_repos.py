@@ -19,7 +19,7 @@ from pipeline.core.files import sha256
 from pipeline.core.records import manifest as manifest_record
 from pipeline.core.records.manifest import Manifest
 from pipeline.serve.repositories import triton
-from pipeline.serve.repositories.check import check_kserve, check_ovms, check_triton
+from pipeline.serve.repositories.check import check_analyzer, check_kserve, check_ovms, check_triton
 from pipeline.serve.repositories.write import write_serving
 from pipeline.serve.signature import numpy_dtype, read_signature, triton_type, v2_datatype
 from tests.helpers import metric
@@ -101,8 +101,8 @@ def test_an_onnx_artifact_gets_its_measured_settings_in_every_engine(tmp_path: P
         ("x", "TYPE_FP32", [12]),
         ("output", "TYPE_FP32", [3]),
     ]
-    assert list(config.dynamic_batching.preferred_batch_size) == [32]
-    assert config.dynamic_batching.max_queue_delay_microseconds == 20  # the batch-1 p50, 0.02 ms
+    # as Model Analyzer starts: stack what is queued, no preferred size, no wait
+    assert config.HasField("dynamic_batching") and config.dynamic_batching == mc.ModelDynamicBatching()
     assert [(g.count, g.kind) for g in config.instance_group] == [(2, mc.ModelInstanceGroup.KIND_CPU)]
     assert {k: v.string_value for k, v in config.parameters.items()} == {
         "intra_op_thread_count": "2", "inter_op_thread_count": "1", "execution_mode": "0"
@@ -115,14 +115,14 @@ def test_an_onnx_artifact_gets_its_measured_settings_in_every_engine(tmp_path: P
     assert sha256(folder / "serving" / "triton" / MODEL / "1" / "model.onnx") == digest
 
     ovms = json.loads((folder / "serving" / "ovms" / "config.json").read_text())["model_config_list"][0]["config"]
-    assert ovms == {"name": MODEL, "base_path": MODEL, "target_device": "CPU", "nireq": 2,
-                    "plugin_config": {"INFERENCE_NUM_THREADS": "4"}}  # fmt: skip
+    assert ovms == {"name": MODEL, "base_path": MODEL, "target_device": "CPU", "nireq": 2, "plugin_config": {
+        "INFERENCE_NUM_THREADS": "4", "NUM_STREAMS": "2", "INFERENCE_PRECISION_HINT": "f32"}}  # fmt: skip
     provenance = json.loads((folder / "serving" / "ovms" / "provenance.json").read_text())
     assert provenance["sha256"] == {f"{MODEL}/1/model.onnx": digest}
     assert "OVMS runs this ONNX file with OpenVINO" in provenance["note"]
 
     service = yaml.safe_load((folder / "serving" / "kserve" / "triton.yaml").read_text())
-    assert service["metadata"]["name"] == "tiny-net"
+    assert service["metadata"]["name"] == "tiny-net-triton"
     model = service["spec"]["predictor"]["model"]
     assert (model["runtime"], model["modelFormat"]["name"], model["protocolVersion"]) == (
         "kserve-tritonserver", "onnx", "v2"
@@ -130,6 +130,17 @@ def test_an_onnx_artifact_gets_its_measured_settings_in_every_engine(tmp_path: P
     assert model["resources"]["limits"] == {"cpu": "4", "memory": "208M"}  # 104 MB at b32 x 2
     ovms_service = yaml.safe_load((folder / "serving" / "kserve" / "ovms.yaml").read_text())
     assert ovms_service["spec"]["predictor"]["model"]["runtime"] == "kserve-openvino"
+    assert ovms_service["metadata"]["name"] == "tiny-net-ovms"  # two services, not one replacing the other
+    analyzer = yaml.safe_load((folder / "serving" / "model_analyzer.yaml").read_text())
+    assert analyzer["profile_models"][MODEL] == {
+        "cpu_only": True,
+        "parameters": {"concurrency": [1, 2, 4, 8], "batch_sizes": [1, 32]},
+        "model_config_parameters": {
+            "instance_group": [{"kind": "KIND_CPU", "count": [1, 2, 4]}],
+            "max_batch_size": [32],
+            "dynamic_batching": {"max_queue_delay_microseconds": [0, 10, 20, 40]},  # up to 2 x the b1 p50 (20 us)
+        },
+    }
     readme = (folder / "serving" / "README.md").read_text()
     assert "tritonserver --model-repository=$PWD/triton" in readme and "ovms --config_path" in readme
 
@@ -165,15 +176,16 @@ def test_openvino_ir_gets_the_backend_keys_it_reads_and_the_plugin_settings(tmp_
     assert list(config.input[0].dims) == [-1, 12]
     assert [g.count for g in config.instance_group] == [4]
     assert {k: v.string_value for k, v in config.parameters.items()} == {
-        "PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": "2", "INFERENCE_NUM_THREADS": "4"
-    }  # fmt: skip
+        "NUM_STREAMS": "2",
+        "INFERENCE_NUM_THREADS": "4",
+    }  # fmt: skip: the streams THROUGHPUT made, without the hint (OVMS tuning guide: not both)
     assert "INFERENCE_PRECISION_HINT f32 (measured): not written" in text
     assert "DYNAMIC_QUANTIZATION_GROUP_SIZE 32 (measured): not written" in text
     assert {p.name for p in (folder / "serving" / "triton" / MODEL / "1").iterdir()} == {"model.xml", "model.bin"}
     ovms = json.loads((folder / "serving" / "ovms" / "config.json").read_text())["model_config_list"][0]["config"]
     assert ovms["nireq"] == 4 and ovms["plugin_config"] == {
-        "INFERENCE_NUM_THREADS": "4", "PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": "2",
-        "INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "32",
+        "INFERENCE_NUM_THREADS": "4", "NUM_STREAMS": "2", "INFERENCE_PRECISION_HINT": "f32",
+        "DYNAMIC_QUANTIZATION_GROUP_SIZE": "32",
     }  # fmt: skip
     formats = {
         engine: yaml.safe_load((folder / "serving" / "kserve" / f"{engine}.yaml").read_text())["spec"]["predictor"]
@@ -208,8 +220,12 @@ BROKEN = {  # id: (deploy folder kind, file from serving/, edit, what the proble
     "dtype": ("dynamic", TRITON, _replace("TYPE_FP32", "TYPE_INT64"), "input x data_type TYPE_INT64"),
     "dims": ("dynamic", TRITON, _replace("dims: 12", "dims: 13"), "input x dims [13]"),
     "batch of a fixed batch": ("fixed", TRITON, lambda t: t + "max_batch_size: 4\n", "max_batch_size 4: must be 0"),
-    "preferred above max": ("dynamic", TRITON, _replace("preferred_batch_size: 32", "preferred_batch_size: 64"),
-                            "dynamic_batching.preferred_batch_size 64"),
+    "preferred above max": ("dynamic", TRITON, _replace("dynamic_batching {\n}", "dynamic_batching {\n "
+                            "preferred_batch_size: 64\n}"), "dynamic_batching.preferred_batch_size 64"),
+    "queue delay": ("dynamic", TRITON, _replace("dynamic_batching {\n}", "dynamic_batching {\n preferred_batch_size: "
+                    "32\n max_queue_delay_microseconds: 500\n}"), "max_queue_delay_microseconds 500: every request"),
+    "hint beside streams": ("openvino", TRITON, lambda t: t + 'parameters { key: "PERFORMANCE_HINT" value { '
+                            'string_value: "THROUGHPUT" } }\n', "parameters.PERFORMANCE_HINT: NUM_STREAMS without"),
     "no instance": ("dynamic", TRITON, _replace("count: 2", "count: 0"), "instance_group[0].count 0"),
     "unknown field": ("dynamic", TRITON, lambda t: t + "max_batch_sizes: 3\n", 'no field named "max_batch_sizes"'),
     "backend": ("dynamic", TRITON, _replace('backend: "onnxruntime"', 'backend: "pytorch"'), "backend 'pytorch'"),
@@ -223,9 +239,18 @@ BROKEN = {  # id: (deploy folder kind, file from serving/, edit, what the proble
     "ovms plugin value": ("openvino", "ovms/config.json",
                           _ovms_config(lambda c: c["plugin_config"].update(NUM_STREAMS="8")),
                           "plugin_config.NUM_STREAMS '8': measured '2'"),
+    "ovms hint beside streams": ("openvino", "ovms/config.json", _ovms_config(lambda c: c["plugin_config"].update(
+        PERFORMANCE_HINT="THROUGHPUT")), "plugin_config.PERFORMANCE_HINT: NUM_STREAMS without"),
+    "ovms precision of an onnx file": ("dynamic", "ovms/config.json", _ovms_config(
+        lambda c: c["plugin_config"].pop("INFERENCE_PRECISION_HINT")), "plugin_config.INFERENCE_PRECISION_HINT None"),
     "ovms artifact": ("openvino", f"ovms/{MODEL}/1/model.bin", None, "1/model.bin: sha256 differs"),
-    "kserve name": ("dynamic", "kserve/triton.yaml", _replace("name: tiny-net", "name: tiny_net"),
+    "kserve name": ("dynamic", "kserve/triton.yaml", _replace("name: tiny-net-triton", "name: tiny_net"),
                     "metadata.name 'tiny_net'"),
+    "kserve shared name": ("dynamic", "kserve/ovms.yaml", _replace("name: tiny-net-ovms", "name: tiny-net-triton"),
+                           "metadata.name 'tiny-net-triton': 'tiny-net-ovms'"),
+    "analyzer drops the count": ("dynamic", "model_analyzer.yaml",
+                                 _replace("count:\n        - 1\n        - 2\n", "count:\n        - 1\n"),
+                                 "leaves out the 2 config.pbtxt holds"),
     "kserve protocol": ("dynamic", "kserve/ovms.yaml", _replace("protocolVersion: v2", "protocolVersion: v1"),
                         "protocolVersion 'v1'"),
     "kserve memory": ("dynamic", "kserve/triton.yaml", _replace("memory: 208M", "memory: 50M"),
@@ -253,10 +278,11 @@ def test_each_check_catches_a_broken_field_and_names_it(tmp_path: Path, case: st
         "triton": lambda: check_triton(serving / "triton", manifest, read_signature(folder, manifest)),
         "ovms": lambda: check_ovms(serving / "ovms", manifest),
         "kserve": lambda: check_kserve(path, manifest),
+        "model_analyzer.yaml": lambda: check_analyzer(serving, manifest),
     }[name.partition("/")[0]]()
 
     assert any(expected in problem for problem in problems), problems
-    assert all(problem.startswith(name.partition("/")[0] + "/") for problem in problems)
+    assert all(problem.startswith((name.partition("/")[0] + "/", f"{name}: ")) for problem in problems)
 
 
 def test_a_failed_check_raises_naming_file_and_field_and_keeps_the_last_repository(tmp_path: Path, monkeypatch):

@@ -14,8 +14,9 @@ import yaml
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from pipeline.core.errors import first_line
 from pipeline.core.records.manifest import Manifest
-from pipeline.serve.repositories import kserve, measured, ovms, triton
+from pipeline.serve.repositories import analyzer, kserve, measured, ovms, triton
 from pipeline.serve.repositories.artifact import VERSION, file_problems
 from pipeline.serve.signature import Signature, TensorSpec, triton_type
 
@@ -62,6 +63,27 @@ def check_triton(repo_dir: Path, manifest: Manifest, signature: Signature) -> li
     return problems + file_problems(model_dir / VERSION, manifest, f"{repo_dir.name}/{manifest.model}/{VERSION}")
 
 
+def check_analyzer(serving: Path, manifest: Manifest) -> list[str]:
+    """model_analyzer.yaml searches around what triton/'s config.pbtxt holds, on the CPU, in that repository."""
+    config = text_format.Parse((serving / "triton" / manifest.model / triton.CONFIG).read_text(), mc.ModelConfig())
+    shown = analyzer.FILE
+    try:
+        search = yaml.safe_load((serving / shown).read_text())
+    except (FileNotFoundError, yaml.YAMLError) as error:
+        return [f"{shown}: {first_line(error)}"]
+    model = (search.get("profile_models") or {}).get(manifest.model) if isinstance(search, dict) else None
+    if not isinstance(model, dict):
+        return [f"{shown}: profile_models: no entry {manifest.model!r}"]
+    problems = [] if search.get("model_repository") == "triton" else [f"{shown}: model_repository: 'triton'"]
+    if model.get("cpu_only") is not True:
+        problems.append(f"{shown}: profile_models.{manifest.model}.cpu_only: true, where it was measured")
+    written = config.instance_group[0].count
+    counts = ((model.get("model_config_parameters") or {}).get("instance_group") or [{}])[0].get("count", [])
+    if written not in counts:
+        problems.append(f"{shown}: instance_group count {counts}: leaves out the {written} config.pbtxt holds")
+    return problems
+
+
 def _batching(shown: str, config: mc.ModelConfig, manifest: Manifest, signature: Signature, backend: str) -> list[str]:
     size = config.max_batch_size
     if size < 0:
@@ -72,13 +94,22 @@ def _batching(shown: str, config: mc.ModelConfig, manifest: Manifest, signature:
         if problem:
             problems.append(f"{shown}: max_batch_size {size}: must be 0: {problem}")
     if config.HasField("dynamic_batching"):
+        batcher = config.dynamic_batching
         if size == 0:
             problems.append(f"{shown}: dynamic_batching: needs max_batch_size above 0")
-        for preferred in config.dynamic_batching.preferred_batch_size:
+        for preferred in batcher.preferred_batch_size:
             if not 0 < preferred <= size:
                 problems.append(
                     f"{shown}: dynamic_batching.preferred_batch_size {preferred}: not within 1..max_batch_size {size}"
                 )
+        if batcher.max_queue_delay_microseconds and (
+            not batcher.preferred_batch_size or size in batcher.preferred_batch_size
+        ):
+            problems.append(
+                f"{shown}: dynamic_batching.max_queue_delay_microseconds {batcher.max_queue_delay_microseconds}: every "
+                "request that cannot fill the batch waits the full delay, and no measurement shows waiting pays "
+                f"(batcher.md; {analyzer.FILE} searches delays)"
+            )
     return problems
 
 
@@ -117,13 +148,21 @@ def _tensors(
 
 def _parameters(shown: str, config: mc.ModelConfig, backend: str) -> list[str]:
     known = triton.ORT_PARAMETERS if backend == "onnxruntime" else triton.OPENVINO_PARAMETERS
-    problems = []
+    problems = (
+        [f"{shown}: parameters.PERFORMANCE_HINT: {triton.STREAMS_NOT_HINT}"]
+        if _both_hint_and_streams(config.parameters)
+        else []
+    )
     for key, value in config.parameters.items():
         if key not in known:
             problems.append(f"{shown}: parameters.{key}: not a key the {backend} backend reads (it would be ignored)")
         elif key.endswith(("thread_count", "NUM_THREADS")) and not value.string_value.isdigit():
             problems.append(f"{shown}: parameters.{key} {value.string_value!r}: a thread count (0 or more)")
     return problems
+
+
+def _both_hint_and_streams(settings: Any) -> bool:
+    return "PERFORMANCE_HINT" in settings and "NUM_STREAMS" in settings
 
 
 def check_ovms(repo_dir: Path, manifest: Manifest) -> list[str]:
@@ -162,6 +201,8 @@ def check_ovms(repo_dir: Path, manifest: Manifest) -> list[str]:
     if entry.get("nireq") != nireq:
         problems.append(f"{shown}: nireq {entry.get('nireq')!r}: {why['nireq']}")
     written = entry.get("plugin_config", {})
+    if _both_hint_and_streams(written):
+        problems.append(f"{shown}: plugin_config.PERFORMANCE_HINT: {triton.STREAMS_NOT_HINT}")
     for key in sorted(set(plugin) | set(written)):
         if written.get(key) != plugin.get(key):
             expected = f"measured {plugin[key]!r}" if key in plugin else "not a measured setting"
@@ -193,6 +234,11 @@ def check_kserve(path: Path, manifest: Manifest) -> list[str]:
     name = str((service.get("metadata") or {}).get("name", ""))
     if not kserve.NAME.match(name) or len(name) > 63:
         problems.append(f"{shown}: metadata.name {name!r}: KServe takes a DNS-1035 label ([a-z]([-a-z0-9]*[a-z0-9])?)")
+    elif name != kserve.isvc_name(manifest.model, engine):
+        problems.append(
+            f"{shown}: metadata.name {name!r}: {kserve.isvc_name(manifest.model, engine)!r}, the engine's own (one "
+            "name for both files: applying the second replaces the first)"
+        )
     model = ((service.get("spec") or {}).get("predictor") or {}).get("model") or {}
     if not model:
         return [*problems, f"{shown}: spec.predictor.model: missing"]

@@ -27,11 +27,12 @@ NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # KServe's IsvcNameFmt (a DN
 PLACEHOLDER = "s3://REPLACE-WITH-YOUR-BUCKET"
 
 
-def isvc_name(model: str) -> str:
-    """The model's name as an InferenceService may be named: lower case, '-' for '_', a letter first,
-    at most 63 characters."""
+def isvc_name(model: str, engine: str) -> str:
+    """The InferenceService's name: the model's as KServe takes it (lower case, '-' for '_', a letter
+    first) and the engine's, so that applying both files makes two services, at most 63 characters."""
     name = model.lower().replace("_", "-").strip("-")
-    return (name if name[:1].isalpha() else f"model-{name}")[:63].rstrip("-")
+    name = name if name[:1].isalpha() else f"model-{name}"
+    return f"{name[: 62 - len(engine)].rstrip('-')}-{engine}"
 
 
 def model_format(engine: str, manifest: Manifest) -> str:
@@ -55,7 +56,7 @@ def resources(manifest: Manifest) -> tuple[dict, list[str]]:
 
 def inference_service(engine: str, manifest: Manifest) -> tuple[dict, list[str]]:
     """The InferenceService and its header comments."""
-    name = isvc_name(manifest.model)
+    name = isvc_name(manifest.model, engine)
     model: dict = {
         "modelFormat": {"name": model_format(engine, manifest)},
         "runtime": RUNTIME[engine],

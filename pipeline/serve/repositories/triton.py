@@ -16,6 +16,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 from pipeline.core.files import write_text
 from pipeline.core.records.manifest import Manifest
 from pipeline.serve.repositories import measured
+from pipeline.serve.repositories.analyzer import FILE as MODEL_ANALYZER
+from pipeline.serve.repositories.analyzer import write_analyzer
 from pipeline.serve.repositories.artifact import VERSION, artifact_files, place
 from pipeline.serve.repositories.scope import NotServable
 from pipeline.serve.signature import Signature, TensorSpec, triton_type
@@ -34,6 +36,9 @@ OPENVINO_PARAMETERS = frozenset({
     "PERFORMANCE_HINT", "CPU_EXTENSION_PATH", "INFERENCE_NUM_THREADS", "COMPILATION_NUM_THREADS", "HINT_BF16",
     "NUM_STREAMS", "SKIP_OV_DYNAMIC_BATCHSIZE", "ENABLE_BATCH_PADDING", "RESHAPE_IO_LAYERS", "TARGET_DEVICE",
 })  # fmt: skip
+# OVMS performance tuning guide (docs/performance_tuning.md): NUM_STREAMS and PERFORMANCE_HINT should not be used
+# together; the streams measured are written, since they are what the figures ran with
+STREAMS_NOT_HINT = "NUM_STREAMS without PERFORMANCE_HINT: OVMS's performance tuning guide says not to use both"
 OPENVINO_BATCH = (
     "the openvino_backend fixes a batching model to max_batch_size (ov::set_batch in src/openvino.cc) and refuses "
     "any other batch unless ENABLE_BATCH_PADDING pads it: with 0 the dynamic model takes the batch each request "
@@ -93,19 +98,21 @@ def triton_config(manifest: Manifest, signature: Signature) -> tuple[mc.ModelCon
 
 
 def _dynamic_batching(config: mc.ModelConfig, manifest: Manifest) -> list[str]:
-    preferred, why = measured.batching_gain(manifest)
+    """`dynamic_batching {}` where the sweep shows batching gains, as Model Analyzer and Model Navigator
+    start: no preferred sizes (batcher.md advises against them for most models: with one equal to
+    max_batch_size and a delay, every request that cannot fill the batch waits the full delay) and no
+    queue delay (the batcher then stacks only what is already queued). Whether waiting pays depends on the
+    arrival rate, which no bench measures: model_analyzer.yaml searches delays on a real Triton."""
+    gain, why = measured.batching_gain(manifest)
     if config.max_batch_size == 0:
         return [f"no dynamic_batching: it needs max_batch_size above 0 ({why})"]
-    if preferred is None:
+    if gain is None:
         return [f"no dynamic_batching: {why}: gathering requests would only add latency"]
-    delay = measured.queue_delay_us(manifest)
-    config.dynamic_batching.preferred_batch_size.append(preferred)
-    config.dynamic_batching.max_queue_delay_microseconds = delay
-    p50 = measured.num(measured.metrics(manifest).p50_ms)
+    config.dynamic_batching.SetInParent()
     return [
-        f"dynamic_batching preferred_batch_size [{preferred}]: {why}",
-        f"max_queue_delay_microseconds {delay}: the batch-1 p50 latency ({p50} ms); waiting longer than one call "
-        "costs more than it gains",
+        f"dynamic_batching {{}}: {why}",
+        f"no preferred_batch_size, max_queue_delay_microseconds 0: requests already queued are stacked, none waits "
+        f"(Triton batcher.md; Model Analyzer's starting point); {MODEL_ANALYZER} searches delays under your load",
     ]
 
 
@@ -142,10 +149,11 @@ def _openvino_parameters(found: measured.Concurrency, manifest: Manifest) -> tup
     parameters: dict[str, object] = {"INFERENCE_NUM_THREADS": plugin.threads}
     notes = []
     if plugin.streams is not None:
-        parameters |= {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": plugin.streams}
+        parameters["NUM_STREAMS"] = plugin.streams
         notes.append(
-            f"PERFORMANCE_HINT THROUGHPUT, NUM_STREAMS {plugin.streams}, INFERENCE_NUM_THREADS {plugin.threads}: "
-            f"the concurrent measurement's compiled model ({found.how}); the instances share it, one infer request each"
+            f"NUM_STREAMS {plugin.streams}, INFERENCE_NUM_THREADS {plugin.threads}: the streams the concurrent "
+            f"measurement's THROUGHPUT hint made ({found.how}); the instances share them, one infer request each; "
+            f"{STREAMS_NOT_HINT}"
         )
     else:
         notes.append(f"INFERENCE_NUM_THREADS {plugin.threads}: the threads of the concurrent measurement ({found.how})")
@@ -155,7 +163,8 @@ def _openvino_parameters(found: measured.Concurrency, manifest: Manifest) -> tup
     elif plugin.precision:
         notes.append(
             f"INFERENCE_PRECISION_HINT {plugin.precision} (measured): not written, the openvino_backend has no key "
-            "for it (README documents HINT_BF16 only): the CPU plugin's default precision applies"
+            "for it (README documents HINT_BF16 only): the CPU plugin's default precision applies, bf16 on a CPU with "
+            "AMX or native BF16; serve it with OVMS (ovms/) to pin it"
         )
     if plugin.group_size is not None:
         notes.append(
@@ -182,11 +191,8 @@ def write_triton(folder: Path, manifest: Manifest, signature: Signature, serving
     model_dir = serving / "triton" / manifest.model
     place(folder, manifest, model_dir / VERSION)
     write_text(model_dir / CONFIG, header(manifest, notes) + text_format.MessageToString(config))
-    batching = (
-        f"dynamic batching to {list(config.dynamic_batching.preferred_batch_size)}"
-        if config.HasField("dynamic_batching")
-        else "no dynamic batching"
-    )
+    write_analyzer(manifest, config, serving)
+    batching = "dynamic batching" if config.HasField("dynamic_batching") else "no dynamic batching"
     count = config.instance_group[0].count
     settings = f"{config.backend} backend, max_batch_size {config.max_batch_size}, {batching}, {count} instance(s)"
-    return f"triton/{manifest.model} ({settings})"
+    return f"triton/{manifest.model} ({settings}), {MODEL_ANALYZER}"

@@ -13,7 +13,7 @@ from pipeline.core.errors import ModelFileError
 from pipeline.core.files import atomic_dir, write_text
 from pipeline.core.records import manifest as manifest_record
 from pipeline.core.records.manifest import Manifest
-from pipeline.serve.repositories.check import check_kserve, check_ovms, check_triton
+from pipeline.serve.repositories.check import check_analyzer, check_kserve, check_ovms, check_triton
 from pipeline.serve.repositories.kserve import write_kserve
 from pipeline.serve.repositories.ovms import write_ovms
 from pipeline.serve.repositories.scope import ENGINES, NotServable, why_not
@@ -23,7 +23,8 @@ from pipeline.serve.signature import Signature, read_signature
 SERVING = "serving"
 README = "README.md"
 START = {
-    "triton": ("triton/", "a Triton model repository ({model}/config.pbtxt, {model}/1/)",
+    "triton": ("triton/", "a Triton model repository ({model}/config.pbtxt, {model}/1/); model_analyzer.yaml beside "
+               "it searches around its settings on your Triton (`model-analyzer profile -f model_analyzer.yaml`)",
                "tritonserver --model-repository=$PWD/triton"),
     "ovms": ("ovms/", "an OpenVINO Model Server configuration (config.json, {model}/1/; provenance.json: sha256 and "
              "where each setting came from)", "ovms --config_path $PWD/ovms/config.json --port 9000 --rest_port 8000"),
@@ -103,7 +104,8 @@ def check_serving(
     written = {result.engine for result in results if result.written}
     problems = []
     if "triton" in written and signature is not None:
-        problems += check_triton(serving / "triton", manifest, signature)
+        # the analyzer's file reads config.pbtxt: checked once that parses and holds
+        problems += check_triton(serving / "triton", manifest, signature) or check_analyzer(serving, manifest)
     if "ovms" in written:
         problems += check_ovms(serving / "ovms", manifest)
     for engine in sorted(written & {"triton", "ovms"}):
