@@ -137,9 +137,11 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _serving(args: argparse.Namespace) -> int:
+    from pipeline.core.config import ServingConfig
     from pipeline.serve.repositories.write import write_serving
 
-    report = write_serving(args.deploy)
+    config = ServingConfig(triton=args.triton, ovms=args.ovms, check_versions=not args.no_version_check)
+    report = write_serving(args.deploy, config)
     print(f"{report.model}: {report.folder}")
     for line in report.lines():
         print(f"  {line}")
@@ -268,6 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serving", help="write and check Triton, OVMS and KServe repositories (deploy/<model>/serving/)"
     )
     serving.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
+    serving.add_argument("--triton", help="the Triton release (yy.mm) to write for (default: the newest known)")
+    serving.add_argument("--ovms", help="the OVMS release (yyyy.n) to write for (default: the newest known)")
+    serving.add_argument(
+        "--no-version-check", action="store_true", help="write without loading the artifact in each release's runtime"
+    )
     serving.set_defaults(run=_serving)
     gate = commands.add_parser(
         "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI)"

@@ -189,7 +189,7 @@ def pipeline_stages(params: Params) -> dict[str, Any]:
                 layout.model_dir(KEY).as_posix(),
                 stage_file("select"),
             ],
-            "params": ["select"],
+            "params": ["select", "serving"],
             "outs": [layout.deploy_dir(KEY).as_posix(), _uncached(layout.selection_file(KEY).as_posix())],
         },
     }

@@ -20,6 +20,9 @@ from pipeline.core.layout import short_name
 from tests.conftest import REPO
 
 ALWAYS_RUN = {"fingerprint/dvc.yaml:env"}
+# serving/ written without running each engine release's runtime: tests/test_e2e.py's project and
+# tests/test_serving_releases.py run them
+UNCHECKED = {"check_versions": False}
 
 
 def run(cmd: list[str], cwd: Path) -> str:
@@ -49,7 +52,7 @@ def fast_project(root: Path) -> Path:
 
     copy_project(root)
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params |= {"bench": FAST_BENCH, "targets": ["cpu"], "gpu_variants": {}}
+    params |= {"bench": FAST_BENCH, "targets": ["cpu"], "gpu_variants": {}, "serving": UNCHECKED}
     params["select"]["contest"] = FAST_CONTEST
     params["variants"] = {k: v for k, v in params["variants"].items() if not k.startswith("lm_")}
     write_params(root, params)
@@ -105,7 +108,7 @@ def recipe_project(root: Path, variants: list[str] | None = None) -> dict:
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["models"] = ["tiny"]
     params["catalog"]["tiny"] = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}
-    params["bench"] = FAST_BENCH
+    params["bench"], params["serving"] = FAST_BENCH, UNCHECKED
     if variants is not None:
         params["variants"] = {name: params["variants"].get(name, {}) for name in variants}
         params["machine_variants"], params["gpu_variants"] = {}, {}

@@ -13,7 +13,15 @@ import yaml
 
 from tests.conftest import copy_project, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
-from tests.pipeline_runs import commit_and_repro, init_project, keeping, metrics, pinned_deploy_predicts, read
+from tests.pipeline_runs import (
+    UNCHECKED,
+    commit_and_repro,
+    init_project,
+    keeping,
+    metrics,
+    pinned_deploy_predicts,
+    read,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +38,7 @@ def project(tmp_path_factory):
     params["train"] = {name: params["train"][name] | {"epochs": 3} for name in MODELS}
     for name in MODELS:
         params["catalog"][name]["skip"] = keeping(params["catalog"][name]["source"], *KEPT)
-    params["bench"] = FAST_BENCH
+    params["bench"], params["serving"] = FAST_BENCH, UNCHECKED
     params["select"]["contest"] = FAST_CONTEST
     params["targets"] = ["cpu"]
     params["gpu_variants"] = {}

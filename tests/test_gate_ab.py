@@ -20,6 +20,7 @@ from pipeline.core import layout
 from pipeline.core.data import DataSet
 from tests.conftest import REPO, copy_project, write_params
 from tests.helpers import write_build, write_source
+from tests.pipeline_runs import UNCHECKED
 
 FAST_BENCH = {
     "threads": 1,
@@ -51,7 +52,7 @@ def project(root: Path, matmuls: int) -> Side:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["models"] = ["m"]
     params["catalog"]["m"] = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 64]}}}
-    params["bench"] = FAST_BENCH
+    params["bench"], params["serving"] = FAST_BENCH, UNCHECKED
     root.mkdir(parents=True)
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
@@ -86,7 +87,13 @@ def test_a_base_artifact_missing_from_the_dvc_cache_is_rebuilt_in_the_worktree(t
     12 s on 2 cores): two DVC projects and a git worktree, each stage a process."""
     root = copy_project(tmp_path / "project")
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params |= {"models": ["m"], "targets": ["cpu"], "variants": {"onnx_fp32": {}}, "bench": FAST_BENCH}
+    params |= {
+        "models": ["m"],
+        "targets": ["cpu"],
+        "variants": {"onnx_fp32": {}},
+        "bench": FAST_BENCH,
+        "serving": UNCHECKED,
+    }
     params |= {"machine_variants": {}, "gpu_variants": {}}
     params["catalog"] = {"m": {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}}
     params["train"] = {}

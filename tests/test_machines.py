@@ -24,6 +24,7 @@ from pipeline.machine import naming as machines
 from pipeline.present.compare import key_variants
 from tests.conftest import copy_project, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST, metric
+from tests.pipeline_runs import UNCHECKED
 
 
 def fingerprint(vendor="GenuineIntel", family="6", model_id="143", cores=16, gpus="none", name="Xeon") -> Env:
@@ -110,7 +111,7 @@ def tiny_project(folder: Path, onnx_file: Path, models: tuple[str, ...] = ("m",)
     machine variant, fast benchmark settings."""
     root = copy_project(folder)
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params |= {"models": list(models), "targets": ["cpu"], "train": {}, "bench": FAST_BENCH}
+    params |= {"models": list(models), "targets": ["cpu"], "train": {}, "bench": FAST_BENCH, "serving": UNCHECKED}
     params["select"]["contest"] = FAST_CONTEST
     spec = {"source": "onnx", "file": "model.onnx", "inputs": {"x": {"shape": ["batch", 12]}}}
     params["catalog"] = dict.fromkeys(models, spec)

@@ -14,6 +14,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from pipeline.cli import main
+from pipeline.core.config import ServingConfig
 from pipeline.core.errors import ModelFileError
 from pipeline.core.files import sha256
 from pipeline.core.records import manifest as manifest_record
@@ -25,6 +26,7 @@ from pipeline.serve.signature import numpy_dtype, read_signature, triton_type, v
 from tests.helpers import metric
 from tests.pipeline_runs import write_tiny_onnx
 
+UNCHECKED = ServingConfig(check_versions=False)  # tests/test_serving_releases.py loads them in each release
 MODEL = "tiny_net"  # '_' so the InferenceService name has to change it
 SWEEP = {"peak": 40000.0, "peak_batch": 32, "by_batch": {"b1": 10000.0, "b8": 30000.0, "b32": 40000.0}}
 CLEAR = {  # b8 and b32 beyond b1's interval: batching pays
@@ -92,7 +94,7 @@ def test_an_onnx_artifact_gets_its_measured_settings_in_every_engine(tmp_path: P
     folder = deploy(tmp_path)
     digest = sha256(folder / "model.onnx")
 
-    report = write_serving(folder)
+    report = write_serving(folder, UNCHECKED)
 
     assert [r.engine for r in report.engines if r.written] == ["triton", "ovms", "kserve"]
     config, text = triton_config(folder)
@@ -148,7 +150,7 @@ def test_an_onnx_artifact_gets_its_measured_settings_in_every_engine(tmp_path: P
 def test_a_fixed_batch_keeps_the_batch_in_dims_and_batches_nothing(tmp_path: Path):
     folder = deploy(tmp_path, fixed_batch=1)
 
-    write_serving(folder)
+    write_serving(folder, UNCHECKED)
 
     config, text = triton_config(folder)
     assert config.max_batch_size == 0 and not config.HasField("dynamic_batching")
@@ -159,7 +161,7 @@ def test_a_fixed_batch_keeps_the_batch_in_dims_and_batches_nothing(tmp_path: Pat
 def test_flat_throughput_gets_no_dynamic_batching_and_says_why(tmp_path: Path):
     folder = deploy(tmp_path, ci=FLAT)
 
-    write_serving(folder)
+    write_serving(folder, UNCHECKED)
 
     config, text = triton_config(folder)
     assert config.max_batch_size == 32 and not config.HasField("dynamic_batching")
@@ -169,7 +171,7 @@ def test_flat_throughput_gets_no_dynamic_batching_and_says_why(tmp_path: Path):
 def test_openvino_ir_gets_the_backend_keys_it_reads_and_the_plugin_settings(tmp_path: Path):
     folder = deploy(tmp_path, runtime="openvino")
 
-    write_serving(folder)
+    write_serving(folder, UNCHECKED)
 
     config, text = triton_config(folder)
     assert (config.backend, config.max_batch_size) == ("openvino", 0)  # the backend fixes a batching model's batch
@@ -263,7 +265,7 @@ def test_each_check_catches_a_broken_field_and_names_it(tmp_path: Path, case: st
     kind, name, edit, expected = BROKEN[case]
     folder = deploy(tmp_path, runtime="openvino" if kind == "openvino" else "onnxruntime",
                     fixed_batch=1 if kind == "fixed" else None)  # fmt: skip
-    write_serving(folder)
+    write_serving(folder, UNCHECKED)
     serving = folder / "serving"
     path = serving / name
     if edit is None:  # a new file in its place: the version folder's file is a hard link to the deploy folder's
@@ -287,12 +289,12 @@ def test_each_check_catches_a_broken_field_and_names_it(tmp_path: Path, case: st
 
 def test_a_failed_check_raises_naming_file_and_field_and_keeps_the_last_repository(tmp_path: Path, monkeypatch):
     folder = deploy(tmp_path, fixed_batch=1)
-    write_serving(folder)
+    write_serving(folder, UNCHECKED)
     kept = (folder / "serving" / "triton" / MODEL / "config.pbtxt").read_text()
     monkeypatch.setattr(triton, "batching", lambda manifest, signature, backend: (8, "a wrong rule"))
 
     with pytest.raises(ModelFileError, match=rf"serving/triton/{MODEL}/config.pbtxt: max_batch_size 8: must be 0"):
-        write_serving(folder)
+        write_serving(folder, UNCHECKED)
 
     assert (folder / "serving" / "triton" / MODEL / "config.pbtxt").read_text() == kept
 
@@ -309,7 +311,7 @@ def test_a_failed_check_raises_naming_file_and_field_and_keeps_the_last_reposito
 def test_what_no_engine_serves_as_is_gets_one_line_per_engine_and_no_repository(tmp_path: Path, fields, why):
     folder = deploy(tmp_path, **fields)
 
-    report = write_serving(folder)
+    report = write_serving(folder, UNCHECKED)
 
     assert not (folder / "serving" / "triton").exists() and not (folder / "serving" / "ovms").exists()
     readme = (folder / "serving" / "README.md").read_text()
@@ -375,8 +377,10 @@ def test_an_output_that_is_no_tensor_matters_only_when_the_manifest_serves_it(tm
 def test_the_serving_command_prints_one_line_per_engine(tmp_path: Path, capsys):
     folder = deploy(tmp_path)
 
-    assert main(["serving", str(folder)]) == 0
+    assert main(["serving", str(folder), "--triton", "25.08", "--no-version-check"]) == 0
 
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{MODEL}: {folder / 'serving'}"
     assert [line.split(":")[0].strip() for line in out[1:]] == ["triton", "ovms", "kserve"]
+    readme = (folder / "serving" / "README.md").read_text()
+    assert "Triton 25.08 runs onnxruntime 1.23.0: not checked (serving.check_versions is false)" in readme

@@ -563,6 +563,27 @@ class BuildConfig(Strict):
     timeout_s: float = Field(default=3600, gt=0)
 
 
+class ServingConfig(Strict):
+    """The engine releases deploy/<model>/serving/ is written for (pipeline/core/engine_versions.yaml)."""
+
+    triton: str | None = None  # a Triton container release (yy.mm) in the table; null: the newest
+    ovms: str | None = None  # an OpenVINO Model Server release (yyyy.n); null: the newest
+    # load each artifact with the release's runtime version (pip, a cached side environment) and compare
+    # its outputs with predict's; false: written unchecked, and the files say so
+    check_versions: bool = True
+
+    @model_validator(mode="after")
+    def _known_releases(self) -> ServingConfig:
+        from pipeline.core.engines import release
+
+        for engine in ("triton", "ovms"):
+            try:
+                release(engine, getattr(self, engine))
+            except KeyError as error:
+                raise FieldError(engine, str(error.args[0])) from None
+        return self
+
+
 class Params(Strict):
     models: list[str] = Field(min_length=1)
     targets: list[str] = Field(default=["cpu"], min_length=1)  # cpu, cuda:N (pipeline.core.targets)
@@ -575,6 +596,7 @@ class Params(Strict):
     bench: BenchConfig = BenchConfig()
     build: BuildConfig = BuildConfig()
     select: SelectConfig = SelectConfig()
+    serving: ServingConfig = ServingConfig()
 
     @field_validator("targets")
     @classmethod

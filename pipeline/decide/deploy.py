@@ -22,6 +22,7 @@ from typing import Any
 from pipeline import __version__
 from pipeline.core import layout, records
 from pipeline.core.config import Params
+from pipeline.core.data import Arrays, DataSet
 from pipeline.core.files import atomic_dir, iter_files, read_json, sha256
 from pipeline.core.records import VariantRecord, code_entry
 from pipeline.core.records import build as build_record
@@ -66,7 +67,7 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
             ),
             tmp,
         )
-        serving = write_serving(tmp) if chosen else None
+        serving = write_serving(tmp, params.serving, _reference_rows(model, root)) if chosen else None
     records.write_choice(model, record, results)
     served = [r.engine for r in serving.engines if r.written] if serving else []
     return {
@@ -74,6 +75,13 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
         "reason": (f"chose {decision.chosen}: {decision.why}" if chosen else decision.why)
         + (f"; serving/: {', '.join(served) or 'no engine serves it as is'}" if serving else ""),
     }
+
+
+def _reference_rows(model: str, root: Path) -> Arrays | None:
+    """The model's reference inputs (the rows its source's outputs were recorded on), for the serving
+    releases' check; None when the export wrote none."""
+    path = layout.source_dir(model, root) / layout.REFERENCE
+    return DataSet.load(path).inputs if path.is_file() else None
 
 
 def _package(model: str, artifact: Path, record: VariantRecord, params: Params, root: Path, out: Path) -> dict:

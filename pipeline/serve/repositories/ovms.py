@@ -101,7 +101,13 @@ def provenance(manifest: Manifest) -> dict:
     }
 
 
-def write_ovms(folder: Path, manifest: Manifest, serving: Path) -> str:
+def pinned_properties(manifest: Manifest) -> dict[str, str]:
+    """The plugin_config settings that change what OpenVINO computes (what the release check compiles with)."""
+    _, plugin, _ = settings(manifest)
+    return {k: v for k, v in plugin.items() if k in ("INFERENCE_PRECISION_HINT", "DYNAMIC_QUANTIZATION_GROUP_SIZE")}
+
+
+def write_ovms(folder: Path, manifest: Manifest, serving: Path, checked: str) -> str:
     """serving/ovms/: config.json, <model>/1/ and provenance.json; returns a one-line summary."""
     if manifest.runtime != "openvino" and (why := openvino_reads(folder / manifest.entry)):
         raise NotServable(f"OVMS runs ONNX with OpenVINO, which cannot read {manifest.entry}: {why}")
@@ -109,7 +115,7 @@ def write_ovms(folder: Path, manifest: Manifest, serving: Path) -> str:
     place(folder, manifest, root / manifest.model / VERSION)
     config = config_json(manifest)
     write_json(root / CONFIG, config)
-    write_json(root / PROVENANCE, provenance(manifest))
+    write_json(root / PROVENANCE, provenance(manifest) | {"checked_with": checked})
     entry = config["model_config_list"][0]["config"]
     plugin = ", ".join(f"{key} {value}" for key, value in entry["plugin_config"].items())
     return f"ovms/{CONFIG} (nireq {entry['nireq']}, {plugin})"

@@ -77,7 +77,7 @@ def triton_config(manifest: Manifest, signature: Signature) -> tuple[mc.ModelCon
     if backend == "openvino" and any(not t.shape for t in signature.inputs):
         raise NotServable("the openvino_backend does not take scalar inputs (README, Known Issues)")
     config = mc.ModelConfig(name=manifest.model, backend=backend)
-    notes = [f"backend {backend}: the artifact runs on {manifest.runtime} {manifest.runtime_version}, as measured"]
+    notes = [f"backend {backend}: measured on {manifest.runtime} {manifest.runtime_version}"]
     if manifest.entry != DEFAULT_MODEL_FILE[backend]:
         config.default_model_filename = manifest.entry
     config.max_batch_size, why = batching(manifest, signature, backend)
@@ -185,9 +185,19 @@ def header(manifest: Manifest, notes: list[str]) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
-def write_triton(folder: Path, manifest: Manifest, signature: Signature, serving: Path) -> str:
-    """serving/triton/<model>/: config.pbtxt and version folder 1/; returns a one-line summary."""
+def pinned_properties(manifest: Manifest) -> dict[str, str]:
+    """The OpenVINO properties the openvino_backend's parameters pin for this config (what the release
+    check compiles with): bf16 when HINT_BF16 is written, else the plugin's defaults."""
+    if manifest.runtime != "openvino":
+        return {}
+    return {"INFERENCE_PRECISION_HINT": "bf16"} if measured.openvino_plugin(manifest).precision == "bf16" else {}
+
+
+def write_triton(folder: Path, manifest: Manifest, signature: Signature, serving: Path, checked: str) -> str:
+    """serving/triton/<model>/: config.pbtxt and version folder 1/, the header naming what the release's
+    runtime made of it (`checked`); returns a one-line summary."""
     config, notes = triton_config(manifest, signature)
+    notes.insert(1, checked)
     model_dir = serving / "triton" / manifest.model
     place(folder, manifest, model_dir / VERSION)
     write_text(model_dir / CONFIG, header(manifest, notes) + text_format.MessageToString(config))

@@ -4,20 +4,30 @@ it cannot serve this artifact as it is."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from pipeline.core import engines
+from pipeline.core.config import ServingConfig
+from pipeline.core.data import Arrays
+from pipeline.core.engines import Release
 from pipeline.core.errors import ModelFileError
 from pipeline.core.files import atomic_dir, write_text
 from pipeline.core.records import manifest as manifest_record
 from pipeline.core.records.manifest import Manifest
+from pipeline.serve.predict import Predictor, load
+from pipeline.serve.repositories import ovms, triton
 from pipeline.serve.repositories.check import check_analyzer, check_kserve, check_ovms, check_triton
+from pipeline.serve.repositories.convert import convertible, downgraded
 from pipeline.serve.repositories.kserve import write_kserve
 from pipeline.serve.repositories.ovms import write_ovms
 from pipeline.serve.repositories.scope import ENGINES, NotServable, why_not
 from pipeline.serve.repositories.triton import write_triton
+from pipeline.serve.repositories.versions import ReleaseCheck, check_release, unchecked
 from pipeline.serve.signature import Signature, read_signature
 
 SERVING = "serving"
@@ -36,6 +46,7 @@ START = {
 class EngineResult(BaseModel):
     engine: str
     written: str = ""  # what was written, from the serving folder
+    checked: str = ""  # what the engine release's runtime version made of the artifact
     reason: str = ""  # why it cannot serve the artifact as it is
 
     @property
@@ -56,9 +67,11 @@ class ServingReport(BaseModel):
         return [result.line for result in self.engines]
 
 
-def write_serving(folder: Path) -> ServingReport:
-    """Write and check deploy folder `folder`'s serving/ (replacing the last one); a failed check keeps
-    the last one and raises, naming the file and field."""
+def write_serving(folder: Path, config: ServingConfig | None = None, rows: Arrays | None = None) -> ServingReport:
+    """Write and check deploy folder `folder`'s serving/ (replacing the last one) for the engine releases
+    `config` names, each loading the artifact with its own runtime version first (on `rows`, the model's
+    reference rows, else generated ones); a failed check keeps the last one and raises, naming the file
+    and field."""
     manifest = manifest_record.load(folder)
     why, signature = why_not(manifest), None
     if why is None:
@@ -67,47 +80,94 @@ def write_serving(folder: Path) -> ServingReport:
         except ModelFileError as error:
             why = str(error)
     with atomic_dir(folder / SERVING) as serving:
+        served: dict[str, Manifest] = {}
         if signature is None:
             results = [EngineResult(engine=engine, reason=str(why)) for engine in ENGINES]
         else:
-            results = _write_engines(folder, manifest, signature, serving)
+            results, served = _write_engines(folder, manifest, signature, serving, config or ServingConfig(), rows)
         write_text(serving / README, readme(manifest, results))
-        problems = check_serving(serving, manifest, signature, results)
+        problems = check_serving(serving, manifest, signature, results, served)
         if problems:
             raise ModelFileError("; ".join(f"{folder / SERVING}/{problem}" for problem in problems))
     return ServingReport(model=manifest.model, folder=str(folder / SERVING), engines=results)
 
 
-def _write_engines(folder: Path, manifest: Manifest, signature: Signature, serving: Path) -> list[EngineResult]:
-    writers: dict[str, Callable[[], str]] = {
-        "triton": lambda: write_triton(folder, manifest, signature, serving),
-        "ovms": lambda: write_ovms(folder, manifest, serving),
+def _write_engines(
+    folder: Path, manifest: Manifest, signature: Signature, serving: Path, config: ServingConfig, rows: Arrays | None
+) -> tuple[list[EngineResult], dict[str, Manifest]]:
+    """Each engine's repository for the artifact as its release runs it, and that artifact's manifest
+    (the deploy folder's, or the converted file's) by engine."""
+    predictor = load(folder, verify=False, check_values=False) if config.check_versions else None
+    writers: dict[str, Callable[[Path, Manifest, str], str]] = {
+        "triton": lambda source, served, checked: write_triton(source, served, signature, serving, checked),
+        "ovms": lambda source, served, checked: write_ovms(source, served, serving, checked),
     }
-    results = []
-    for engine, write in writers.items():
-        try:
-            results.append(EngineResult(engine=engine, written=write()))
-        except NotServable as error:
-            results.append(EngineResult(engine=engine, reason=str(error)))
+    results, manifests = [], {}
+    with tempfile.TemporaryDirectory(prefix="converted-") as converted:
+        for engine, write in writers.items():
+            release = engines.release(engine, getattr(config, engine))
+            source, served = folder, manifest
+            try:
+                if predictor is None:
+                    checked = unchecked(release, manifest, engine, "serving.check_versions is false").line
+                else:
+                    check = partial(_check_in, engine=engine, release=release, predictor=predictor, rows=rows)
+                    source, served, checked = _readable(folder, manifest, check, Path(converted) / engine)
+                results.append(EngineResult(engine=engine, written=write(source, served, checked), checked=checked))
+                manifests[engine] = served
+            except NotServable as error:
+                results.append(EngineResult(engine=engine, reason=str(error)))
     servable = [result.engine for result in results if result.written]
     if servable:
         results.append(EngineResult(engine="kserve", written=write_kserve(manifest, serving, servable)))
     else:
         results.append(EngineResult(engine="kserve", reason="neither Triton nor OVMS serves it (above)"))
-    return results
+    return results, manifests
+
+
+def _check_in(
+    at: Path, described: Manifest, *, engine: str, release: Release, predictor: Predictor, rows: Arrays | None
+) -> ReleaseCheck:
+    """The release check with the OpenVINO settings the engine's own files pin."""
+    pinned = triton.pinned_properties if engine == "triton" else ovms.pinned_properties
+    return check_release(at, described, engine, release, predictor, rows, pinned(described))
+
+
+def _readable(
+    folder: Path, manifest: Manifest, check: Callable[[Path, Manifest], ReleaseCheck], out: Path
+) -> tuple[Path, Manifest, str]:
+    """The artifact as the release runs it (converted to an older opset where it cannot read the file
+    as it is) and the line saying what the release made of it; NotServable when it cannot run it as validated."""
+    checked = check(folder, manifest)
+    if checked.status == "unreadable" and convertible(manifest):
+        found = downgraded(folder, manifest, out, check)
+        if found is not None:
+            source, served, again, how = found
+            if again.status == "matches":
+                return source, served, f"{again.line}; {how}"
+            checked = again
+    if checked.status != "matches":  # an engine that cannot run it as validated
+        raise NotServable(checked.line)
+    return folder, manifest, checked.line
 
 
 def check_serving(
-    serving: Path, manifest: Manifest, signature: Signature | None, results: list[EngineResult]
+    serving: Path,
+    manifest: Manifest,
+    signature: Signature | None,
+    results: list[EngineResult],
+    served: dict[str, Manifest] | None = None,
 ) -> list[str]:
-    """Every written engine's checks."""
+    """Every written engine's checks, each against the artifact it serves (`served`: a converted file's
+    manifest by engine; the deploy folder's otherwise)."""
     written = {result.engine for result in results if result.written}
+    of = lambda engine: (served or {}).get(engine, manifest)  # noqa: E731
     problems = []
     if "triton" in written and signature is not None:
         # the analyzer's file reads config.pbtxt: checked once that parses and holds
-        problems += check_triton(serving / "triton", manifest, signature) or check_analyzer(serving, manifest)
+        problems += check_triton(serving / "triton", of("triton"), signature) or check_analyzer(serving, manifest)
     if "ovms" in written:
-        problems += check_ovms(serving / "ovms", manifest)
+        problems += check_ovms(serving / "ovms", of("ovms"))
     for engine in sorted(written & {"triton", "ovms"}):
         problems += check_kserve(serving / "kserve" / f"{engine}.yaml", manifest)
     return problems
@@ -130,6 +190,8 @@ def readme(manifest: Manifest, results: list[EngineResult]) -> str:
             engines = served if result.engine == "kserve" else [result.engine]
             start = " or ".join(f"`{command.format(engine=engine)}`" for engine in engines)
             lines.append(f"- `{folder}`: {what.format(model=manifest.model)}. Start: {start}")
+            if result.checked:
+                lines.append(f"  {result.checked}")
         else:
             lines.append(f"- {result.engine}: cannot serve {manifest.model} as is: {result.reason}")
     if manifest.text and served:

@@ -1,0 +1,124 @@
+"""Load the artifact with the runtime version inside the engine release a repository is written for
+(pipeline/core/engine_versions.yaml), in that version's own environment (pipeline.serve.runtime_env),
+and compare its outputs with `predict`'s on the same rows: an opset or IR the release cannot read is
+found here, not when the engine starts, and a release that computes differently says by how much."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.core.data import Arrays, generate_inputs
+from pipeline.core.engines import Release
+from pipeline.core.errors import Unavailable
+from pipeline.core.inputs import to_model_layout
+from pipeline.core.records.manifest import Manifest
+from pipeline.serve import in_runtime
+from pipeline.serve.predict import Predictor
+from pipeline.serve.runtime_env import runtime_python
+
+ROWS = 64
+MATCH = 1e-2  # outputs match when every value is within 1% of the output's largest magnitude
+TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class ReleaseCheck:
+    """What one engine release's runtime made of the artifact."""
+
+    release: Release
+    runtime: str
+    version: str
+    status: str  # matches | differs | unreadable | not checked
+    detail: str
+
+    @property
+    def line(self) -> str:
+        """One line for the written files: the release, the runtime version, what it did."""
+        return f"{self.release.title} runs {self.runtime} {self.version}: {self.detail}"
+
+
+def engine_runtime(engine: str, manifest: Manifest) -> str:
+    """The runtime an engine loads the artifact with: Triton picks the backend by file, OVMS is OpenVINO."""
+    return manifest.runtime if engine == "triton" else "openvino"
+
+
+def check_rows(manifest: Manifest, rows: Arrays | None) -> tuple[Arrays, str]:
+    """The rows to compare on, rows first: the ones given (the model's reference rows), else generated from
+    the manifest's input specs; one fixed batch where the file fixes it (the side run feeds it whole)."""
+    count = manifest.fixed_batch or ROWS
+    if rows is not None:
+        taken = {name: array[:count] for name, array in rows.items()}
+        return taken, f"{len(next(iter(taken.values())))} reference rows"
+    vocab = min(manifest.token_bounds.values()) if manifest.token_bounds else None
+    generated = generate_inputs(manifest.inputs, count, seed=0, dims=manifest.dims, vocab_size=vocab)
+    return generated, f"{count} generated rows"
+
+
+def unchecked(release: Release, manifest: Manifest, engine: str, why: str) -> ReleaseCheck:
+    runtime = engine_runtime(engine, manifest)
+    version = getattr(release, runtime)
+    return ReleaseCheck(release, runtime, version, "not checked", f"not checked ({why})")
+
+
+def check_release(
+    folder: Path,
+    manifest: Manifest,
+    engine: str,
+    release: Release,
+    predictor: Predictor,
+    rows: Arrays | None = None,
+    properties: dict[str, str] | None = None,
+) -> ReleaseCheck:
+    """Run the artifact in `release`'s runtime version on the rows and compare with `predictor`'s
+    outputs (the pipeline's runtime, as measured). `properties`: the OpenVINO plugin settings the
+    engine's files pin (OVMS's plugin_config); none: the plugin's defaults, as Triton's backend runs."""
+    runtime = engine_runtime(engine, manifest)
+    version = getattr(release, runtime)
+    inputs, which = check_rows(manifest, rows)
+    checked = predictor.check(inputs, source=which)
+    try:
+        python = runtime_python(runtime, version)
+    except Unavailable as error:
+        return unchecked(release, manifest, engine, str(error))
+    with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
+        np.savez(Path(tmp) / "in.npz", **to_model_layout(checked, manifest.inputs))  # as the file takes them
+        command = [str(python), in_runtime.__file__, runtime, str(folder / manifest.entry), f"{tmp}/in.npz",
+                   f"{tmp}/out.npz", json.dumps(properties or {})]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return ReleaseCheck(release, runtime, version, "unreadable", f"crashed running {manifest.entry}: {last}")
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        if "error" in answer:
+            return ReleaseCheck(
+                release, runtime, version, "unreadable", f"cannot load {manifest.entry}: {answer['error']}"
+            )
+        with np.load(Path(tmp) / "out.npz") as got:
+            theirs = {name: got[name] for name in got.files}
+    ours = predictor.run(checked)
+    return _compare(release, runtime, version, ours, theirs, which)
+
+
+def _compare(release: Release, runtime: str, version: str, ours: Arrays, theirs: Arrays, which: str) -> ReleaseCheck:
+    worst, missing = 0.0, sorted(set(ours) - set(theirs))
+    if missing:
+        return ReleaseCheck(release, runtime, version, "differs", f"loads, but has no output {', '.join(missing)}")
+    for name, expected in ours.items():
+        got = np.asarray(theirs[name], np.float64).reshape(np.shape(expected))
+        expected = np.asarray(expected, np.float64)
+        scale = float(np.max(np.abs(expected))) or 1.0
+        worst = max(worst, float(np.max(np.abs(got - expected))) / scale if expected.size else 0.0)
+    relative = f"largest difference {worst:.2g} of each output's largest magnitude"
+    if worst <= MATCH:
+        return ReleaseCheck(
+            release, runtime, version, "matches", f"loads; outputs match predict's on {which} ({relative})"
+        )
+    return ReleaseCheck(
+        release, runtime, version, "differs", f"loads, but outputs differ from predict's on {which} ({relative})"
+    )

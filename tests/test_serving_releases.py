@@ -1,0 +1,150 @@
+"""Each repository is written for an engine release (pipeline/core/engine_versions.yaml) and the artifact is
+first run by that release's own runtime version, in a cached environment pip makes (skipped, with pip's
+line, where the package index cannot be reached): a release that reads it and answers as `predict` does
+is named in the written files; one that cannot read it, or answers otherwise, gets no folder and one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import yaml
+from onnx import TensorProto, helper, numpy_helper
+
+from pipeline.core import engines
+from pipeline.core.config import ServingConfig, load_params
+from pipeline.core.errors import ConfigError, Unavailable
+from pipeline.core.files import sha256
+from pipeline.core.records import manifest as manifest_record
+from pipeline.serve.repositories.write import write_serving
+from pipeline.serve.runtime_env import runtime_python
+from tests.conftest import REPO
+from tests.test_serving_repos import MODEL, deploy
+
+
+def release_runtimes(*releases: engines.Release) -> None:
+    """Make (or find) each release's runtime environments, or skip with pip's reason."""
+    for release in releases:
+        for package in ("onnxruntime", "openvino"):
+            if version := getattr(release, package):
+                try:
+                    runtime_python(package, version)
+                except Unavailable as error:
+                    pytest.skip(str(error))
+
+
+def with_model(folder: Path, model: onnx.ModelProto) -> Path:
+    """The deploy folder with `model` as its model.onnx, the manifest's sha256 made to match."""
+    onnx.save(model, str(folder / "model.onnx"))
+    manifest = manifest_record.load(folder)
+    manifest_record.write(manifest.model_copy(update={"files": {"model.onnx": sha256(folder / "model.onnx")}}), folder)
+    return folder
+
+
+def readme(folder: Path) -> str:
+    return (folder / "serving" / "README.md").read_text()
+
+
+def test_the_table_names_each_releases_runtimes_and_the_newest_is_the_default():
+    triton, ovms = engines.releases("triton"), engines.releases("ovms")
+    assert (triton["25.08"].onnxruntime, triton["25.08"].openvino) == ("1.23.0", "2025.2.0")  # build.py, v2.60.0
+    assert engines.release("triton", None) == list(triton.values())[-1]
+    assert engines.release("ovms", None) == list(ovms.values())[-1] and ovms["2026.1"].onnxruntime is None
+    versions = [v for r in (*triton.values(), *ovms.values()) for v in (r.onnxruntime, r.openvino) if v]
+    assert all(re.fullmatch(r"\d{1,4}\.\d+\.\d+", v) for v in versions), versions
+
+
+def test_an_unknown_release_is_one_error_naming_the_field(tmp_path: Path):
+    params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"serving": {"triton": "24.01"}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+
+    with pytest.raises(ConfigError, match=r"params.yaml: serving.triton: triton release '24.01' is not in engine_"):
+        load_params(tmp_path / "params.yaml")
+
+
+def test_a_release_that_reads_the_artifact_is_named_in_the_files_with_what_it_answered(tmp_path: Path):
+    config = ServingConfig(triton="26.07", ovms="2026.1")
+    release_runtimes(engines.release("triton", "26.07"), engines.release("ovms", "2026.1"))
+    folder = deploy(tmp_path)
+
+    report = write_serving(folder, config)
+
+    assert [r.engine for r in report.engines if r.written] == ["triton", "ovms", "kserve"]
+    header = (folder / "serving" / "triton" / MODEL / "config.pbtxt").read_text()
+    assert "# Triton 26.07 runs onnxruntime 1.27.0: loads; outputs match predict's on 64 generated rows" in header
+    provenance = json.loads((folder / "serving" / "ovms" / "provenance.json").read_text())
+    assert provenance["checked_with"].startswith("OVMS 2026.1 runs openvino 2026.1.0: loads; outputs match")
+
+
+def test_a_release_that_cannot_read_the_opset_gets_it_converted_and_checked_again(tmp_path: Path):
+    """Opset 24 (IR 12), which ONNX Runtime 1.31 reads and Triton 25.08's 1.23.0 does not: onnx's version
+    converter takes it to opset 23 for Triton; the deploy folder keeps the file that was measured."""
+    release_runtimes(engines.release("triton", "25.08"))
+    folder = deploy(tmp_path)
+    model = onnx.load(str(folder / "model.onnx"))
+    model.opset_import[0].version, model.ir_version = 24, 12  # MatMul and Add are the same in opset 24
+    with_model(folder, model)
+
+    report = write_serving(folder, ServingConfig(triton="25.08"))
+
+    assert report.engines[0].written, report.engines[0].reason
+    header = (folder / "serving" / "triton" / MODEL / "config.pbtxt").read_text()
+    assert "# Triton 25.08 runs onnxruntime 1.23.0: loads; outputs match predict's" in header
+    assert "converted: model.onnx from opset 24 (IR 12) to opset 23 (IR 11) by onnx.version_converter" in header
+    served = onnx.load(str(folder / "serving" / "triton" / MODEL / "1" / "model.onnx"))
+    assert (served.opset_import[0].version, served.ir_version) == (23, 11)
+    assert f"# sha256 1/model.onnx {sha256(folder / 'serving' / 'triton' / MODEL / '1' / 'model.onnx')}" in header
+    assert onnx.load(str(folder / "model.onnx")).opset_import[0].version == 24
+
+
+def test_a_release_that_cannot_read_it_even_converted_gets_no_folder_and_says_why(tmp_path: Path):
+    """Swish, new in opset 24: onnx's converter has no older form of it."""
+    release_runtimes(engines.release("triton", "25.08"))
+    folder = deploy(tmp_path)
+    graph = helper.make_graph(
+        [helper.make_node("Swish", ["x"], ["output"])], "swish",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 12])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 12])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+    model.ir_version = 12
+    with_model(folder, model)
+
+    report = write_serving(folder, ServingConfig(triton="25.08"))
+
+    assert not (folder / "serving" / "triton").exists()
+    assert "- triton: cannot serve tiny_net as is: Triton 25.08 runs onnxruntime 1.23.0: cannot load model.onnx" in (
+        readme(folder)
+    )
+    assert report.engines[0].reason.startswith("Triton 25.08 runs onnxruntime 1.23.0: cannot load model.onnx")
+
+
+def test_an_engine_whose_runtime_answers_otherwise_gets_no_folder_and_says_by_how_much(tmp_path: Path):
+    """ONNX Runtime's FusedGemm (what its graph optimizer fuses a Gemm and its activation into) read by
+    OpenVINO, OVMS's engine, which applies a Relu whatever the activation says: the Sigmoid is lost."""
+    release_runtimes(engines.release("triton", None), engines.release("ovms", None))
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal((3, 12)).astype(np.float32), "w"),
+               numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "b")]  # fmt: skip
+    fused = helper.make_node("FusedGemm", ["x", "w", "b"], ["output"], domain="com.microsoft", activation="Sigmoid",
+                             alpha=1.0, beta=1.0, transB=1)  # fmt: skip
+    graph = helper.make_graph(
+        [fused], "fused", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 12])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 3])], weights,
+    )  # fmt: skip
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
+    model.ir_version = 9
+    folder = with_model(deploy(tmp_path), model)
+
+    report = write_serving(folder)
+
+    assert [r.engine for r in report.engines if r.written] == ["triton", "kserve"]  # ONNX Runtime runs it as measured
+    assert re.search(r"- ovms: cannot serve tiny_net as is: OVMS \S+ runs openvino \S+: loads, but outputs differ from "
+                     r"predict's on 64 generated rows \(largest difference [\d.]+ ", readme(folder))  # fmt: skip
+    assert not (folder / "serving" / "ovms").exists() and not (folder / "serving" / "kserve" / "ovms.yaml").exists()
