@@ -1,8 +1,10 @@
-"""bfloat16 without a bfloat16 dtype: numpy has none (and the lean serving image has no ml_dtypes), so a
-bfloat16 tensor travels as its raw 16-bit patterns in a uint16 array, and the runtimes take and give
-float32, which holds every bfloat16 value exactly. bfloat16 is float32's upper half, so widening is a
-16-bit shift and narrowing rounds the dropped half to nearest, ties to even (what hardware and
-ml_dtypes do), keeping NaN a NaN.
+"""bfloat16 tensors without a bfloat16 dtype: their 16-bit patterns in uint16 arrays, their values in
+float32 at the runtimes.
+
+numpy has no bfloat16 (and the lean serving image has no ml_dtypes), so a bfloat16 tensor travels as its
+raw bit patterns, and the runtimes take and give float32, which holds every bfloat16 value exactly.
+bfloat16 is float32's upper half, so widening is a 16-bit shift and narrowing rounds the dropped half to
+nearest, ties to even (what hardware and ml_dtypes do), keeping NaN a NaN.
 """
 
 from __future__ import annotations

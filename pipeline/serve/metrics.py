@@ -6,12 +6,12 @@ Named like Triton's where Triton has the figure (prometheus_client adds `_total`
     nv_inference_request_success_total{model,version}          infer requests answered 200
     nv_inference_request_failure_total{model,version,reason}   the others: REJECTED (503, the queue was
                                                                full), BACKEND (500), OTHER (4xx)
-    nv_inference_pending_request_count{model,version}          admitted, waiting for an instance
+    nv_inference_pending_request_count{model,version}          admitted, not on an instance yet
 
 and `modelopt_` where it has not:
 
     modelopt_inference_request_duration_seconds{model,version} histogram of successful infer requests,
-                                                               body read to response built
+                                                               arrival to response built
     modelopt_inference_in_flight{model,version}                requests running on an instance now
     modelopt_http_responses_total{status}                      every HTTP response, any route, by status
 """
@@ -51,11 +51,11 @@ class Metrics:
         self._failure = counter("nv_inference_request_failure", "infer requests refused", "reason")
         self._labels = labels
         self._duration = Histogram(
-            "modelopt_inference_request_duration_seconds", "successful infer requests, body read to response built",
+            "modelopt_inference_request_duration_seconds", "successful infer requests, arrival to response built",
             names, registry=self.registry, buckets=BUCKETS_S,
         ).labels(**labels)  # fmt: skip
         for name, doc, read in (
-            ("nv_inference_pending_request_count", "infer requests waiting for an instance", pending),
+            ("nv_inference_pending_request_count", "admitted infer requests not on an instance yet", pending),
             ("modelopt_inference_in_flight", "infer requests running on an instance", in_flight),
         ):
             Gauge(name, doc, names, registry=self.registry).labels(**labels).set_function(read)
