@@ -10,7 +10,8 @@ is a bad one (an id past the vocabulary, a wrong shape, a wrong datatype, in tur
 with one line. Every valid answer is compared bit for bit with what `predict` returns for it in this
 process. The server's RSS is sampled every 0.5 s: growth is the last sample over the first one after the
 warm-up. The server runs with the settings the bench recorded for the artifact's concurrent figure
-(its instances and threads), and `--python` picks its interpreter: the lean serving environment
+(its instances and threads) and a queue with a place for every client (`--max-queue`: the load
+measures throughput, not refusals), and `--python` picks its interpreter: the lean serving environment
 (serving/requirements.txt) by default when one is given, else this one. The load generator shares the
 machine with the server (2 cores here): its own CPU time is recorded beside the figures.
 
@@ -138,7 +139,7 @@ def in_process_concurrent(predictor: Predictor, valid: Arrays, seconds: float) -
 def run_load(args: argparse.Namespace, folder: Path, model: str, work: tuple) -> dict[str, Any]:
     """Start the server, warm it, load it for `args.seconds`, stop it: the figures the clients and the
     RSS sampler saw."""
-    running = server.start(folder, args.python)
+    running = server.start(folder, args.python, options=["--max-queue", str(args.clients)])  # no client is refused
     url = running.url
     try:
         process = psutil.Process(running.process.pid)

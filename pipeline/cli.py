@@ -124,7 +124,7 @@ def _add(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from pipeline.serve.server import serve
 
-    serve(args.deploy, args.host, args.port, args.instances, args.threads)
+    serve(args.deploy, args.host, args.port, args.instances, args.threads, args.max_queue, args.max_body_mb)
     return 0
 
 
@@ -265,6 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     served.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1; 0.0.0.0 in a container)")
     served.add_argument("--instances", type=int, help="model instances (default: the benchmark's concurrent requests)")
     served.add_argument("--threads", type=int, help="threads in all (default: the benchmark's concurrent threads)")
+    served.add_argument("--max-queue", type=int, help="requests that may wait for an instance; more get 503 "
+                        "(default: 4 per instance)")  # fmt: skip
+    served.add_argument("--max-body-mb", type=float, default=64, help="largest request body, compressed or not, "
+                        "in MiB; larger gets 413 (default 64)")  # fmt: skip
     served.set_defaults(run=_serve)
     serving = commands.add_parser(
         "serving", help="write and check Triton, OVMS and KServe repositories (deploy/<model>/serving/)"

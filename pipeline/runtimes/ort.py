@@ -12,14 +12,17 @@ builds the engine once, and the benchmark loads it from there.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnxruntime as ort
 
+from pipeline.core import bfloat16
 from pipeline.core.data import Arrays
 from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.records.env import Probe
@@ -35,6 +38,7 @@ def session_options(threads: int) -> ort.SessionOptions:
     return options
 
 
+ONNX_BFLOAT16 = 16  # onnx.TensorProto.BFLOAT16 (the lean serving image has no onnx package)
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
 CACHE_DIR = "trt_cache"
 
@@ -93,6 +97,8 @@ class OrtSession(Session):
         self.input_names = [i.name for i in self._session.get_inputs()]
         self.output_names = [o.name for o in self._session.get_outputs()]
         self._threads, self._config = threads, config
+        ports = [*self._session.get_inputs(), *self._session.get_outputs()]
+        self._bfloat16 = {port.name for port in ports if port.type == "tensor(bfloat16)"}
 
     def _load(self, options: ort.SessionOptions) -> ort.InferenceSession:
         session = ort.InferenceSession(str(self._path), options, providers=self._providers)
@@ -102,7 +108,24 @@ class OrtSession(Session):
         return session
 
     def run(self, inputs: Arrays) -> Arrays:
+        if self._bfloat16:
+            return self._run_bfloat16(inputs)
         return dict(zip(self.output_names, self._session.run(self.output_names, inputs), strict=True))
+
+    def _run_bfloat16(self, inputs: Arrays) -> Arrays:
+        """A model with bfloat16 tensors, in float32 (pipeline.core.bfloat16): ONNX Runtime's numpy door has
+        no bfloat16, so those go in as OrtValues of the rounded bits and come out read from their buffer."""
+        feeds = {
+            name: ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bfloat16.from_float32(value), ONNX_BFLOAT16)
+            if name in self._bfloat16
+            else ort.OrtValue.ortvalue_from_numpy(np.require(value, requirements="C"))
+            for name, value in inputs.items()
+        }
+        values = self._session.run_with_ort_values(self.output_names, feeds)
+        return {
+            name: _bfloat16_output(value) if name in self._bfloat16 else value.numpy()
+            for name, value in zip(self.output_names, values, strict=True)
+        }
 
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
         run, names, feeds = self._session.run, self.output_names, dict(inputs)
@@ -189,3 +212,13 @@ def _has_fp16_weights(path: Path) -> bool:
 
 def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> OrtSession:
     return OrtSession(artifact, threads, target, config)
+
+
+def _bfloat16_output(value: ort.OrtValue) -> np.ndarray:
+    """A bfloat16 OrtValue (in host memory) as float32: OrtValue.numpy() refuses bfloat16."""
+    shape = value.shape()
+    count = int(np.prod(shape))
+    if not count:
+        return np.zeros(shape, np.float32)
+    bits = np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(value.data_ptr()))
+    return bfloat16.to_float32(bits.reshape(shape).copy())

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import openvino as ov
 
+from pipeline.core import bfloat16
 from pipeline.core.data import Arrays
 from pipeline.core.records.build import RuntimeConfig
 from pipeline.runtimes.base import OpTime, Session
@@ -44,9 +45,21 @@ def ports(inputs: Arrays, names: list[str]) -> dict[int, np.ndarray]:
 
 
 def infer(request: ov.InferRequest, compiled: ov.CompiledModel, names: list[str], inputs: Arrays) -> Arrays:
-    """One synchronous call: outputs by name, copied out of the request's buffers."""
-    results = request.infer(ports(inputs, names))
-    return {port.any_name: np.array(results[port]) for port in compiled.outputs}
+    """One synchronous call: outputs by name, copied out of the request's buffers. bfloat16 ports take
+    and give float32 (pipeline.core.bfloat16): numpy has no bfloat16, and OpenVINO would read a float32
+    array's bytes as bfloat16 ones and hands bfloat16 results out labelled float16."""
+    feeds: dict[int, Any] = ports(inputs, names)
+    for index, port in enumerate(compiled.inputs):
+        if port.get_element_type() == ov.Type.bf16:
+            bits = bfloat16.from_float32(feeds[index])
+            feeds[index] = ov.Tensor(bits, list(bits.shape), ov.Type.bf16)
+    results = request.infer(feeds)
+    return {
+        port.any_name: bfloat16.to_float32(np.array(results[port]).view(np.uint16))
+        if port.get_element_type() == ov.Type.bf16
+        else np.array(results[port])
+        for port in compiled.outputs
+    }
 
 
 class OpenVinoSession(Session):

@@ -6,7 +6,11 @@ A request carries each input as `{name, shape, datatype, data}` (a row-major JSO
 the `Inference-Header-Content-Length` header gives. Outputs go back as JSON lists unless the request
 asks for binary (`parameters.binary_data_output`, or an output's `parameters.binary_data`). JSON
 numbers round-trip exactly: a float32 written as the shortest decimal of its double reads back to the
-same float32. Anything malformed is a `BadRequest`: the server answers 400 with its one line.
+same float32. Every datatype is carried, BYTES and BF16 included (tensors.py says how). Anything
+malformed is a `BadRequest`: the server answers 400 with its one line.
+
+Triton's raw binary request (`Inference-Header-Content-Length: 0`: the whole body is the one input's
+data, no JSON) is `decode_raw`.
 """
 
 from __future__ import annotations
@@ -18,13 +22,12 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.data import Arrays
-from pipeline.serve.signature import numpy_dtype, v2_datatype
+from pipeline.serve import tensors
+from pipeline.serve.signature import TensorSpec
+from pipeline.serve.tensors import BadRequest
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
-
-
-class BadRequest(ValueError):
-    """A request the protocol or the model cannot take: HTTP 400 with this one line."""
+__all__ = ["HEADER_LENGTH", "BadRequest", "InferRequest", "decode", "decode_raw", "encode"]
 
 
 @dataclass
@@ -50,7 +53,7 @@ def decode(body: bytes, header_length: str | None, expected: dict[str, str]) -> 
         raise BadRequest(f"the request is not JSON ({error})") from None
     if not isinstance(request, dict) or not isinstance(request.get("inputs"), list):
         raise BadRequest("the request has no 'inputs' list")
-    binary, offset = body[split:], 0
+    binary, offset = memoryview(body)[split:], 0
     inputs: Arrays = {}
     for tensor in request["inputs"]:
         if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
@@ -62,18 +65,15 @@ def decode(body: bytes, header_length: str | None, expected: dict[str, str]) -> 
         declared = tensor.get("datatype")
         if declared != expected[name]:
             raise BadRequest(f"input {name!r}: datatype {declared!r}, the model takes {expected[name]}")
-        dtype, count = numpy_dtype(declared), int(np.prod(shape))
-        size = _parameters(tensor, f"input {name!r}").get("binary_data_size")
+        count, where = int(np.prod(shape)), f"input {name!r}"
+        size = _parameters(tensor, where).get("binary_data_size")
         if size is not None:
-            if not isinstance(size, int) or size != count * dtype.itemsize or offset + size > len(binary):
-                raise BadRequest(
-                    f"input {name!r}: binary_data_size {size} bytes, shape {shape} of {declared} needs "
-                    f"{count * dtype.itemsize} ({len(binary) - offset} left in the body)"
-                )
-            array = np.frombuffer(binary, dtype.newbyteorder("<"), count, offset).astype(dtype)
+            if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= len(binary) - offset:
+                raise BadRequest(f"{where}: binary_data_size {size!r} bytes, {len(binary) - offset} left in the body")
+            array = tensors.from_binary(declared, binary[offset : offset + size], count, where)
             offset += size
         else:
-            array = _from_json(tensor.get("data"), dtype, count, name)
+            array = tensors.from_json(declared, tensor.get("data"), count, where)
         inputs[name] = array.reshape(shape)
     if offset != len(binary):
         raise BadRequest(f"{len(binary) - offset} bytes of binary data no input claims")
@@ -85,25 +85,29 @@ def decode(body: bytes, header_length: str | None, expected: dict[str, str]) -> 
         isinstance(o, dict) and isinstance(o.get("name"), str) for o in outputs
     ):
         raise BadRequest("'outputs' must be a list of {name, parameters} objects")
-    binary = {o["name"] for o in outputs if _parameters(o, f"output {o['name']!r}").get("binary_data", everything)}
-    return InferRequest(inputs, request.get("id"), binary, [o["name"] for o in outputs])
+    asked = {o["name"] for o in outputs if _parameters(o, f"output {o['name']!r}").get("binary_data", everything)}
+    return InferRequest(inputs, request.get("id"), asked, [o["name"] for o in outputs])
 
 
-def encode(outputs: Arrays, request: InferRequest, model: str, version: str = "1") -> tuple[bytes, dict[str, str]]:
-    """The response body and its headers (the binary extension's header when any output is binary)."""
+def encode(
+    outputs: Arrays, request: InferRequest, model: str, version: str = "1", datatypes: dict[str, str] | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The response body and its headers (the binary extension's header when any output is binary).
+    `datatypes` names an output's v2 datatype where its array's dtype does not (BF16 bits in uint16)."""
     names = request.requested if request.requested is not None else list(outputs)
     described, chunks = [], []
     for name in names:
         if name not in outputs:
             raise BadRequest(f"output {name!r}: the model has no such output (outputs: {', '.join(outputs)})")
         value = np.asarray(outputs[name])
-        tensor: dict[str, Any] = {"name": name, "datatype": v2_datatype(value.dtype), "shape": list(value.shape)}
+        datatype = (datatypes or {}).get(name) or tensors.datatype_of(value)
+        tensor: dict[str, Any] = {"name": name, "datatype": datatype, "shape": list(value.shape)}
         if name in request.binary_outputs or "*" in request.binary_outputs:
-            raw = np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
+            raw = tensors.to_binary(datatype, value)
             tensor["parameters"] = {"binary_data_size": len(raw)}
             chunks.append(raw)
         else:
-            tensor["data"] = value.ravel().tolist()
+            tensor["data"] = tensors.to_json(datatype, value, f"output {name!r}")
         described.append(tensor)
     response: dict[str, Any] = {"model_name": model, "model_version": version, "outputs": described}
     if request.id is not None:
@@ -112,6 +116,29 @@ def encode(outputs: Arrays, request: InferRequest, model: str, version: str = "1
     if not chunks:
         return header, {"content-type": "application/json"}
     return header + b"".join(chunks), {"content-type": "application/octet-stream", HEADER_LENGTH: str(len(header))}
+
+
+def decode_raw(body: bytes, spec: TensorSpec) -> InferRequest:
+    """Triton's raw binary request: the body is the data of the model's one input `spec` (its batch axis
+    already 1), whose shape must follow from the byte count: at most one other dimension of any size;
+    BYTES, one element (the body, no length prefix). Every output comes back binary."""
+    where = f"a raw binary request ({HEADER_LENGTH}: 0) for input {spec.name!r} of shape {spec.shape}"
+    free = [axis for axis, size in enumerate(spec.shape) if size < 0]
+    fixed = int(np.prod([size for size in spec.shape if size >= 0]))
+    if spec.datatype == "BYTES":
+        if free or fixed != 1:
+            raise BadRequest(f"{where}: a BYTES input must hold one element for its shape to follow")
+        body = tensors.LENGTH.pack(len(body)) + body  # Triton prepends the length too
+    elif len(free) > 1:
+        raise BadRequest(f"{where}: more than one dimension of any size, so the shape cannot follow from the size")
+    shape = list(spec.shape)
+    if free:
+        row = fixed * tensors.element_dtype(spec.datatype).itemsize
+        if not row or len(body) % row:
+            raise BadRequest(f"{where}: {len(body)} bytes are not a whole number of {row}-byte slices")
+        shape[free[0]] = len(body) // row
+    array = tensors.from_binary(spec.datatype, body, int(np.prod(shape)), where)
+    return InferRequest({spec.name: array.reshape(shape)}, binary_outputs={"*"})
 
 
 def _parameters(part: dict, where: str) -> dict:
@@ -125,15 +152,3 @@ def _shape(shape: Any, name: str) -> list[int]:
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise BadRequest(f"input {name!r}: 'shape' must be a list of non-negative integers, got {shape!r}")
     return shape
-
-
-def _from_json(data: Any, dtype: np.dtype, count: int, name: str) -> np.ndarray:
-    if data is None:
-        raise BadRequest(f"input {name!r}: no 'data' and no binary_data_size")
-    try:
-        array = np.asarray(data, dtype=dtype).ravel()
-    except (TypeError, ValueError, OverflowError) as error:
-        raise BadRequest(f"input {name!r}: 'data' is not a list of {dtype} values ({error})") from None
-    if array.size != count:
-        raise BadRequest(f"input {name!r}: 'data' holds {array.size} values, its shape needs {count}")
-    return array

@@ -12,7 +12,15 @@ serving one request at a time on a thread of its own (the runtimes release the G
     GET  /v2/health/live, /v2/health/ready, /v2/models/<model>/ready
     GET  /v2                                   server metadata
     GET  /v2/models/<model>                    model metadata: tensors from the model file, the manifest's facts
-    POST /v2/models/<model>/infer              (also under /versions/1/)
+    POST /v2/models/<model>/infer              (also under /versions/1/): JSON or binary tensors of every
+                                               datatype (BYTES, BF16 too), Triton's raw binary request,
+                                               gzip/deflate bodies and responses
+    GET  /metrics                              Prometheus text (metrics.py)
+
+Every error is `{"error": "<one line>"}` (errors.py): 400 a request the protocol or the model cannot
+take, 404 an unknown route, model or version, 405 a wrong method, 413 a body over `--max-body-mb`
+(body.py), 415 an unknown Content-Encoding, 503 with Retry-After when `--max-queue` requests already
+wait for an instance (admission.py), 500 anything uncaught.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,16 +43,22 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from pipeline import __version__
+from pipeline.core import bfloat16
 from pipeline.core.data import Arrays
-from pipeline.core.errors import ModelFileError
+from pipeline.core.errors import ModelFileError, PipelineError
 from pipeline.core.records import manifest as manifest_record
 from pipeline.core.records.manifest import Manifest
 from pipeline.machine.fingerprint import cores
-from pipeline.serve import protocol
+from pipeline.serve import body, errors, protocol
+from pipeline.serve.admission import Admission
+from pipeline.serve.errors import HTTPError
+from pipeline.serve.metrics import CountResponses, Metrics
 from pipeline.serve.predict import Predictor, load
-from pipeline.serve.signature import read_signature
+from pipeline.serve.signature import TensorSpec, read_signature
 
 VERSION = "1"
+QUEUE_PER_INSTANCE = 4  # --max-queue's default: requests that may wait for each instance
+MAX_BODY_MB = 64  # --max-body-mb's default
 
 
 def measured_instances(manifest: Manifest) -> tuple[int, int]:
@@ -67,18 +82,48 @@ class Model:
         self.instances: queue.SimpleQueue = queue.SimpleQueue()
         for session in sessions:
             self.instances.put(session)
-        self.executor = ThreadPoolExecutor(len(sessions), thread_name_prefix="instance")
+        self.count = len(sessions)
+        self.executor = ThreadPoolExecutor(self.count, thread_name_prefix="instance")
         self.signature = read_signature(folder, manifest)
         self.datatypes = {spec.name: spec.datatype for spec in self.signature.inputs}
+        self.output_datatypes = {spec.name: spec.datatype for spec in self.signature.outputs}
+
+    def busy(self) -> int:
+        """Instances running a request now."""
+        return self.count - self.instances.qsize()
+
+    def decode(self, content: bytes, header_length: str | None) -> protocol.InferRequest:
+        """The request's arrays: a JSON header (and binary tensors), or Triton's raw binary body."""
+        if header_length is not None and header_length.strip() == "0":
+            return protocol.decode_raw(content, self.raw_input())
+        return protocol.decode(content, header_length, self.datatypes)
+
+    def raw_input(self) -> TensorSpec:
+        """The one input a raw binary body feeds, its batch axis 1 (as Triton takes a batching model's)."""
+        if len(self.signature.inputs) != 1:
+            names = ", ".join(spec.name for spec in self.signature.inputs)
+            raise protocol.BadRequest(
+                f"a raw binary request ({protocol.HEADER_LENGTH}: 0) feeds a model of one input; "
+                f"{self.name} takes {len(self.signature.inputs)} ({names}): send a JSON header"
+            )
+        spec = self.signature.inputs[0]
+        declared, shape = self.predictor.inputs[spec.name], list(spec.shape)
+        if declared.shape and isinstance(declared.shape[declared.batch_axis], str):
+            shape[declared.batch_axis] = 1
+        return TensorSpec(spec.name, spec.datatype, shape)
 
     def infer(self, inputs: Arrays) -> Arrays:
-        """Check, then run on a free instance (called on an executor thread)."""
+        """Check, then run on a free instance (called on an executor thread). BF16 tensors arrive and
+        leave as bits; the checks and the runtimes see their float32 values (pipeline.core.bfloat16)."""
+        inputs = {k: bfloat16.to_float32(v) if self.datatypes.get(k) == "BF16" else v for k, v in inputs.items()}
         checked = self.predictor.check(inputs, source="request")
         session = self.instances.get()
         try:
-            return self.predictor.run(checked, session=session)
+            outputs = self.predictor.run(checked, session=session)
         finally:
             self.instances.put(session)
+        bf16 = {name for name, datatype in self.output_datatypes.items() if datatype == "BF16"}
+        return {k: bfloat16.from_float32(v) if k in bf16 else v for k, v in outputs.items()}
 
     def metadata(self) -> dict[str, Any]:
         manifest = self.predictor.manifest
@@ -100,19 +145,28 @@ class Model:
         }
 
 
-def create_app(model: Model) -> FastAPI:
-    """The v2 REST routes for one model."""
-    app = FastAPI(title=f"{model.name} (Open Inference Protocol)", docs_url=None, redoc_url=None)
+@dataclass(frozen=True)
+class Limits:
+    """What the server takes at once: requests waiting beyond the instances, and a body's bytes."""
 
-    def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse({"error": message}, status_code=status)
+    queue: int
+    body_bytes: int = MAX_BODY_MB * body.MB
 
-    def known(name: str, version: str | None = None) -> JSONResponse | None:
+
+def create_app(model: Model, limits: Limits | None = None) -> FastAPI:
+    """The v2 REST routes for one model, its /metrics, and every error as {"error": ...}."""
+    limits = limits or Limits(QUEUE_PER_INSTANCE * model.count)
+    app = FastAPI(title=f"{model.name} (Open Inference Protocol)", docs_url=None, redoc_url=None, openapi_url=None)
+    admission = Admission(model.count, limits.queue)
+    metrics = Metrics(model.name, VERSION, lambda: max(0, admission.inside - model.busy()), model.busy)
+    errors.install(app)
+    app.add_middleware(CountResponses, metrics=metrics)
+
+    def known(name: str, version: str | None = None) -> None:
         if name != model.name:
-            return error(404, f"unknown model {name!r}: this server serves {model.name!r}")
+            raise HTTPError(404, f"unknown model {name!r}: this server serves {model.name!r}")
         if version not in (None, VERSION):
-            return error(404, f"unknown version {version!r} of {name!r}: this server serves version {VERSION}")
-        return None
+            raise HTTPError(404, f"unknown version {version!r} of {name!r}: this server serves version {VERSION}")
 
     @app.get("/v2/health/live")
     @app.get("/v2/health/ready")
@@ -126,38 +180,64 @@ def create_app(model: Model) -> FastAPI:
     @app.get("/v2/models/{name}/ready")
     @app.get("/v2/models/{name}/versions/{version}/ready")
     async def model_ready(name: str, version: str | None = None) -> Response:
-        return known(name, version) or JSONResponse({"name": name, "ready": True})
+        known(name, version)
+        return JSONResponse({"name": name, "ready": True})
 
     @app.get("/v2/models/{name}")
     @app.get("/v2/models/{name}/versions/{version}")
     async def model_metadata(name: str, version: str | None = None) -> Response:
-        return known(name, version) or JSONResponse(model.metadata())
+        known(name, version)
+        return JSONResponse(model.metadata())
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        text, content_type = metrics.exposition()
+        return Response(text, media_type=content_type)
 
     @app.post("/v2/models/{name}/infer")
     @app.post("/v2/models/{name}/versions/{version}/infer")
     async def infer(name: str, request: Request, version: str | None = None) -> Response:
-        if refused := known(name, version):
-            return refused
-        body = await request.body()
+        known(name, version)
+        started = time.perf_counter()
         try:
-            decoded = protocol.decode(body, request.headers.get(protocol.HEADER_LENGTH), model.datatypes)
-            outputs = await asyncio.get_running_loop().run_in_executor(model.executor, model.infer, decoded.inputs)
-            content, headers = protocol.encode(outputs, decoded, model.name, VERSION)
-        except (protocol.BadRequest, ModelFileError) as bad:
-            return error(400, str(bad).splitlines()[0])
-        return Response(content, headers=headers)
+            with admission:
+                content = await body.read(request, limits.body_bytes)
+                decoded = model.decode(content, request.headers.get(protocol.HEADER_LENGTH))
+                outputs = await asyncio.get_running_loop().run_in_executor(model.executor, model.infer, decoded.inputs)
+                content, headers = protocol.encode(outputs, decoded, model.name, VERSION, model.output_datatypes)
+        except Exception as error:
+            metrics.failed(errors.status_of(error))
+            raise
+        metrics.succeeded(time.perf_counter() - started)
+        content, encoding = body.compress(content, request.headers.get("accept-encoding"))
+        return Response(content, headers=headers | encoding)
 
     return app
 
 
-def serve(folder: Path, host: str, port: int, instances: int | None = None, threads: int | None = None) -> None:
+def serve(
+    folder: Path,
+    host: str,
+    port: int,
+    instances: int | None = None,
+    threads: int | None = None,
+    max_queue: int | None = None,
+    max_body_mb: float = MAX_BODY_MB,
+) -> None:
     """Load the deploy folder and serve it until interrupted."""
     import uvicorn
 
+    if (max_queue is not None and max_queue < 0) or max_body_mb <= 0:
+        raise PipelineError(f"serve: --max-queue must be >= 0 and --max-body-mb > 0 (got {max_queue}, {max_body_mb})")
     model = Model(folder, instances, threads)
+    limits = Limits(QUEUE_PER_INSTANCE * model.count if max_queue is None else max_queue, int(max_body_mb * body.MB))
     variant = model.predictor.manifest.variant
-    print(f"serving {model.name} ({variant}) on http://{host}:{port}/v2: {model.how}", flush=True)
-    uvicorn.run(create_app(model), host=host, port=port, log_level="warning", access_log=False)
+    print(
+        f"serving {model.name} ({variant}) on http://{host}:{port}/v2: {model.how}; up to {limits.queue} requests "
+        f"queued, bodies up to {limits.body_bytes / body.MB:g} MiB",
+        flush=True,
+    )
+    uvicorn.run(create_app(model, limits), host=host, port=port, log_level="warning", access_log=False)
 
 
 @dataclass
@@ -177,16 +257,16 @@ class Started:
         self.log.unlink(missing_ok=True)
 
 
-def start(folder: Path, python: str = sys.executable, timeout: float = 120) -> Started:
-    """`python -m pipeline serve folder` on a free loopback port, with interpreter `python` (a serving
-    environment's), returned once /v2/health/ready answers; its output, if it dies first, in the
+def start(folder: Path, python: str = sys.executable, timeout: float = 120, options: Sequence[str] = ()) -> Started:
+    """`python -m pipeline serve folder [options]` on a free loopback port, with interpreter `python` (a
+    serving environment's), returned once /v2/health/ready answers; its output, if it dies first, in the
     error. For tests and load runs."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = Path(tempfile.mkstemp(prefix="serve-", suffix=".log")[1])
     with log.open("w") as out:
-        command = [python, "-m", "pipeline", "serve", str(folder), "--port", str(port)]
+        command = [python, "-m", "pipeline", "serve", str(folder), "--port", str(port), *options]
         started = Started(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), f"127.0.0.1:{port}", log)
     deadline = time.monotonic() + timeout
     while True:
