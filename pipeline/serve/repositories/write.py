@@ -161,13 +161,13 @@ def check_serving(
     """Every written engine's checks, each against the artifact it serves (`served`: a converted file's
     manifest by engine; the deploy folder's otherwise)."""
     written = {result.engine for result in results if result.written}
-    of = lambda engine: (served or {}).get(engine, manifest)  # noqa: E731
+    served = {engine: (served or {}).get(engine, manifest) for engine in ("triton", "ovms")}
     problems = []
     if "triton" in written and signature is not None:
         # the analyzer's file reads config.pbtxt: checked once that parses and holds
-        problems += check_triton(serving / "triton", of("triton"), signature) or check_analyzer(serving, manifest)
+        problems += check_triton(serving / "triton", served["triton"], signature) or check_analyzer(serving, manifest)
     if "ovms" in written:
-        problems += check_ovms(serving / "ovms", of("ovms"))
+        problems += check_ovms(serving / "ovms", served["ovms"])
     for engine in sorted(written & {"triton", "ovms"}):
         problems += check_kserve(serving / "kserve" / f"{engine}.yaml", manifest)
     return problems
