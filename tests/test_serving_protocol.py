@@ -216,13 +216,15 @@ def proto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """A one-input model's server (x: FP32 [batch, 16]) with the default limits: raw binary requests."""
+    """A one-input model's server (x: FP32 [batch, 16]) with the default limits, REST only: raw binary
+    requests."""
     from benchmarks.smoke import smoke_deploy
 
     folder = smoke_deploy(tmp_path_factory.mktemp("tiny") / "deploy")
-    running = server.start(folder)
+    running = server.start(folder, options=["--grpc-port", "0"])
     try:
         assert "up to 4 requests queued" in running.banner()  # 4 per instance, one instance here
+        assert "(no gRPC)" in running.banner() and running.grpc_url is None
         yield folder, running.url
     finally:
         running.stop()
