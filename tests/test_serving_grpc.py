@@ -76,7 +76,7 @@ def grpc_infer(url: str, inputs: dict[str, np.ndarray], outputs: list[str] = OUT
 def assert_still_serving(served: Served) -> None:
     inputs = proto_inputs(2, seed=9)
     got = grpc_infer(served.grpc_url, inputs)
-    assert_as_predict({k: v for k, v in got.items() if k}, served.predict(inputs))
+    assert_as_predict(got, served.predict(inputs))
 
 
 def refused(send: Callable[[], object]) -> tuple[str, str]:
@@ -103,6 +103,18 @@ def test_every_datatype_through_tritonclient_grpc_is_what_predict_returns(served
     some = grpc_infer(served.grpc_url, inputs, ["text", "y"])
     assert [o.name for o in some.pop("").outputs] == ["text", "y"]
     assert_as_predict(some, {k: v for k, v in served.predict(inputs).items() if k in some})
+
+
+def test_compressed_messages_are_bounded_by_their_inflated_size(served: Served):
+    """gRPC's own compression (tritonclient.grpc's compression_algorithm); --max-body-mb bounds the message
+    inflated, as REST bounds an inflated body."""
+    inputs = proto_inputs(seed=5)
+    for algorithm in ("gzip", "deflate"):
+        assert_as_predict(grpc_infer(served.grpc_url, inputs, compression_algorithm=algorithm), served.predict(inputs))
+    zeros = {name: np.zeros_like(value) for name, value in proto_inputs(70_000).items()}  # 4.5 MB, inflated
+    code, message = refused(lambda: grpc_infer(served.grpc_url, zeros, compression_algorithm="gzip"))
+    assert code == "RESOURCE_EXHAUSTED" and "Decompressed message larger than max" in message
+    assert_still_serving(served)
 
 
 def test_health_and_metadata_say_what_rest_says(served: Served):
@@ -186,7 +198,7 @@ def test_a_full_queue_is_resource_exhausted_and_rest_and_grpc_share_it(served: S
         status, _, content = call(served.url, "POST", "/v2/models/proto/infer", json_request(proto_inputs(1)))
         assert status == 503 and b"the server is full" in content
         got = running.result()
-    assert_as_predict({k: v for k, v in got.items() if k}, served.predict(slow))
+    assert_as_predict(got, served.predict(slow))
     after = metrics(served.url)
 
     def grew(sample: str) -> float:
