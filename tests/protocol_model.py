@@ -131,3 +131,8 @@ def metrics(url: str) -> dict[str, float]:
     assert status == 200 and headers["content-type"].startswith("text/plain")
     samples = (line.rpartition(" ") for line in content.decode().splitlines() if line and not line.startswith("#"))
     return {name: float(value) for name, _, value in samples}
+
+
+def growth(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """How much each /metrics sample grew from `before` to `after` (a sample new since counts from 0)."""
+    return {name: value - before.get(name, 0) for name, value in after.items()}

@@ -28,6 +28,7 @@ from tests.protocol_model import (
     SLOW_SPIN,
     assert_as_predict,
     call,
+    growth,
     json_request,
     metrics,
     proto_inputs,
@@ -199,14 +200,10 @@ def test_a_full_queue_is_resource_exhausted_and_rest_and_grpc_share_it(served: S
         assert status == 503 and b"the server is full" in content
         got = running.result()
     assert_as_predict(got, served.predict(slow))
-    after = metrics(served.url)
-
-    def grew(sample: str) -> float:
-        return after.get(sample, 0) - before.get(sample, 0)
-
-    assert grew('nv_inference_request_failure_total{model="proto",reason="REJECTED",version="1"}') == 2
-    assert grew('modelopt_grpc_responses_total{code="RESOURCE_EXHAUSTED"}') == 1
-    assert grew('nv_inference_request_success_total{model="proto",version="1"}') == 1
+    grew = growth(before, metrics(served.url))
+    assert grew['nv_inference_request_failure_total{model="proto",reason="REJECTED",version="1"}'] == 2
+    assert grew['modelopt_grpc_responses_total{code="RESOURCE_EXHAUSTED"}'] == 1
+    assert grew['nv_inference_request_success_total{model="proto",version="1"}'] == 1
     assert_still_serving(served)
 
 
@@ -214,15 +211,11 @@ def test_metrics_count_grpc_requests_as_rest_ones(served: Served):
     before = metrics(served.url)
     refused(lambda: grpc_infer(served.grpc_url, {**proto_inputs(2), "x": np.full((2, 4), np.nan, np.float32)}))
     assert_still_serving(served)
-    after = metrics(served.url)
-
-    def grew(sample: str) -> float:
-        return after.get(sample, 0) - before.get(sample, 0)
-
-    assert grew('nv_inference_request_success_total{model="proto",version="1"}') == 1
-    assert grew('nv_inference_request_failure_total{model="proto",reason="OTHER",version="1"}') == 1
-    assert grew('modelopt_grpc_responses_total{code="OK"}') == 1
-    assert grew('modelopt_grpc_responses_total{code="INVALID_ARGUMENT"}') == 1
+    grew = growth(before, metrics(served.url))
+    assert grew['nv_inference_request_success_total{model="proto",version="1"}'] == 1
+    assert grew['nv_inference_request_failure_total{model="proto",reason="OTHER",version="1"}'] == 1
+    assert grew['modelopt_grpc_responses_total{code="OK"}'] == 1
+    assert grew['modelopt_grpc_responses_total{code="INVALID_ARGUMENT"}'] == 1
 
 
 # --- requests decoded without a server ----------------------------------------------------------------

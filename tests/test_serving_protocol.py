@@ -26,6 +26,7 @@ from tests.protocol_model import (
     answered,
     assert_as_predict,
     call,
+    growth,
     json_request,
     metrics,
     proto_inputs,
@@ -413,15 +414,11 @@ def test_metrics_count_every_outcome(proto):
     call(url, "GET", "/nowhere")
     call(url, "POST", "/v2/models/proto/infer", b"{inputs")
     assert_still_serving(folder, url)
-    after = metrics(url)
-
-    def grew(sample: str) -> float:
-        return after[sample] - before.get(sample, 0)
-
-    assert grew('modelopt_http_responses_total{status="404"}') == 1
-    assert grew('modelopt_http_responses_total{status="400"}') == 1
-    assert grew('nv_inference_request_failure_total{model="proto",reason="OTHER",version="1"}') == 1
-    assert grew('nv_inference_request_success_total{model="proto",version="1"}') == 1
+    grew = growth(before, metrics(url))
+    assert grew['modelopt_http_responses_total{status="404"}'] == 1
+    assert grew['modelopt_http_responses_total{status="400"}'] == 1
+    assert grew['nv_inference_request_failure_total{model="proto",reason="OTHER",version="1"}'] == 1
+    assert grew['nv_inference_request_success_total{model="proto",version="1"}'] == 1
 
 
 def test_a_raw_binary_request_feeds_the_one_input(tiny):
