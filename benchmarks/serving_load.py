@@ -4,23 +4,26 @@ in process the way the bench stage measures it (before and after the load, in th
 
     python -m benchmarks.serving_load deploy/minilm_l6 --clients 8 --seconds 60 --python /tmp/lean/bin/python
 
-Each client is a thread with its own `tritonclient.http` client (Triton's official HTTP client: binary
-tensors, keep-alive), sending batch-1 requests back to back. Every `--bad-every`-th request of a client
-is a bad one (an id past the vocabulary, a wrong shape, a wrong datatype, in turn): it must come back 400
-with one line. Every valid answer is compared bit for bit with what `predict` returns for it in this
-process. The server's RSS is sampled every 0.5 s: growth is the last sample over the first one after the
+Each client is a thread with its own Triton client (Triton's official clients): `tritonclient.http`
+(binary tensors, keep-alive) by default, `tritonclient.grpc` (raw tensor contents, a channel each) with
+`--protocol grpc`; batch-1 requests back to back. Every `--bad-every`-th request of a client is a bad
+one (an id past the vocabulary, a wrong shape, a wrong datatype, in turn): it must come back 400 (gRPC:
+INVALID_ARGUMENT) with one line. Every valid answer is compared bit for bit with what `predict` returns
+for it in this process. The server's RSS is sampled every 0.5 s: growth is the last sample over the first one after the
 warm-up. The server runs with the settings the bench recorded for the artifact's concurrent figure
 (its instances and threads) and a queue with a place for every client (`--max-queue`: the load
 measures throughput, not refusals), and `--python` picks its interpreter: the lean serving environment
 (serving/requirements.txt) by default when one is given, else this one. The load generator shares the
 machine with the server (2 cores here): its own CPU time is recorded beside the figures.
 
-Writes reports/benchmarks/serving_load.json. `--smoke`: a tiny ONNX deploy folder, 2 clients, 2 s.
+Writes reports/benchmarks/serving_load.json (`--protocol grpc`: serving_load_grpc.json). `--smoke`: a tiny
+ONNX deploy folder, 2 clients, 2 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import threading
@@ -48,9 +51,9 @@ class Tally:
     """What the clients saw: latencies of valid requests, and every answer that was not as expected."""
 
     valid_ms: list[float] = field(default_factory=list)
-    bad_answered_400: int = 0
+    bad_refused: int = 0  # answered 400 (gRPC: INVALID_ARGUMENT) with one line
     failed_valid: list[str] = field(default_factory=list)
-    bad_not_400: list[str] = field(default_factory=list)
+    bad_otherwise: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -75,43 +78,71 @@ def payloads(predictor: Predictor, count: int) -> tuple[list[Arrays], list[Array
     return valid, expected, bad
 
 
-def request(client: Any, http: Any, model: str, inputs: Arrays) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class Protocol:
+    """What the clients speak: their tritonclient module, its client's options, the status a bad request
+    gets, and the file a run writes by default."""
+
+    module: str
+    options: dict[str, float]
+    refused: str
+    how: str
+    out: Path
+
+
+PROTOCOLS = {
+    "rest": Protocol("tritonclient.http", {"connection_timeout": 30, "network_timeout": 30}, "400",
+                     "tritonclient.http, binary tensors, keep-alive", DEFAULT_OUT),
+    "grpc": Protocol("tritonclient.grpc", {}, "StatusCode.INVALID_ARGUMENT", "tritonclient.grpc, raw tensor contents",
+                     DEFAULT_OUT.with_name("serving_load_grpc.json")),
+}  # fmt: skip
+
+
+def request(client: Any, module: Any, model: str, inputs: Arrays, outputs: list[str]) -> dict[str, np.ndarray]:
     tensors = []
     for name, value in inputs.items():
-        tensor = http.InferInput(name, list(value.shape), http.np_to_triton_dtype(value.dtype))
-        tensor.set_data_from_numpy(value, binary_data=True)
-        tensors.append(tensor)
+        tensor = module.InferInput(name, list(value.shape), module.np_to_triton_dtype(value.dtype))
+        tensors.append(tensor.set_data_from_numpy(value))  # http: binary by default; grpc: always raw
     result = client.infer(model, tensors)
-    return {output["name"]: result.as_numpy(output["name"]) for output in result.get_response()["outputs"]}
+    return {name: result.as_numpy(name) for name in outputs}
 
 
-def client_loop(url: str, model: str, work: tuple, tally: Tally, stop: threading.Event, index: int, bad_every: int):
-    import tritonclient.http as http
+def client_loop(
+    protocol: Protocol,
+    url: str,
+    model: str,
+    work: tuple,
+    tally: Tally,
+    stop: threading.Event,
+    index: int,
+    bad_every: int,
+):
     from tritonclient.utils import InferenceServerException
 
     valid, expected, bad = work
-    client = http.InferenceServerClient(url, connection_timeout=30, network_timeout=30)
+    module = importlib.import_module(protocol.module)
+    client, outputs = module.InferenceServerClient(url, **protocol.options), list(expected[0])
     sent = 0
     while not stop.is_set():
         sent += 1
         if bad_every and sent % bad_every == 0:
             kind, inputs = bad[(sent // bad_every + index) % len(bad)]
             try:
-                request(client, http, model, inputs)
-                outcome = f"{kind}: answered 200"
+                request(client, module, model, inputs, outputs)
+                outcome = f"{kind}: answered"
             except InferenceServerException as error:
-                ok = error.status() == "400" and "\n" not in (error.message() or "")
+                ok = error.status() == protocol.refused and "\n" not in (error.message() or "")
                 outcome = "" if ok else f"{kind}: {error.status()} {error.message()}"
             with tally.lock:
                 if outcome:
-                    tally.bad_not_400.append(outcome)
+                    tally.bad_otherwise.append(outcome)
                 else:
-                    tally.bad_answered_400 += 1
+                    tally.bad_refused += 1
             continue
         pick = (sent + index * 7) % len(valid)
         start = time.perf_counter()
         try:
-            got = request(client, http, model, valid[pick])
+            got = request(client, module, model, valid[pick], outputs)
             problem = next(
                 (f"{n}: differs from predict" for n, v in expected[pick].items() if got[n].tobytes() != v.tobytes()),
                 "",
@@ -140,14 +171,15 @@ def run_load(args: argparse.Namespace, folder: Path, model: str, work: tuple) ->
     """Start the server, warm it, load it for `args.seconds`, stop it: the figures the clients and the
     RSS sampler saw."""
     running = server.start(folder, args.python, options=["--max-queue", str(args.clients)])  # no client is refused
-    url = running.url
+    protocol = PROTOCOLS[args.protocol]
+    url = running.grpc_url if args.protocol == "grpc" else running.url
     try:
         process = psutil.Process(running.process.pid)
 
         def load_for(seconds: float, tally: Tally, rss: list[float]) -> tuple[float, float]:
             stop = threading.Event()
             threads = [
-                threading.Thread(target=client_loop, args=(url, model, work, tally, stop, i, args.bad_every))
+                threading.Thread(target=client_loop, args=(protocol, url, model, work, tally, stop, i, args.bad_every))
                 for i in range(args.clients)
             ]
             cpu0, start = time.process_time(), time.perf_counter()
@@ -183,9 +215,10 @@ def run_load(args: argparse.Namespace, folder: Path, model: str, work: tuple) ->
         else None,
         "failed_valid": len(tally.failed_valid),
         "failed_valid_examples": sorted(set(tally.failed_valid))[:5],
-        "bad_requests": tally.bad_answered_400 + len(tally.bad_not_400),
-        "bad_answered_400": tally.bad_answered_400,
-        "bad_not_400_examples": sorted(set(tally.bad_not_400))[:5],
+        "bad_requests": tally.bad_refused + len(tally.bad_otherwise),
+        "bad_refused": tally.bad_refused,
+        "bad_refused_with": PROTOCOLS[args.protocol].refused,
+        "bad_otherwise_examples": sorted(set(tally.bad_otherwise))[:5],
         "rss_mb": {"first": rss[0], "last": rss[-1], "max": max(rss), "samples": len(rss)},
         "rss_growth_pct": 100 * (rss[-1] / rss[0] - 1),
         "load_generator_cpu_s": round(client_cpu, 2),
@@ -202,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bad-every", type=int, default=10, help="every Nth request of a client is a bad one")
     parser.add_argument("--in-process-seconds", type=float, default=15)
     parser.add_argument("--python", default=sys.executable, help="the server's interpreter (the lean serving env)")
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="rest", help="what the clients speak")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
@@ -223,8 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         "model": manifest.model,
         "variant": manifest.variant,
         "runtime": f"{manifest.runtime} {manifest.runtime_version}",
+        "protocol": args.protocol,
         "how": (
-            f"{args.clients} client threads (tritonclient.http, binary tensors, keep-alive) in one process beside "
+            f"{args.clients} client threads ({PROTOCOLS[args.protocol].how}) in one process beside "
             f"the server on loopback, batch-1 requests back to back for {args.seconds:g} s after a {args.warmup:g} s "
             f"warm-up; every {args.bad_every}th request of a client a bad one; valid answers compared bit for bit "
             f"with predict; server RSS sampled every 0.5 s. In-process figure: the bench stage's concurrent "
@@ -239,16 +274,17 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_to_in_process": served["requests_per_s"] / in_process,
         "ratio_to_recorded": served["requests_per_s"] / recorded.sps if recorded else None,
     }
-    out = written_to(args.out, DEFAULT_OUT, args.smoke)
+    out = written_to(args.out, PROTOCOLS[args.protocol].out, args.smoke)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     lat = served["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
     print(
         f"{result['model']} ({result['variant']}): {served['requests_per_s']:.1f} valid requests/s at "
         f"{args.clients} clients, p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms; "
-        f"{served['failed_valid']} failed valid, {served['bad_answered_400']}/{served['bad_requests']} bad answered "
-        f"400; RSS {served['rss_growth_pct']:+.1f}%; x{result['ratio_to_in_process']:.2f} of the in-process "
-        f"concurrent {in_process:.1f}/s (recorded {result['recorded_concurrent_sps']}) -> {out}"
+        f"{served['failed_valid']} failed valid, {served['bad_refused']}/{served['bad_requests']} bad refused with "
+        f"{served['bad_refused_with']}; RSS {served['rss_growth_pct']:+.1f}%; "
+        f"x{result['ratio_to_in_process']:.2f} of the in-process concurrent {in_process:.1f}/s "
+        f"(recorded {result['recorded_concurrent_sps']}) -> {out}"
     )
     return 0
 

@@ -124,7 +124,8 @@ def _add(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from pipeline.serve.server import serve
 
-    serve(args.deploy, args.host, args.port, args.instances, args.threads, args.max_queue, args.max_body_mb)
+    serve(args.deploy, args.host, args.port, args.instances, args.threads, args.max_queue, args.max_body_mb,
+          args.grpc_port)  # fmt: skip
     return 0
 
 
@@ -258,17 +259,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     predict.set_defaults(run=_predict)
     served = commands.add_parser(
-        "serve", help="serve a deploy/<model> folder over the Open Inference Protocol (KServe v2 REST)"
+        "serve", help="serve a deploy/<model> folder over the Open Inference Protocol (KServe v2 REST and gRPC)"
     )
     served.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")
     served.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    served.add_argument("--grpc-port", type=int, default=8001, help="the gRPC service's TCP port (default 8001, "
+                        "Triton's; 0: no gRPC)")  # fmt: skip
     served.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1; 0.0.0.0 in a container)")
     served.add_argument("--instances", type=int, help="model instances (default: the benchmark's concurrent requests)")
     served.add_argument("--threads", type=int, help="threads in all (default: the benchmark's concurrent threads)")
-    served.add_argument("--max-queue", type=int, help="requests that may wait for an instance; more get 503 "
-                        "(default: 4 per instance)")  # fmt: skip
+    served.add_argument("--max-queue", type=int, help="requests that may wait for an instance, REST and gRPC "
+                        "alike; more get 503 (gRPC RESOURCE_EXHAUSTED) (default: 4 per instance)")  # fmt: skip
     served.add_argument("--max-body-mb", type=float, default=64, help="largest request body, compressed or not, "
-                        "in MiB; larger gets 413 (default 64)")  # fmt: skip
+                        "and gRPC message, in MiB; larger gets 413 (gRPC RESOURCE_EXHAUSTED) (default 64)")  # fmt: skip
     served.set_defaults(run=_serve)
     serving = commands.add_parser(
         "serving", help="write and check Triton, OVMS and KServe repositories (deploy/<model>/serving/)"

@@ -3,7 +3,8 @@ gives errors, and the only one `tritonclient` reads (it raises InferenceServerEx
 line). FastAPI's own answers ({"detail": ...} for an unknown route, a wrong method or a validation
 error, plain text for a crash) would reach a v2 client as a decoding failure, so `install` replaces
 them all: an unknown route is 404, a wrong method 405, a malformed request 400, and anything uncaught
-500, its one line naming the exception (uvicorn logs the traceback; the server keeps serving).
+500, its one line naming the exception (uvicorn logs the traceback; the server keeps serving). The
+gRPC service answers the same lines, its status codes standing for these (grpc_service.py).
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ def status_of(error: BaseException) -> int:
     return 500
 
 
-def message_of(error: BaseException, request: Request) -> str:
-    """The one line an exception is answered with."""
+def message_of(error: BaseException, where: str) -> str:
+    """The line an exception is answered with, `where` naming the request (REST's method and path,
+    gRPC's method)."""
     if isinstance(error, HTTPError):
         return error.message
-    where = f"{request.method} {request.url.path}"
     if isinstance(error, RoutingError) and error.status_code == 404:
         return f"{where}: no such route (the v2 routes are under /v2; /metrics)"
     if isinstance(error, RoutingError) and error.status_code == 405:
@@ -57,9 +58,14 @@ def message_of(error: BaseException, request: Request) -> str:
     return f"{where}: internal error: {type(error).__name__}: {first_line(error)}"
 
 
+def one_line(error: BaseException, where: str) -> str:
+    """message_of on one line, whatever a library wrote."""
+    return " ".join(message_of(error, where).split())
+
+
 async def answer(request: Request, error: Exception) -> JSONResponse:
     headers = error.headers if isinstance(error, HTTPError | RoutingError) else None
-    line = " ".join(message_of(error, request).split())  # one line whatever a library wrote
+    line = one_line(error, f"{request.method} {request.url.path}")
     return JSONResponse({"error": line}, status_of(error), headers=headers)
 
 

@@ -3,9 +3,10 @@ prometheus_client (a registry of the app's own, so two apps in one process never
 
 Named like Triton's where Triton has the figure (prometheus_client adds `_total` to every counter):
 
-    nv_inference_request_success_total{model,version}          infer requests answered 200
+    nv_inference_request_success_total{model,version}          infer requests answered 200 (gRPC: OK)
     nv_inference_request_failure_total{model,version,reason}   the others: REJECTED (503, the queue was
-                                                               full), BACKEND (500), OTHER (4xx)
+                                                               full), BACKEND (500), OTHER (4xx), gRPC's
+                                                               by the REST status they stand for
     nv_inference_pending_request_count{model,version}          admitted, not on an instance yet
 
 and `modelopt_` where it has not:
@@ -14,6 +15,11 @@ and `modelopt_` where it has not:
                                                                arrival to response built
     modelopt_inference_in_flight{model,version}                requests running on an instance now
     modelopt_http_responses_total{status}                      every HTTP response, any route, by status
+    modelopt_grpc_responses_total{code}                        every gRPC answer, any method, by status code
+                                                               (OK, INVALID_ARGUMENT...; not a message grpc
+                                                               itself refused for its size)
+
+The infer counters count requests whichever transport (REST or gRPC) they came by.
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ class Metrics:
         ):
             Gauge(name, doc, names, registry=self.registry).labels(**labels).set_function(read)
         self.responses = Counter("modelopt_http_responses", "HTTP responses", ["status"], registry=self.registry)
+        self.grpc_responses = Counter("modelopt_grpc_responses", "gRPC answers", ["code"], registry=self.registry)
 
     def succeeded(self, seconds: float) -> None:
         self._success.inc()

@@ -27,7 +27,7 @@ from pipeline.serve.signature import TensorSpec
 from pipeline.serve.tensors import BadRequest
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
-__all__ = ["HEADER_LENGTH", "BadRequest", "InferRequest", "decode", "decode_raw", "encode"]
+__all__ = ["HEADER_LENGTH", "BadRequest", "InferRequest", "answered", "check_input", "decode", "decode_raw", "encode"]
 
 
 @dataclass
@@ -58,14 +58,8 @@ def decode(body: bytes, header_length: str | None, expected: dict[str, str]) -> 
     for tensor in request["inputs"]:
         if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
             raise BadRequest("an input without a 'name'")
-        name = tensor["name"]
-        if name not in expected:
-            raise BadRequest(f"input {name!r}: the model has no such input (inputs: {', '.join(expected)})")
-        shape = _shape(tensor.get("shape"), name)
-        declared = tensor.get("datatype")
-        if declared != expected[name]:
-            raise BadRequest(f"input {name!r}: datatype {declared!r}, the model takes {expected[name]}")
-        count, where = int(np.prod(shape)), f"input {name!r}"
+        name, declared = tensor["name"], tensor.get("datatype")
+        shape, count, where = check_input(name, tensor.get("shape"), declared, expected)
         size = _parameters(tensor, where).get("binary_data_size")
         if size is not None:
             if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= len(binary) - offset:
@@ -94,13 +88,8 @@ def encode(
 ) -> tuple[bytes, dict[str, str]]:
     """The response body and its headers (the binary extension's header when any output is binary).
     `datatypes` names an output's v2 datatype where its array's dtype does not (BF16 bits in uint16)."""
-    names = request.requested if request.requested is not None else list(outputs)
     described, chunks = [], []
-    for name in names:
-        if name not in outputs:
-            raise BadRequest(f"output {name!r}: the model has no such output (outputs: {', '.join(outputs)})")
-        value = np.asarray(outputs[name])
-        datatype = (datatypes or {}).get(name) or tensors.datatype_of(value)
+    for name, datatype, value in answered(outputs, request, datatypes):
         tensor: dict[str, Any] = {"name": name, "datatype": datatype, "shape": list(value.shape)}
         if name in request.binary_outputs or "*" in request.binary_outputs:
             raw = tensors.to_binary(datatype, value)
@@ -116,6 +105,32 @@ def encode(
     if not chunks:
         return header, {"content-type": "application/json"}
     return header + b"".join(chunks), {"content-type": "application/octet-stream", HEADER_LENGTH: str(len(header))}
+
+
+def check_input(name: str, shape: Any, datatype: Any, expected: dict[str, str]) -> tuple[list[int], int, str]:
+    """An input's shape, element count and name for messages, once its name, shape and datatype
+    (`expected`: input name -> v2 datatype) are ones the model takes."""
+    if name not in expected:
+        raise BadRequest(f"input {name!r}: the model has no such input (inputs: {', '.join(expected)})")
+    shape = _shape(shape, name)
+    if datatype != expected[name]:
+        raise BadRequest(f"input {name!r}: datatype {datatype!r}, the model takes {expected[name]}")
+    return shape, int(np.prod(shape)), f"input {name!r}"
+
+
+def answered(
+    outputs: Arrays, request: InferRequest, datatypes: dict[str, str] | None = None
+) -> list[tuple[str, str, np.ndarray]]:
+    """(name, v2 datatype, array) of each output the request asked for (every one when it named none),
+    in its order. `datatypes` names an output's datatype where its array's dtype does not (BF16 bits)."""
+    names = request.requested if request.requested is not None else list(outputs)
+    chosen = []
+    for name in names:
+        if name not in outputs:
+            raise BadRequest(f"output {name!r}: the model has no such output (outputs: {', '.join(outputs)})")
+        value = np.asarray(outputs[name])
+        chosen.append((name, (datatypes or {}).get(name) or tensors.datatype_of(value), value))
+    return chosen
 
 
 def decode_raw(body: bytes, spec: TensorSpec) -> InferRequest:

@@ -1,5 +1,6 @@
-"""`python -m pipeline serve deploy/<model> --port N`: the deploy folder behind the Open Inference
-Protocol (KServe v2 REST), for local use and as a KServe custom predictor.
+"""`python -m pipeline serve deploy/<model> --port N --grpc-port M`: the deploy folder behind the Open
+Inference Protocol, REST and gRPC (KServe v2's `grpc-v2`, grpc_service.py) from one process, for local
+use and as a KServe custom predictor.
 
 Built on FastAPI and uvicorn, the ASGI stack KServe's own Python model server runs on (kserve 0.21
 pins protobuf<7 and psutil<6, which the pipeline's environment cannot take). Every request goes
@@ -20,7 +21,8 @@ serving one request at a time on a thread of its own (the runtimes release the G
 Every error is `{"error": "<one line>"}` (errors.py): 400 a request the protocol or the model cannot
 take, 404 an unknown route, model or version, 405 a wrong method, 413 a body over `--max-body-mb`
 (body.py), 415 an unknown Content-Encoding, 503 with Retry-After when `--max-queue` requests already
-wait for an instance (admission.py), 500 anything uncaught.
+wait for an instance (admission.py), 500 anything uncaught. gRPC answers the same lines with its
+status codes; its requests share the instances, the queue and the counters (`Service`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -54,11 +57,15 @@ from pipeline.serve.admission import Admission
 from pipeline.serve.errors import HTTPError
 from pipeline.serve.metrics import CountResponses, Metrics
 from pipeline.serve.predict import Predictor, load
+from pipeline.serve.protocol import InferRequest
 from pipeline.serve.signature import TensorSpec, read_signature
 
 VERSION = "1"
 QUEUE_PER_INSTANCE = 4  # --max-queue's default: requests that may wait for each instance
 MAX_BODY_MB = 64  # --max-body-mb's default
+GRPC_PORT = 8001  # --grpc-port's default, Triton's (0: no gRPC)
+SERVER = {"name": "modelopt-pipeline", "version": __version__, "extensions": ["binary_tensor_data"]}
+T = TypeVar("T")
 
 
 def measured_instances(manifest: Manifest) -> tuple[int, int]:
@@ -71,6 +78,8 @@ def measured_instances(manifest: Manifest) -> tuple[int, int]:
 
 class Model:
     """The deploy folder's predictor and its pool of instances, each used by one request at a time."""
+
+    version = VERSION
 
     def __init__(self, folder: Path, instances: int | None = None, threads: int | None = None) -> None:
         manifest = manifest_record.load(folder)
@@ -91,6 +100,13 @@ class Model:
     def busy(self) -> int:
         """Instances running a request now."""
         return self.count - self.instances.qsize()
+
+    def known(self, name: str, version: str | None = None) -> None:
+        """Nothing when this server serves model `name` at `version` (None: any), else a 404."""
+        if name != self.name:
+            raise HTTPError(404, f"unknown model {name!r}: this server serves {self.name!r}")
+        if version not in (None, VERSION):
+            raise HTTPError(404, f"unknown version {version!r} of {name!r}: this server serves version {VERSION}")
 
     def decode(self, content: bytes, header_length: str | None) -> protocol.InferRequest:
         """The request's arrays: a JSON header (and binary tensors), or Triton's raw binary body."""
@@ -153,20 +169,58 @@ class Limits:
     body_bytes: int = MAX_BODY_MB * body.MB
 
 
-def create_app(model: Model, limits: Limits | None = None) -> FastAPI:
-    """The v2 REST routes for one model, its /metrics, and every error as {"error": ...}."""
-    limits = limits or Limits(QUEUE_PER_INSTANCE * model.count)
-    app = FastAPI(title=f"{model.name} (Open Inference Protocol)", docs_url=None, redoc_url=None, openapi_url=None)
-    admission = Admission(model.count, limits.queue)
-    metrics = Metrics(model.name, VERSION, lambda: max(0, admission.inside - model.busy()), model.busy)
+class Service:
+    """What the REST and gRPC fronts share: the model, one bounded queue (admission.py) and one set of
+    counters (metrics.py), whichever transport a request came by. Used on the event loop only."""
+
+    def __init__(self, model: Model, limits: Limits) -> None:
+        self.model, self.limits, self.server = model, limits, SERVER
+        self.admission = Admission(model.count, limits.queue)
+        self.metrics = Metrics(model.name, VERSION, lambda: max(0, self.admission.inside - model.busy()), model.busy)
+
+    async def infer(
+        self, decode: Callable[[], Awaitable[InferRequest]], encode: Callable[[Arrays, InferRequest], T]
+    ) -> T:
+        """Admit the request (or refuse it: 503), decode it, run it on a free instance, encode its answer;
+        counted as a success or by its failure's status."""
+        started = time.perf_counter()
+        try:
+            with self.admission:
+                decoded = await decode()
+                run = asyncio.get_running_loop().run_in_executor
+                outputs = await run(self.model.executor, self.model.infer, decoded.inputs)
+                answer = encode(outputs, decoded)
+        except Exception as error:
+            self.metrics.failed(errors.status_of(error))
+            raise
+        self.metrics.succeeded(time.perf_counter() - started)
+        return answer
+
+
+def create_app(model: Model, limits: Limits | None = None, grpc_address: str | None = None) -> FastAPI:
+    """The v2 REST routes for one model, its /metrics, and every error as {"error": ...}; with
+    `grpc_address` (host:port), the v2 gRPC service there too (grpc_service.py), started and stopped
+    with the app and sharing its queue and counters."""
+    service = Service(model, limits or Limits(QUEUE_PER_INSTANCE * model.count))
+    metrics, known = service.metrics, model.known
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if grpc_address is None:
+            yield
+            return
+        from pipeline.serve import grpc_service
+
+        grpc_server = await grpc_service.start(service, grpc_address)
+        try:
+            yield
+        finally:
+            await grpc_server.stop(grpc_service.GRACE_S)
+
+    title = f"{model.name} (Open Inference Protocol)"
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     errors.install(app)
     app.add_middleware(CountResponses, metrics=metrics)
-
-    def known(name: str, version: str | None = None) -> None:
-        if name != model.name:
-            raise HTTPError(404, f"unknown model {name!r}: this server serves {model.name!r}")
-        if version not in (None, VERSION):
-            raise HTTPError(404, f"unknown version {version!r} of {name!r}: this server serves version {VERSION}")
 
     @app.get("/v2/health/live")
     @app.get("/v2/health/ready")
@@ -175,7 +229,7 @@ def create_app(model: Model, limits: Limits | None = None) -> FastAPI:
 
     @app.get("/v2")
     async def server_metadata() -> dict[str, Any]:
-        return {"name": "modelopt-pipeline", "version": __version__, "extensions": ["binary_tensor_data"]}
+        return SERVER
 
     @app.get("/v2/models/{name}/ready")
     @app.get("/v2/models/{name}/versions/{version}/ready")
@@ -198,17 +252,15 @@ def create_app(model: Model, limits: Limits | None = None) -> FastAPI:
     @app.post("/v2/models/{name}/versions/{version}/infer")
     async def infer(name: str, request: Request, version: str | None = None) -> Response:
         known(name, version)
-        started = time.perf_counter()
-        try:
-            with admission:
-                content = await body.read(request, limits.body_bytes)
-                decoded = model.decode(content, request.headers.get(protocol.HEADER_LENGTH))
-                outputs = await asyncio.get_running_loop().run_in_executor(model.executor, model.infer, decoded.inputs)
-                content, headers = protocol.encode(outputs, decoded, model.name, VERSION, model.output_datatypes)
-        except Exception as error:
-            metrics.failed(errors.status_of(error))
-            raise
-        metrics.succeeded(time.perf_counter() - started)
+
+        async def decode() -> protocol.InferRequest:
+            content = await body.read(request, service.limits.body_bytes)
+            return model.decode(content, request.headers.get(protocol.HEADER_LENGTH))
+
+        def encode(outputs: Arrays, decoded: protocol.InferRequest) -> tuple[bytes, dict[str, str]]:
+            return protocol.encode(outputs, decoded, model.name, VERSION, model.output_datatypes)
+
+        content, headers = await service.infer(decode, encode)
         content, encoding = body.compress(content, request.headers.get("accept-encoding"))
         return Response(content, headers=headers | encoding)
 
@@ -223,29 +275,37 @@ def serve(
     threads: int | None = None,
     max_queue: int | None = None,
     max_body_mb: float = MAX_BODY_MB,
+    grpc_port: int = GRPC_PORT,
 ) -> None:
-    """Load the deploy folder and serve it until interrupted."""
+    """Load the deploy folder and serve it until interrupted: REST on `port`, gRPC on `grpc_port` (0: none)."""
     import uvicorn
 
     if (max_queue is not None and max_queue < 0) or max_body_mb <= 0:
         raise PipelineError(f"serve: --max-queue must be >= 0 and --max-body-mb > 0 (got {max_queue}, {max_body_mb})")
+    if grpc_port == port or not 0 <= grpc_port < 2**16:
+        raise PipelineError(f"serve: --grpc-port {grpc_port} must be a free port other than --port, or 0 for no gRPC")
     model = Model(folder, instances, threads)
     limits = Limits(QUEUE_PER_INSTANCE * model.count if max_queue is None else max_queue, int(max_body_mb * body.MB))
     variant = model.predictor.manifest.variant
+    grpc_address = f"[{host}]:{grpc_port}" if ":" in host else f"{host}:{grpc_port}"
+    grpc = f" and gRPC on {grpc_address}" if grpc_port else " (no gRPC)"
     print(
-        f"serving {model.name} ({variant}) on http://{host}:{port}/v2: {model.how}; up to {limits.queue} requests "
-        f"queued, bodies up to {limits.body_bytes / body.MB:g} MiB",
+        f"serving {model.name} ({variant}) on http://{host}:{port}/v2{grpc}: {model.how}; up to {limits.queue} "
+        f"requests queued, bodies up to {limits.body_bytes / body.MB:g} MiB",
         flush=True,
     )
-    uvicorn.run(create_app(model, limits), host=host, port=port, log_level="warning", access_log=False)
+    app = create_app(model, limits, grpc_address if grpc_port else None)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
 @dataclass
 class Started:
-    """A server in a process of its own: its `host:port` and the file its output goes to."""
+    """A server in a process of its own: its REST and gRPC `host:port` (None: no gRPC), and the file its
+    output goes to."""
 
     process: subprocess.Popen
     url: str
+    grpc_url: str | None
     log: Path
 
     def banner(self) -> str:
@@ -257,17 +317,32 @@ class Started:
         self.log.unlink(missing_ok=True)
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports free now (another process may take one before it is bound)."""
+    with ExitStack() as stack:
+        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+
+
 def start(folder: Path, python: str = sys.executable, timeout: float = 120, options: Sequence[str] = ()) -> Started:
-    """`python -m pipeline serve folder [options]` on a free loopback port, with interpreter `python` (a
-    serving environment's), returned once /v2/health/ready answers; its output, if it dies first, in the
-    error. For tests and load runs."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """`python -m pipeline serve folder [options]` on free loopback ports (REST and, unless `options` name a
+    --grpc-port, gRPC), with interpreter `python` (a serving environment's), returned once
+    /v2/health/ready answers (the gRPC service starts before REST does); its output, if it dies first,
+    in the error. For tests and load runs."""
+    port, grpc_port = free_ports(2)
+    options = list(options)
+    if "--grpc-port" in options:
+        grpc_port = int(options[options.index("--grpc-port") + 1])
+    else:
+        options += ["--grpc-port", str(grpc_port)]
     log = Path(tempfile.mkstemp(prefix="serve-", suffix=".log")[1])
     with log.open("w") as out:
         command = [python, "-m", "pipeline", "serve", str(folder), "--port", str(port), *options]
-        started = Started(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), f"127.0.0.1:{port}", log)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    grpc_url = f"127.0.0.1:{grpc_port}" if grpc_port else None
+    started = Started(process, f"127.0.0.1:{port}", grpc_url, log)
     deadline = time.monotonic() + timeout
     while True:
         try:

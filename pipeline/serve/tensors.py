@@ -73,20 +73,26 @@ def from_json(datatype: str, data: Any, count: int, where: str) -> np.ndarray:
     """`count` elements (a flat array in the datatype's carrier) from a JSON list, nested or flat."""
     if data is None:
         raise BadRequest(f"{where}: no 'data' and no binary_data_size")
+    return from_values(datatype, data, count, where, "'data'")
+
+
+def from_values(datatype: str, values: Any, count: int, where: str, field: str) -> np.ndarray:
+    """`count` elements from a list of values, nested or flat, that the request's `field` held (JSON's
+    'data', gRPC's typed contents): BYTES elements are strings (UTF-8) or bytes, BF16 the numbers."""
     try:
         if datatype == "BYTES":
-            items = np.asarray(data, dtype=object).ravel()
-            if not all(isinstance(item, str) for item in items):
-                raise ValueError("BYTES elements in JSON are strings")
-            array = _objects([item.encode() for item in items])
+            items = np.asarray(values, dtype=object).ravel()
+            if not all(isinstance(item, str | bytes) for item in items):
+                raise ValueError("BYTES elements are strings")
+            array = _objects([item if isinstance(item, bytes) else item.encode() for item in items])
         elif datatype == "BF16":
-            array = bfloat16.from_float32(np.asarray(data, np.float32).ravel())
+            array = bfloat16.from_float32(np.asarray(values, np.float32).ravel())
         else:
-            array = np.asarray(data, dtype=numpy_dtype(datatype)).ravel()
+            array = np.asarray(values, dtype=numpy_dtype(datatype)).ravel()
     except (TypeError, ValueError, OverflowError) as error:
-        raise BadRequest(f"{where}: 'data' is not a list of {datatype} values ({error})") from None
+        raise BadRequest(f"{where}: {field} is not a list of {datatype} values ({error})") from None
     if array.size != count:
-        raise BadRequest(f"{where}: 'data' holds {array.size} values, its shape needs {count}")
+        raise BadRequest(f"{where}: {field} holds {array.size} values, its shape needs {count}")
     return array
 
 
