@@ -184,7 +184,7 @@ def test_every_error_is_a_status_and_one_line_and_the_server_keeps_serving(serve
 
 def test_a_full_queue_is_resource_exhausted_and_rest_and_grpc_share_it(served: Served):
     """One instance, no waiting place: while a slow gRPC request runs, another is refused over gRPC
-    (RESOURCE_EXHAUSTED) and over REST (503), and both refusals are counted."""
+    (UNAVAILABLE, as Triton) and over REST (503), and both refusals are counted."""
     before = metrics(served.url)
     in_flight = 'modelopt_inference_in_flight{model="proto",version="1"}'
     slow = proto_inputs(1, spin=SLOW_SPIN)
@@ -195,14 +195,14 @@ def test_a_full_queue_is_resource_exhausted_and_rest_and_grpc_share_it(served: S
             assert time.monotonic() < deadline and not running.done(), "the slow request never ran"
             time.sleep(0.02)
         code, message = refused(lambda: grpc_infer(served.grpc_url, proto_inputs(1)))
-        assert code == "RESOURCE_EXHAUSTED" and "the server is full" in message and "\n" not in message
+        assert code == "UNAVAILABLE" and "the server is full" in message and "\n" not in message
         status, _, content = call(served.url, "POST", "/v2/models/proto/infer", json_request(proto_inputs(1)))
         assert status == 503 and b"the server is full" in content
         got = running.result()
     assert_as_predict(got, served.predict(slow))
     grew = growth(before, metrics(served.url))
     assert grew['nv_inference_request_failure_total{model="proto",reason="REJECTED",version="1"}'] == 2
-    assert grew['modelopt_grpc_responses_total{code="RESOURCE_EXHAUSTED"}'] == 1
+    assert grew['modelopt_grpc_responses_total{code="UNAVAILABLE"}'] == 1
     assert grew['nv_inference_request_success_total{model="proto",version="1"}'] == 1
     assert_still_serving(served)
 

@@ -21,8 +21,8 @@ uvicorn runs, so REST and gRPC requests wait in one bounded queue that needs no 
                                                 UNIMPLEMENTED
 
 Every error is a status and the one line REST answers with (errors.py): INVALID_ARGUMENT where REST says
-400, NOT_FOUND 404, RESOURCE_EXHAUSTED 503 (the queue is full; `--max-body-mb` also bounds a received
-message, and grpc itself refuses a larger one with RESOURCE_EXHAUSTED before it reaches a method),
+400, NOT_FOUND 404, UNAVAILABLE 503 (the queue is full, as Triton answers it; `--max-body-mb` also bounds
+a received message, and grpc itself refuses a larger one with RESOURCE_EXHAUSTED before it reaches a method),
 UNIMPLEMENTED, and INTERNAL for anything uncaught (logged with its traceback; the server keeps serving).
 """
 
@@ -54,7 +54,7 @@ CODES = {  # the REST status an error is answered with -> the gRPC status; anyth
     400: grpc.StatusCode.INVALID_ARGUMENT,
     404: grpc.StatusCode.NOT_FOUND,
     501: grpc.StatusCode.UNIMPLEMENTED,
-    503: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    503: grpc.StatusCode.UNAVAILABLE,  # as Triton answers a full queue: the status gRPC retry policies retry
 }
 CONTENTS = {  # a datatype's typed field in InferTensorContents (FP16 and BF16 have none)
     "BOOL": "bool_contents",
