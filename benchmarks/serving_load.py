@@ -11,8 +11,10 @@ one (an id past the vocabulary, a wrong shape, a wrong datatype, in turn): it mu
 INVALID_ARGUMENT) with one line. Every valid answer is compared bit for bit with what `predict` returns
 for it in this process. The server's RSS is sampled every 0.5 s: growth is the last sample over the first one after the
 warm-up. The server runs with the settings the bench recorded for the artifact's concurrent figure
-(its instances and threads) and a queue with a place for every client (`--max-queue`: the load
-measures throughput, not refusals), and `--python` picks its interpreter: the lean serving environment
+(its instances and threads) and a queue with a place for every client, unless `--max-queue` makes it
+smaller: then the server refuses some requests for a full queue (503, gRPC UNAVAILABLE), and each client
+tries the same request again after 5 ms until it is taken, counting the refusals (a valid request is
+lost only if it fails otherwise), and `--python` picks its interpreter: the lean serving environment
 (serving/requirements.txt) by default when one is given, else this one. The load generator shares the
 machine with the server (2 cores here): its own CPU time is recorded beside the figures.
 
@@ -29,6 +31,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ from pipeline.serve import server
 from pipeline.serve.predict import Predictor, load
 
 DEFAULT_OUT = Path("reports/benchmarks/serving_load.json")
+RETRY_S = 0.005  # a client refused for a full queue tries again after this
 
 
 @dataclass
@@ -54,6 +58,8 @@ class Tally:
     bad_refused: int = 0  # answered 400 (gRPC: INVALID_ARGUMENT) with one line
     failed_valid: list[str] = field(default_factory=list)
     bad_otherwise: list[str] = field(default_factory=list)
+    full_refusals: int = 0  # refused for a full queue, then tried again (none is lost)
+    unsent_at_stop: int = 0  # still refused for a full queue when the run stopped
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -86,14 +92,16 @@ class Protocol:
     module: str
     options: dict[str, float]
     refused: str
+    full: str  # the status of a refusal because the server's queue is full: the client retries
     how: str
     out: Path
 
 
 PROTOCOLS = {
-    "rest": Protocol("tritonclient.http", {"connection_timeout": 30, "network_timeout": 30}, "400",
+    "rest": Protocol("tritonclient.http", {"connection_timeout": 30, "network_timeout": 30}, "400", "503",
                      "tritonclient.http, binary tensors, keep-alive", DEFAULT_OUT),
-    "grpc": Protocol("tritonclient.grpc", {}, "StatusCode.INVALID_ARGUMENT", "tritonclient.grpc, raw tensor contents",
+    "grpc": Protocol("tritonclient.grpc", {}, "StatusCode.INVALID_ARGUMENT", "StatusCode.UNAVAILABLE",
+                     "tritonclient.grpc, raw tensor contents",
                      DEFAULT_OUT.with_name("serving_load_grpc.json")),
 }  # fmt: skip
 
@@ -105,6 +113,27 @@ def request(client: Any, module: Any, model: str, inputs: Arrays, outputs: list[
         tensors.append(tensor.set_data_from_numpy(value))  # http: binary by default; grpc: always raw
     result = client.infer(model, tensors)
     return {name: result.as_numpy(name) for name in outputs}
+
+
+class RunEnded(Exception):
+    """The run stopped while the server was still refusing a request for a full queue."""
+
+
+def taken(call: Any, protocol: Protocol, tally: Tally, stop: threading.Event) -> Any:
+    """call() until the server takes it: a refusal for a full queue (503, gRPC UNAVAILABLE) is counted and
+    tried again after RETRY_S, as a client honouring Retry-After sooner would; RunEnded when the run stops first."""
+    from tritonclient.utils import InferenceServerException
+
+    while not stop.is_set():
+        try:
+            return call()
+        except InferenceServerException as error:
+            if error.status() != protocol.full:
+                raise
+            with tally.lock:
+                tally.full_refusals += 1
+            time.sleep(RETRY_S)
+    raise RunEnded
 
 
 def client_loop(
@@ -125,33 +154,41 @@ def client_loop(
     sent = 0
     while not stop.is_set():
         sent += 1
-        if bad_every and sent % bad_every == 0:
-            kind, inputs = bad[(sent // bad_every + index) % len(bad)]
-            try:
-                request(client, module, model, inputs, outputs)
-                outcome = f"{kind}: answered"
-            except InferenceServerException as error:
-                ok = error.status() == protocol.refused and "\n" not in (error.message() or "")
-                outcome = "" if ok else f"{kind}: {error.status()} {error.message()}"
-            with tally.lock:
-                if outcome:
-                    tally.bad_otherwise.append(outcome)
-                else:
-                    tally.bad_refused += 1
-            continue
+        bad_one = bool(bad_every) and sent % bad_every == 0
+        kind, inputs = bad[(sent // bad_every + index) % len(bad)] if bad_one else ("", None)
         pick = (sent + index * 7) % len(valid)
         start = time.perf_counter()
         try:
-            got = request(client, module, model, valid[pick], outputs)
-            problem = next(
-                (f"{n}: differs from predict" for n, v in expected[pick].items() if got[n].tobytes() != v.tobytes()),
-                "",
-            )
+            call = partial(request, client, module, model, inputs if bad_one else valid[pick], outputs)
+            got = taken(call, protocol, tally, stop)
+            if bad_one:
+                problem = f"{kind}: answered"
+            else:
+                problem = next(
+                    (
+                        f"{n}: differs from predict"
+                        for n, v in expected[pick].items()
+                        if got[n].tobytes() != v.tobytes()
+                    ),
+                    "",
+                )
+        except RunEnded:
+            with tally.lock:
+                tally.unsent_at_stop += 1
+            break
+        except InferenceServerException as error:
+            refused = bad_one and error.status() == protocol.refused and "\n" not in (error.message() or "")
+            problem = "" if refused else f"{kind or 'valid'}: {error.status()} {error.message()}"
         except Exception as error:  # any failure of a valid request is counted, never raised
             problem = f"{type(error).__name__}: {error}"
-        elapsed = (time.perf_counter() - start) * 1000
+        elapsed = (time.perf_counter() - start) * 1000  # from the first try: a retried request's wait counts
         with tally.lock:
-            if problem:
+            if bad_one:
+                if problem:
+                    tally.bad_otherwise.append(problem)
+                else:
+                    tally.bad_refused += 1
+            elif problem:
                 tally.failed_valid.append(problem)
             else:
                 tally.valid_ms.append(elapsed)
@@ -170,7 +207,8 @@ def in_process_concurrent(predictor: Predictor, valid: Arrays, seconds: float) -
 def run_load(args: argparse.Namespace, folder: Path, model: str, work: tuple) -> dict[str, Any]:
     """Start the server, warm it, load it for `args.seconds`, stop it: the figures the clients and the
     RSS sampler saw."""
-    running = server.start(folder, args.python, options=["--max-queue", str(args.clients)])  # no client is refused
+    queue = args.clients if args.max_queue is None else args.max_queue  # by default no client is refused
+    running = server.start(folder, args.python, options=["--max-queue", str(queue)])
     protocol = PROTOCOLS[args.protocol]
     url = running.grpc_url if args.protocol == "grpc" else running.url
     try:
@@ -213,6 +251,9 @@ def run_load(args: argparse.Namespace, folder: Path, model: str, work: tuple) ->
         }
         if len(latencies)
         else None,
+        "max_queue": queue,
+        "full_refusals_retried": tally.full_refusals,
+        "unsent_at_stop": tally.unsent_at_stop,
         "failed_valid": len(tally.failed_valid),
         "failed_valid_examples": sorted(set(tally.failed_valid))[:5],
         "bad_requests": tally.bad_refused + len(tally.bad_otherwise),
@@ -236,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--in-process-seconds", type=float, default=15)
     parser.add_argument("--python", default=sys.executable, help="the server's interpreter (the lean serving env)")
     parser.add_argument("--protocol", choices=list(PROTOCOLS), default="rest", help="what the clients speak")
+    parser.add_argument(
+        "--max-queue", type=int, help="the server's queue beyond its instances (default: one place per client)"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
@@ -281,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{result['model']} ({result['variant']}): {served['requests_per_s']:.1f} valid requests/s at "
         f"{args.clients} clients, p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms; "
-        f"{served['failed_valid']} failed valid, {served['bad_refused']}/{served['bad_requests']} bad refused with "
+        f"{served['failed_valid']} failed valid, {served['full_refusals_retried']} refused for a full queue and "
+        f"retried, {served['bad_refused']}/{served['bad_requests']} bad refused with "
         f"{served['bad_refused_with']}; RSS {served['rss_growth_pct']:+.1f}%; "
         f"x{result['ratio_to_in_process']:.2f} of the in-process concurrent {in_process:.1f}/s "
         f"(recorded {result['recorded_concurrent_sps']}) -> {out}"
