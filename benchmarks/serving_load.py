@@ -13,7 +13,7 @@ for it in this process. The server's RSS is sampled every 0.5 s: growth is the l
 warm-up. The server runs with the settings the bench recorded for the artifact's concurrent figure
 (its instances and threads) and a queue with a place for every client, unless `--max-queue` makes it
 smaller: then the server refuses some requests for a full queue (503, gRPC UNAVAILABLE), and each client
-tries the same request again after 5 ms until it is taken, counting the refusals (a valid request is
+tries the same request again after 50 ms until it is taken, counting the refusals (a valid request is
 lost only if it fails otherwise), and `--python` picks its interpreter: the lean serving environment
 (serving/requirements.txt) by default when one is given, else this one. The load generator shares the
 machine with the server (2 cores here): its own CPU time is recorded beside the figures.
@@ -47,7 +47,7 @@ from pipeline.serve import server
 from pipeline.serve.predict import Predictor, load
 
 DEFAULT_OUT = Path("reports/benchmarks/serving_load.json")
-RETRY_S = 0.005  # a client refused for a full queue tries again after this
+RETRY_S = 0.05  # a client refused for a full queue tries again after this (Retry-After says 1 s)
 
 
 @dataclass
