@@ -75,9 +75,9 @@ def _interval(interval: SampleRateInterval | None) -> str:
     return f"{num(interval.low)}-{num(interval.high)}"
 
 
-def batching_gain(manifest: Manifest) -> tuple[int | None, str]:
-    """The batch to gather requests into (the peak-throughput batch) when some batch above 1 measured
-    clearly more samples/s than batch 1, beyond both 95% intervals; else None. And the figures that say so."""
+def batching_pays(manifest: Manifest) -> tuple[bool, str]:
+    """Whether stacking requests pays: some batch above 1 measured clearly more samples/s than batch 1,
+    beyond both 95% intervals, and the peak is above batch 1. And the figures that say so."""
     record, sweep = metrics(manifest), by_batch(manifest)
     one = record.throughput_interval(1)
     clear = [
@@ -93,8 +93,8 @@ def batching_gain(manifest: Manifest) -> tuple[int | None, str]:
     figures = ", ".join(f"b{b} {_interval(record.throughput_interval(b))}" for b in sorted(sweep))
     peak = record.throughput_sps.peak_batch if record.throughput_sps else None
     if not clear or peak is None or peak <= 1:
-        return None, f"no batch above 1 measured clearly more samples/s than batch 1 (95% intervals: {figures})"
-    return peak, f"b{clear[-1]} beats b1 beyond both 95% intervals ({figures}); b{peak} is the peak"
+        return False, f"no batch above 1 measured clearly more samples/s than batch 1 (95% intervals: {figures})"
+    return True, f"b{clear[-1]} beats b1 beyond both 95% intervals ({figures}); b{peak} is the peak"
 
 
 def queue_delay_us(manifest: Manifest) -> int:

@@ -63,15 +63,18 @@ def settings(manifest: Manifest) -> tuple[int, dict[str, str], dict[str, str]]:
     return found.requests, plugin, why
 
 
-def openvino_reads(path: Path) -> str | None:
-    """Why OpenVINO (OVMS's engine) cannot read an ONNX file, or None when it can."""
+def refuse_unreadable(folder: Path, manifest: Manifest) -> None:
+    """NotServable when this machine's OpenVINO (OVMS's engine) cannot read an ONNX artifact: the check
+    left when no release's own OpenVINO ran it (serving.check_versions false)."""
     import openvino as ov
 
+    if manifest.runtime == "openvino":
+        return
     try:
-        ov.Core().read_model(str(path))
+        ov.Core().read_model(str(folder / manifest.entry))
     except Exception as error:
-        return first_line(error)
-    return None
+        why = first_line(error)
+        raise NotServable(f"OVMS runs ONNX with OpenVINO, which cannot read {manifest.entry}: {why}") from None
 
 
 def config_json(manifest: Manifest) -> dict:
@@ -109,8 +112,6 @@ def pinned_properties(manifest: Manifest) -> dict[str, str]:
 
 def write_ovms(folder: Path, manifest: Manifest, serving: Path, checked: str) -> str:
     """serving/ovms/: config.json, <model>/1/ and provenance.json; returns a one-line summary."""
-    if manifest.runtime != "openvino" and (why := openvino_reads(folder / manifest.entry)):
-        raise NotServable(f"OVMS runs ONNX with OpenVINO, which cannot read {manifest.entry}: {why}")
     root = serving / "ovms"
     place(folder, manifest, root / manifest.model / VERSION)
     config = config_json(manifest)

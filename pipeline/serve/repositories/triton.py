@@ -103,10 +103,10 @@ def _dynamic_batching(config: mc.ModelConfig, manifest: Manifest) -> list[str]:
     max_batch_size and a delay, every request that cannot fill the batch waits the full delay) and no
     queue delay (the batcher then stacks only what is already queued). Whether waiting pays depends on the
     arrival rate, which no bench measures: model_analyzer.yaml searches delays on a real Triton."""
-    gain, why = measured.batching_gain(manifest)
+    pays, why = measured.batching_pays(manifest)
     if config.max_batch_size == 0:
         return [f"no dynamic_batching: it needs max_batch_size above 0 ({why})"]
-    if gain is None:
+    if not pays:
         return [f"no dynamic_batching: {why}: gathering requests would only add latency"]
     config.dynamic_batching.SetInParent()
     return [

@@ -48,16 +48,30 @@ def engine_runtime(engine: str, manifest: Manifest) -> str:
     return manifest.runtime if engine == "triton" else "openvino"
 
 
-def check_rows(manifest: Manifest, rows: Arrays | None) -> tuple[Arrays, str]:
-    """The rows to compare on, rows first: the ones given (the model's reference rows), else generated from
-    the manifest's input specs; one fixed batch where the file fixes it (the side run feeds it whole)."""
+@dataclass(frozen=True)
+class Reference:
+    """The rows every release is run on, rows first and checked, and what `predict` answers to them
+    (the pipeline's runtime, as measured): computed once per serving folder."""
+
+    inputs: Arrays
+    outputs: Arrays
+    which: str  # "64 reference rows"
+
+
+def reference(predictor: Predictor, rows: Arrays | None = None) -> Reference:
+    """The rows given (the model's reference rows), else generated from the manifest's input specs; one
+    fixed batch where the file fixes it (the release's run feeds it whole)."""
+    manifest = predictor.manifest
     count = manifest.fixed_batch or ROWS
     if rows is not None:
         taken = {name: array[:count] for name, array in rows.items()}
-        return taken, f"{len(next(iter(taken.values())))} reference rows"
-    vocab = min(manifest.token_bounds.values()) if manifest.token_bounds else None
-    generated = generate_inputs(manifest.inputs, count, seed=0, dims=manifest.dims, vocab_size=vocab)
-    return generated, f"{count} generated rows"
+        which = f"{len(next(iter(taken.values())))} reference rows"
+    else:
+        vocab = min(manifest.token_bounds.values()) if manifest.token_bounds else None
+        taken = generate_inputs(manifest.inputs, count, seed=0, dims=manifest.dims, vocab_size=vocab)
+        which = f"{count} generated rows"
+    checked = predictor.check(taken, source=which)
+    return Reference(checked, predictor.run(checked), which)
 
 
 def unchecked(release: Release, manifest: Manifest, engine: str, why: str) -> ReleaseCheck:
@@ -71,23 +85,21 @@ def check_release(
     manifest: Manifest,
     engine: str,
     release: Release,
-    predictor: Predictor,
-    rows: Arrays | None = None,
+    expected: Reference,
     properties: dict[str, str] | None = None,
 ) -> ReleaseCheck:
-    """Run the artifact in `release`'s runtime version on the rows and compare with `predictor`'s
-    outputs (the pipeline's runtime, as measured). `properties`: the OpenVINO plugin settings the
-    engine's files pin (OVMS's plugin_config); none: the plugin's defaults, as Triton's backend runs."""
+    """Run the artifact in `release`'s runtime version on the reference rows and compare with what
+    `predict` answered. `properties`: the OpenVINO plugin settings the engine's files pin (OVMS's
+    plugin_config); none: the plugin's defaults, as Triton's backend runs."""
     runtime = engine_runtime(engine, manifest)
     version = getattr(release, runtime)
-    inputs, which = check_rows(manifest, rows)
-    checked = predictor.check(inputs, source=which)
     try:
         python = runtime_python(runtime, version)
     except Unavailable as error:
         return unchecked(release, manifest, engine, str(error))
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
-        np.savez(Path(tmp) / "in.npz", **to_model_layout(checked, manifest.inputs))  # as the file takes them
+        feeds = to_model_layout(expected.inputs, manifest.inputs)  # as the file takes them
+        np.savez(Path(tmp) / "in.npz", **feeds)
         command = [str(python), in_runtime.__file__, runtime, str(folder / manifest.entry), f"{tmp}/in.npz",
                    f"{tmp}/out.npz", json.dumps(properties or {})]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -101,8 +113,7 @@ def check_release(
             )
         with np.load(Path(tmp) / "out.npz") as got:
             theirs = {name: got[name] for name in got.files}
-    ours = predictor.run(checked)
-    return _compare(release, runtime, version, ours, theirs, which)
+    return _compare(release, runtime, version, expected.outputs, theirs, expected.which)
 
 
 def _compare(release: Release, runtime: str, version: str, ours: Arrays, theirs: Arrays, which: str) -> ReleaseCheck:

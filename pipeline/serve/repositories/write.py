@@ -19,7 +19,7 @@ from pipeline.core.errors import ModelFileError
 from pipeline.core.files import atomic_dir, write_text
 from pipeline.core.records import manifest as manifest_record
 from pipeline.core.records.manifest import Manifest
-from pipeline.serve.predict import Predictor, load
+from pipeline.serve.predict import load
 from pipeline.serve.repositories import ovms, triton
 from pipeline.serve.repositories.check import check_analyzer, check_kserve, check_ovms, check_triton
 from pipeline.serve.repositories.convert import convertible, downgraded
@@ -27,7 +27,7 @@ from pipeline.serve.repositories.kserve import write_kserve
 from pipeline.serve.repositories.ovms import write_ovms
 from pipeline.serve.repositories.scope import ENGINES, NotServable, why_not
 from pipeline.serve.repositories.triton import write_triton
-from pipeline.serve.repositories.versions import ReleaseCheck, check_release, unchecked
+from pipeline.serve.repositories.versions import Reference, ReleaseCheck, check_release, reference, unchecked
 from pipeline.serve.signature import Signature, read_signature
 
 SERVING = "serving"
@@ -97,7 +97,7 @@ def _write_engines(
 ) -> tuple[list[EngineResult], dict[str, Manifest]]:
     """Each engine's repository for the artifact as its release runs it, and that artifact's manifest
     (the deploy folder's, or the converted file's) by engine."""
-    predictor = load(folder, verify=False, check_values=False) if config.check_versions else None
+    expected = reference(load(folder, verify=False, check_values=False), rows) if config.check_versions else None
     writers: dict[str, Callable[[Path, Manifest, str], str]] = {
         "triton": lambda source, served, checked: write_triton(source, served, signature, serving, checked),
         "ovms": lambda source, served, checked: write_ovms(source, served, serving, checked),
@@ -108,10 +108,12 @@ def _write_engines(
             release = engines.release(engine, getattr(config, engine))
             source, served = folder, manifest
             try:
-                if predictor is None:
+                if expected is None:
                     checked = unchecked(release, manifest, engine, "serving.check_versions is false").line
+                    if engine == "ovms":  # the release check would have loaded it: this machine's OpenVINO does
+                        ovms.refuse_unreadable(folder, manifest)
                 else:
-                    check = partial(_check_in, engine=engine, release=release, predictor=predictor, rows=rows)
+                    check = partial(_check_in, engine=engine, release=release, expected=expected)
                     source, served, checked = _readable(folder, manifest, check, Path(converted) / engine)
                 results.append(EngineResult(engine=engine, written=write(source, served, checked), checked=checked))
                 manifests[engine] = served
@@ -125,12 +127,10 @@ def _write_engines(
     return results, manifests
 
 
-def _check_in(
-    at: Path, described: Manifest, *, engine: str, release: Release, predictor: Predictor, rows: Arrays | None
-) -> ReleaseCheck:
+def _check_in(at: Path, described: Manifest, *, engine: str, release: Release, expected: Reference) -> ReleaseCheck:
     """The release check with the OpenVINO settings the engine's own files pin."""
     pinned = triton.pinned_properties if engine == "triton" else ovms.pinned_properties
-    return check_release(at, described, engine, release, predictor, rows, pinned(described))
+    return check_release(at, described, engine, release, expected, pinned(described))
 
 
 def _readable(
