@@ -104,19 +104,27 @@ def grid(folder: Path) -> tuple[Path, Path]:
     return path, folder / "eval.npz"
 
 
+def written_out_softmax(logits: str, output: str, axes: str) -> list[onnx.NodeProto]:
+    """A softmax over axis 1 as jax2tf writes it: Exp(x - max) / ReduceSum(Exp(...)), the sum broadcast
+    back by an Expand (tf2onnx's BroadcastTo); `axes`: the int64 [1] initializer ReduceSum reads."""
+    return [
+        helper.make_node("ReduceMax", [logits], ["top"], axes=[1], keepdims=1),
+        helper.make_node("Sub", [logits, "top"], ["shifted"]),
+        helper.make_node("Exp", ["shifted"], ["e"]),
+        helper.make_node("ReduceSum", ["e", axes], ["total"], keepdims=1),
+        helper.make_node("Shape", ["e"], ["e_shape"]),
+        helper.make_node("Expand", ["total", "e_shape"], ["broadcast"]),
+        helper.make_node("Div", ["e", "broadcast"], [output]),
+    ]
+
+
 def jaxlike(folder: Path) -> tuple[Path, Path]:
     """bytes int32 [unk__5, 16] -> probabilities [unk__5, 5], the softmax written out as jax2tf does."""
     nodes = [
         helper.make_node("Cast", ["bytes"], ["values"], to=TensorProto.FLOAT),
         helper.make_node("Mul", ["values", "inverse"], ["scaled"]),
         helper.make_node("MatMul", ["scaled", "w"], ["logits"]),
-        helper.make_node("ReduceMax", ["logits"], ["top"], axes=[1], keepdims=1),
-        helper.make_node("Sub", ["logits", "top"], ["shifted"]),
-        helper.make_node("Exp", ["shifted"], ["e"]),
-        helper.make_node("ReduceSum", ["e", "one"], ["total"], keepdims=1),
-        helper.make_node("Shape", ["e"], ["e_shape"]),
-        helper.make_node("Expand", ["total", "e_shape"], ["broadcast"]),
-        helper.make_node("Div", ["e", "broadcast"], ["target_label"]),
+        *written_out_softmax("logits", "target_label", "one"),
     ]
     constants = [
         weights("w", 16, 5),

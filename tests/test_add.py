@@ -20,6 +20,7 @@ from pipeline.prepare.add.inspect.onnx_file import inspect_onnx
 from pipeline.prepare.add.params_text import with_entry
 from pipeline.stagefile import missing_stages
 from tests.conftest import copy_project, models_from, write_fixed_batch_onnx, write_hf_folder, write_tiny_model
+from tests.foreign_graphs import written_out_softmax
 
 
 @pytest.fixture(scope="module")
@@ -422,13 +423,7 @@ def test_a_softmax_written_out_as_exp_reducesum_div_is_read_as_class_scores(tmp_
     axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["logits"]),
-        helper.make_node("ReduceMax", ["logits"], ["top"], axes=[1], keepdims=1),
-        helper.make_node("Sub", ["logits", "top"], ["shifted"]),
-        helper.make_node("Exp", ["shifted"], ["e"]),
-        helper.make_node("ReduceSum", ["e", "axes"], ["total"], keepdims=1),
-        helper.make_node("Shape", ["e"], ["shape"]),
-        helper.make_node("Expand", ["total", "shape"], ["broadcast"]),  # tf2onnx's BroadcastTo
-        helper.make_node("Div", ["e", "broadcast"], ["probabilities"]),
+        *written_out_softmax("logits", "probabilities", "axes"),
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
     y = helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch", 3])
