@@ -148,3 +148,29 @@ def test_an_engine_whose_runtime_answers_otherwise_gets_no_folder_and_says_by_ho
     assert re.search(r"- ovms: cannot serve tiny_net as is: OVMS \S+ runs openvino \S+: loads, but outputs differ from "
                      r"predict's on 64 generated rows \(largest difference [\d.]+ ", readme(folder))  # fmt: skip
     assert not (folder / "serving" / "ovms").exists() and not (folder / "serving" / "kserve" / "ovms.yaml").exists()
+
+
+def test_an_output_whose_openvino_port_has_other_names_too_is_compared_by_its_own(tmp_path: Path):
+    """The graph's output behind an Identity of a Cast, as onnxruntime's float16 tool writes `onnx_fp16`:
+    OpenVINO fuses them, and the port's first name is the Cast's, not the output's."""
+    release_runtimes(engines.release("ovms", None))
+    weights = [numpy_helper.from_array(np.ones((12, 3), np.float16), "w")]
+    nodes = [
+        helper.make_node("Cast", ["x"], ["x16"], to=TensorProto.FLOAT16),
+        helper.make_node("MatMul", ["x16", "w"], ["h16"]),
+        helper.make_node("Cast", ["h16"], ["graph_output_cast_0"], to=TensorProto.FLOAT),
+        helper.make_node("Identity", ["graph_output_cast_0"], ["output"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "cast_back", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 12])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 3])], weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    folder = with_model(deploy(tmp_path), model)
+
+    report = write_serving(folder)
+
+    assert report.engines[1].written, report.engines[1].reason
+    provenance = json.loads((folder / "serving" / "ovms" / "provenance.json").read_text())
+    assert "loads; outputs match predict's" in provenance["checked_with"]

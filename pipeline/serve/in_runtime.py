@@ -37,7 +37,8 @@ def run(runtime: str, model: str, inputs_path: str, outputs_path: str, propertie
         except Exception as error:
             return answer | {"error": str(error).strip().splitlines()[0][:300]}
         result = compiled(inputs)
-        outputs = {port.get_any_name(): result[port] for port in compiled.outputs}
+        # every name of each port: a port may carry a graph output's name beside its producer's
+        outputs = {name: result[port] for port in compiled.outputs for name in port.get_names()}
     np.savez(outputs_path, **outputs)
     return answer
 
