@@ -13,8 +13,10 @@ from pipeline.core.data import Arrays, DataSet
 from pipeline.core.memory import RssSampler
 from pipeline.core.records.source import SourceRecord
 from pipeline.measure.budget import ContentionScreen, Rival
+from pipeline.measure import harness, sweeps
 from pipeline.measure.harness import measure_concurrent
 from pipeline.measure.loading import Loaded
+from pipeline.measure.stats import Interval
 from pipeline.measure.worker import measure_loaded
 from pipeline.runtimes.base import OpTime, Session, ThreadQueue
 
@@ -102,17 +104,19 @@ def test_accuracy_pass_never_counts_in_peak_rss():
     assert metrics["peak_rss_mb"] - metrics["baseline"] < LOAD_MB * 1.1
 
 
-def test_sweep_stops_when_a_bigger_batch_is_confirmed_to_gain_nothing():
-    bench = BENCH.model_copy(
-        update={
-            "throughput": BENCH.throughput.model_copy(
-                update={"seconds": 2.0, "block_seconds": 0.01, "min_gain_pct": 20}  # a margin for a busy CI box
-            )
-        }
-    )
-    metrics = run(lambda: Busy(call_s=0.0, per_sample_s=0.002), bench)  # time grows with the batch: no gain
+def test_sweep_stops_when_a_bigger_batch_is_confirmed_to_gain_nothing(monkeypatch):
+    """The rule, not the clock: each batch measures 500 samples/s within ±2% (a busy CI box once widened
+    b1's real interval enough that b8's gain could not be ruled out, and the sweep rightly went on)."""
+
+    def flat(call, batch, config):
+        call()
+        return harness.Throughput(500.0, Interval(500.0, 490.0, 510.0, 8), 8, 0.1)
+
+    monkeypatch.setattr(sweeps, "measure_throughput", flat)
+    bench = BENCH.model_copy(update={"throughput": BENCH.throughput.model_copy(update={"min_gain_pct": 20})})
+    metrics = run(lambda: Busy(call_s=0.0, per_sample_s=0.0001), bench)
     assert list(metrics["throughput_sps"]["by_batch"]) == ["b1", "b8"]
-    assert "at 95% confidence < 20%" in metrics["throughput_sps"]["stopped_by"]
+    assert "at most +4.1% at 95% confidence < 20%" in metrics["throughput_sps"]["stopped_by"]
 
 
 def test_sweep_does_not_stop_on_a_gain_it_could_not_confirm():
