@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.records.source import Family
+from pipeline.core.work import count_work
 
 FUSED_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention"}
 LAYER_NORMS = {"LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization"}
@@ -48,40 +49,8 @@ def conv_share(model: Any, shapes: dict[str, tuple[int, ...]]) -> float | None:
     """The share of the graph's multiply-accumulates done by Conv nodes (against MatMul and Gemm), with
     each input at the shape in `shapes` (batch 1, the export's dims); None when shape inference cannot
     tell the sizes (a graph it does not follow)."""
-    import numpy as np
-    import onnx
-
-    model = onnx.ModelProto.FromString(model.SerializeToString())  # the caller's graph keeps its symbols
-    for value in model.graph.input:
-        if value.name in shapes:
-            for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name], strict=False):
-                dim.Clear()
-                dim.dim_value = int(size)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    except Exception:  # a graph ONNX's inference rejects: the node count decides, as before
-        return None
-    known: dict[str, list[int]] = {t.name: list(t.dims) for t in inferred.graph.initializer}
-    for node in inferred.graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
-            known[node.output[0]] = list(node.attribute[0].t.dims)
-    for value in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]:
-        dims = value.type.tensor_type.shape.dim
-        if dims and all(d.HasField("dim_value") for d in dims):
-            known[value.name] = [d.dim_value for d in dims]
-    conv = dense = 0
-    for node in inferred.graph.node:
-        if node.op_type not in ("Conv", "MatMul", "Gemm"):
-            continue
-        out, a, b = known.get(node.output[0]), known.get(node.input[0]), known.get(node.input[1])
-        if out is None or a is None or b is None:
-            return None
-        if node.op_type == "Conv":  # each output value: C_in/group x kernel multiply-accumulates
-            conv += int(np.prod(out)) * int(np.prod(b[1:]))
-        else:  # each output value: the contracted axis of A (Gemm may transpose it)
-            transposed = node.op_type == "Gemm" and any(x.name == "transA" and x.i for x in node.attribute)
-            dense += int(np.prod(out)) * int(a[0] if transposed else a[-1])
-    return conv / (conv + dense) if conv + dense else None
+    work = count_work(model, shapes)
+    return work.conv_macs / work.macs if work and work.macs else None
 
 
 def model_family(

@@ -1,0 +1,107 @@
+"""The work a graph defines: multiply-accumulates and the bytes its activations take, read from ONNX
+shape inference with every input at a concrete shape. The family rule (how much of the work is Conv)
+and the roofline (how far a variant is from this machine's limit) both count with it.
+
+Only the dense products count (MatMul, Gemm, Conv, ConvTranspose and their integer forms): what the
+roofs are measured with. Elementwise and normalisation work is small beside them in the models this
+pipeline takes, and a graph whose sizes inference cannot tell counts nothing (None), never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+DENSE = {"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul"}
+CONVOLUTION = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose"}
+# where the two operands sit in a node's inputs (QLinear ops carry scales and zero points between them)
+OPERANDS = {"QLinearMatMul": (0, 3), "QLinearConv": (0, 3)}
+
+
+@dataclass(frozen=True)
+class Work:
+    """One inference at the shapes counted: multiply-accumulates by operator type, and the elements of
+    every tensor a node writes (each is written once and read at least once: the activation traffic)."""
+
+    macs_by_op: dict[str, int] = field(default_factory=dict)
+    activation_elements: int = 0
+
+    @property
+    def macs(self) -> int:
+        return sum(self.macs_by_op.values())
+
+    @property
+    def conv_macs(self) -> int:
+        return sum(n for op, n in self.macs_by_op.items() if op in CONVOLUTION)
+
+
+def count_work(model: Any, shapes: dict[str, tuple[int, ...]]) -> Work | None:
+    """The work of `model` (an onnx.ModelProto, left untouched) with each input at its shape in `shapes`;
+    None when neither ONNX's shape inference nor ONNX Runtime's symbolic one (which follows the Shape /
+    Slice / Concat chains exporters write, e.g. a BERT's position ids) can size every dense product."""
+    import onnx
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())  # the caller's graph keeps its symbols
+    for value in model.graph.input:
+        if value.name in shapes:
+            for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name], strict=False):
+                dim.Clear()
+                dim.dim_value = int(size)
+    for infer in (_onnx_inference, _symbolic_inference):
+        try:
+            inferred = infer(model)
+        except Exception:  # a graph this inference rejects: the next one, else nothing
+            continue
+        if (work := _count(inferred)) is not None:
+            return work
+    return None
+
+
+def _onnx_inference(model: Any) -> Any:
+    import onnx
+
+    return onnx.shape_inference.infer_shapes(model, data_prop=True)
+
+
+def _symbolic_inference(model: Any) -> Any:
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+
+
+def _count(inferred: Any) -> Work | None:
+    known: dict[str, list[int]] = {t.name: list(t.dims) for t in inferred.graph.initializer}
+    for node in inferred.graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
+            known[node.output[0]] = list(node.attribute[0].t.dims)
+    for value in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]:
+        dims = value.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            known[value.name] = [d.dim_value for d in dims]
+    macs: dict[str, int] = {}
+    for node in inferred.graph.node:
+        if node.op_type not in DENSE | CONVOLUTION:
+            continue
+        first, second = OPERANDS.get(node.op_type, (0, 1))
+        out, a, b = known.get(node.output[0]), known.get(node.input[first]), known.get(node.input[second])
+        if out is None or a is None or b is None:
+            return None
+        macs[node.op_type] = macs.get(node.op_type, 0) + _macs(node, out, a, b)
+    constants = {t.name for t in inferred.graph.initializer} | {
+        n.output[0] for n in inferred.graph.node if n.op_type == "Constant"
+    }
+    written = {o for n in inferred.graph.node for o in n.output if o and o not in constants}
+    activations = sum(int(np.prod(known[name])) for name in written if name in known)
+    return Work(macs_by_op=macs, activation_elements=activations)
+
+
+def _macs(node: Any, out: list[int], a: list[int], b: list[int]) -> int:
+    """One node's multiply-accumulates: each output value costs the contracted length."""
+    if node.op_type == "ConvTranspose":  # each input value meets C_out/group x kernel weights
+        return int(np.prod(a)) * int(np.prod(b[1:]))
+    if node.op_type in CONVOLUTION:  # each output value: C_in/group x kernel
+        return int(np.prod(out)) * int(np.prod(b[1:]))
+    transposed = node.op_type == "Gemm" and any(x.name == "transA" and x.i for x in node.attribute)
+    return int(np.prod(out)) * int(a[0] if transposed else a[-1])
