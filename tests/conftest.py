@@ -20,6 +20,12 @@ from tests.helpers import write_source
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The test projects' env stages share one cache of this machine's roofs (pipeline.measure.peaks), kept apart
+# from the user's, and cache them whatever else runs: a test asserts that roofs were measured and used, never
+# their size, and measuring them in each project would add 5 s to every one.
+os.environ.setdefault("MODELOPT_PEAKS_CACHE", str(Path(tempfile.gettempdir()) / f"modelopt-test-peaks-{os.getuid()}"))
+os.environ.setdefault("MODELOPT_PEAKS_QUIET_PCT", "inf")
+
 if WORKER := os.environ.get("PYTEST_XDIST_WORKER"):
     # Each test worker gets its own temp folder, so its own machine lock (pipeline.machine.lock): one
     # worker's project never waits for the other's builds. Their figures disturb each other: tests assert

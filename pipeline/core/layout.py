@@ -112,6 +112,26 @@ def software_file(root: Path = Path(".")) -> Path:
     return root / REPORTS / "software.json"
 
 
+def peaks_file(root: Path = Path(".")) -> Path:
+    """This machine's measured roofs (the env stage's): only what reads distances depends on it."""
+    return root / REPORTS / "peaks.json"
+
+
+def roofline_dir(root: Path = Path(".")) -> Path:
+    return root / REPORTS / "roofline"
+
+
+def roofline_file(model: str, root: Path = Path(".")) -> Path:
+    """Each variant of `model` against its roofline bound, in full (the select stage's)."""
+    return roofline_dir(root) / f"{model}.json"
+
+
+def distance_dir(model: str | None = None, root: Path = Path(".")) -> Path:
+    """The DVC metrics of the roofline, one small file per variant: reports/distance/<model>/<variant>.json."""
+    folder = root / REPORTS / "distance"
+    return folder / model if model else folder
+
+
 def model_dir(name: str, root: Path = Path(".")) -> Path:
     """Every model has a folder models/<name>/ holding its files; DVC watches the whole folder."""
     return root / MODELS / name
