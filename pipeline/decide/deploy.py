@@ -34,6 +34,7 @@ from pipeline.core.records.source import SourceRecord
 from pipeline.core.registry import RUNTIMES
 from pipeline.decide.choice import choice_record
 from pipeline.decide.contest import Decision, decide
+from pipeline.decide.roofline import write_roofline
 from pipeline.decide.selection import decided_by
 from pipeline.serve.repositories.write import write_serving
 from pipeline.serve.text import HF_FOLDER_FACTORY, TOKENIZER
@@ -50,6 +51,7 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
     decision = decide(model, found, params, root)
     record = choice_record(model, decision, found, params)
     chosen = found[decision.chosen] if decision.chosen else None
+    distances = write_roofline(model, found, root)
     with atomic_dir(layout.deploy_dir(model, results)) as tmp:
         package = {}
         if decision.chosen and chosen:
@@ -62,6 +64,7 @@ def select_artifact(model: str, params: Params, root: Path = Path(".")) -> dict[
                 machine=machine,
                 **package,
                 selection=_explanation(decision, params, model, record.not_applicable),
+                roofline=distances.get(decision.chosen or ""),
                 environment=records_env.load(results),
                 pipeline_version=__version__,
             ),

@@ -15,6 +15,7 @@ from pipeline.core.files import read_json, write_json
 from pipeline.core.records.base import Part
 from pipeline.core.records.build import BuildFacts, RuntimeConfig
 from pipeline.core.records.env import Env
+from pipeline.core.records.roofline import Distance
 from pipeline.core.records.variant import VariantRecord
 
 
@@ -69,6 +70,7 @@ class Manifest(Part):
     build: BuildFacts | None = None
     files: dict[str, str] = Field(default_factory=dict)  # path: sha256
     selection: Explanation = Field(default_factory=Explanation)
+    roofline: Distance | None = None  # how far the artifact is from this CPU's limit, and what bounds it
     environment: Env | None = None
     pipeline_version: str = ""
 
