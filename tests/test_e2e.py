@@ -24,6 +24,7 @@ from pipeline.core.records import build as build_record
 from pipeline.core.records import env as env_record
 from pipeline.core.records import manifest as manifest_record
 from pipeline.core.records import profile as profile_record
+from pipeline.core.records import roofline as roofline_record
 from pipeline.core.records import source as source_record
 from tests.conftest import HF_WORDS, copy_project, write_hf_folder, write_params
 from tests.helpers import FAST_BENCH, FAST_CONTEST
@@ -312,6 +313,8 @@ HANDOFFS = {  # every JSON one stage hands another, and the typed record that re
     "reports/profile/*/*.json": lambda p: profile_record.Profile.model_validate(read_json(p)),
     "reports/export/*.json": lambda p: source_record.ExportReport.model_validate(read_json(p)),
     "reports/env.json": lambda p: env_record.parse(read_json(p)),
+    "reports/peaks.json": lambda p: roofline_record.load_peaks(p.parent.parent),
+    "reports/roofline/*.json": lambda p: roofline_record.load_distances(p.stem, p.parent.parent.parent),
     "deploy/*/manifest.json": lambda p: manifest_record.load(p.parent),
 }
 NOT_HANDOFFS = (  # read by nothing but DVC or a person: code hashes, plot rows, logs, library versions
@@ -322,6 +325,7 @@ NOT_HANDOFFS = (  # read by nothing but DVC or a person: code hashes, plot rows,
     "reports/benchmarks/*.json",
     "reports/software.json",
     "reports/logs/**/*.json",
+    "reports/distance/*/*.json",  # the roofline's three DVC metrics, copied from reports/roofline/<model>.json
 )
 
 
@@ -387,8 +391,9 @@ def test_metrics_are_readable_by_dvc_and_the_summary(project):
         "status", "p50_ms", "p50_ci_pct", "p99_ms", "peak_sps", "footprint_mb", "size_mb", "load_ms",
         "acc_delta", "decision_f1", "cosine_min", "top1_agreement", "neighbour_recall", "similarity_rank_corr",
     }  # fmt: skip
+    assert set(files["reports/distance/spam_fnn/onnx_fp32.json"]["data"]) == {"of_bound", "of_bound_peak", "bound_by"}
     done = subprocess.run(["dvc", "metrics", "show"], cwd=root, capture_output=True, text=True)
-    assert "failed to load" not in done.stderr and max(map(len, done.stdout.splitlines())) <= 256  # 14 columns
+    assert "failed to load" not in done.stderr and max(map(len, done.stdout.splitlines())) <= 300  # 17 columns
     summary = run([sys.executable, "-m", "pipeline", "summary"], root)
     assert "spam_fnn" in summary and "onnx_int8_static" in summary and "byo_onnx" in summary
 
@@ -419,6 +424,17 @@ def test_select_deploys_an_explained_verified_choice(project):
         assert record["measured"] == "side by side with its contenders" and "side by side" in selection["why"]
     report = (root / "reports" / "report" / "spam_fnn.md").read_text()
     assert f"**Deploy `{chosen}`**" in report and (root / "reports" / "report" / "img" / "spam_fnn").is_dir()
+    # how far from the limit: the chosen artifact's distance in the manifest, every measured variant's in the report
+    distance = manifest["roofline"]
+    assert distance["of_bound"] > 0 and distance["bound_by"] in ("compute", "memory", "overhead")
+    assert distance["why"].startswith(f"reaches {distance['of_bound']:.1%} of its bound")
+    widths = (200, 128, 64, 32, 16, 8, 1)  # models/spam_fnn/net.py: one Gemm per pair
+    assert distance["macs"] == sum(a * b for a, b in itertools.pairwise(widths))
+    assert "## How far from the limit" in report and (root / "reports/report/img/spam_fnn/roofline.png").is_file()
+    peaks = read(root / "reports" / "peaks.json")
+    assert (
+        peaks["macs_gmacs"]["fp32"]["onnxruntime"]["center"] > 0 and peaks["overhead_ms"]["onnxruntime"]["center"] > 0
+    )
     plots = json.loads(run(["dvc", "plots", "show", "--json"], root))
     assert not plots.get("errors")
     assert "reports/plots/latency_accuracy/spam_fnn.json" in plots["data"]

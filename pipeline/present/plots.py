@@ -11,14 +11,17 @@ from typing import Any
 
 from pipeline.core import layout
 from pipeline.core.records import Choice, Records
+from pipeline.core.records.roofline import Distance, Peaks
 from pipeline.core.registry import VARIANTS
 from pipeline.present import generation
 
 PLOTS_DIR = layout.plots_dir()
-PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory", "tpot_size")
+PLOT_KINDS = ("latency_accuracy", "size", "throughput", "memory", "tpot_size", "roofline")
 
 
-def plot_data(found: Records, choice: Choice, percentile: str) -> dict[str, list[dict[str, Any]]]:
+def plot_data(
+    found: Records, choice: Choice, percentile: str, distances: dict[str, Distance] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """The records behind each plot, for DVC (reports/plots/<kind>/<model>.json) and matplotlib."""
     ok = {v: r for v, r in found.items() if r.ok}
     order = [v for v in VARIANTS if v in ok]
@@ -49,10 +52,22 @@ def plot_data(found: Records, choice: Choice, percentile: str) -> dict[str, list
         ],
         "memory": [{"variant": v, "footprint_mb": ok[v].footprint_mb} for v in order],
         "tpot_size": generation.plot_records(ok, order, chosen),
+        "roofline": [
+            {"variant": v, "batch": batch, "intensity": x, "gmacs": y, "roof": d.roof_precision, "chosen": v == chosen}
+            for v, d in (distances or {}).items()
+            if d.status == "ok"
+            for batch, x, y in (
+                (1, d.intensity, d.achieved_gmacs),
+                (d.peak_batch, d.intensity_peak, d.achieved_gmacs_peak),
+            )
+            if x is not None and y is not None
+        ],
     }
 
 
-def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, folder: Path) -> dict[str, str]:
+def draw(
+    model: str, data: dict[str, list[dict[str, Any]]], percentile: str, folder: Path, peaks: Peaks | None = None
+) -> dict[str, str]:
     """PNG plots (matplotlib, Agg) in folder/img/<model>/ (images only: dvc.yaml declares that folder as
     image plots); returns kind -> path relative to `folder`."""
     import matplotlib
@@ -71,6 +86,8 @@ def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, fol
             _draw_tradeoff(axes, plotted, percentile)
         elif kind == "tpot_size":
             generation.draw(axes, plotted)
+        elif kind == "roofline":
+            _draw_roofline(axes, plotted, peaks)
         elif kind == "throughput":
             colors = plt.get_cmap("tab20").colors  # more variants than tab10 has colours
             for index, variant in enumerate(dict.fromkeys(r["variant"] for r in plotted)):
@@ -92,6 +109,43 @@ def draw(model: str, data: dict[str, list[dict[str, Any]]], percentile: str, fol
         plt.close(figure)
         files[kind] = name
     return files
+
+
+def _draw_roofline(axes: Any, plotted: list[dict[str, Any]], peaks: Peaks | None) -> None:
+    """Every variant at batch 1 (o) and its peak-throughput batch (^), under this machine's measured roofs:
+    one flat line per precision's MAC rate, one slope per working set's read bandwidth."""
+    import matplotlib.pyplot as plt
+
+    xs = [r["intensity"] for r in plotted]
+    span = (min(xs) / 3, max(xs) * 3)
+    colors = dict(zip(("fp32", "bf16", "fp16", "int8"), ("#4c72b0", "#55a868", "#8172b2", "#c44e52"), strict=True))
+    for precision in colors:
+        if peaks and (roof := peaks.roof(precision)):
+            axes.plot(
+                span, [roof[0]] * 2, color=colors[precision], lw=1.2, label=f"{precision.upper()} roof ({roof[1]})"
+            )
+    for size, rate in (peaks.read_gbs if peaks else {}).items():
+        axes.plot(span, [rate.center * x for x in span], color="#999999", lw=0.8, ls="--")
+        axes.annotate(
+            f"read {rate.center:.0f} GB/s ({size} MB)", (span[0], rate.center * span[0]), fontsize=6, color="#777777"
+        )
+    palette = plt.get_cmap("tab20").colors
+    for index, variant in enumerate(dict.fromkeys(r["variant"] for r in plotted)):
+        for r in (r for r in plotted if r["variant"] == variant):
+            marker = "*" if r["chosen"] and r["batch"] == 1 else ("o" if r["batch"] == 1 else "^")
+            label, color = variant if r["batch"] == 1 else None, palette[index % len(palette)]
+            size = 120 if marker == "*" else 28
+            axes.scatter([r["intensity"]], [r["gmacs"]], marker=marker, s=size, color=color, label=label, zorder=4)
+    from matplotlib import ticker
+
+    top = max([r["gmacs"] for r in plotted] + [rate[0] for p in colors if peaks and (rate := peaks.roof(p))])
+    axes.set(xscale="log", yscale="log", xlabel="intensity (MACs per byte moved; ^: peak-throughput batch)",
+             ylabel="GMAC/s achieved", ylim=(min(r["gmacs"] for r in plotted) / 2, top * 2))  # fmt: skip
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    axes.legend(fontsize=6, ncol=2)
 
 
 def _draw_tradeoff(axes: Any, plotted: list[dict[str, Any]], percentile: str) -> None:

@@ -19,11 +19,20 @@ from pipeline.core.records import Choice, Records, load_env
 from pipeline.core.records import profile as profile_record
 from pipeline.core.records.env import Cpu
 from pipeline.core.records.profile import Profile
+from pipeline.core.records.roofline import Distance, load_distances, load_peaks
 from pipeline.core.registry import BASELINES, VARIANTS, ordered
 from pipeline.present import generation
 from pipeline.present.diagnosis import judged_outputs, not_built, scored_rows, traps, what_settled_full_precision
 from pipeline.present.plots import PLOTS_DIR, draw, plot_data
-from pipeline.present.summary import how_measured, judging_figure, markdown_table, rows, short_budget_notes, speedup
+from pipeline.present.summary import (
+    how_measured,
+    judging_figure,
+    markdown_table,
+    of_bound,
+    rows,
+    short_budget_notes,
+    speedup,
+)
 
 REPORT_DIR = layout.report_dir()
 
@@ -45,8 +54,9 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
     constraints = config.constraints_for(model)
     decided = recorded_choice(model, root)
     chosen_name = decided.chosen if decided.status == "ok" else None
-    data = plot_data(found, decided, config.percentile)
-    images = draw(model, data, config.percentile, folder)
+    distances = load_distances(model, root)
+    data = plot_data(found, decided, config.percentile, distances)
+    images = draw(model, data, config.percentile, folder, load_peaks(root))
     warnings = traps(found, cpu, decided)
     baseline = BASELINES[params.model(model).source]
     generates = params.model(model).generates
@@ -77,9 +87,10 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
         lines += [
             f"## Variants (speed-up against `{baseline}`)",
             "",
-            markdown_table(rows(found, ordered(params.all_variants), baseline)),
+            markdown_table(rows(found, ordered(params.all_variants), baseline, distances=distances)),
             "",
         ]
+    lines += how_far(distances, chosen_name)
     if settled := what_settled_full_precision(found, chosen_name, decided.rejected):
         lines += ["## Why full precision", "", "Each faster variant measured here lost its place:", "",
                   *(f"- {line}" for line in settled), ""]  # fmt: skip
@@ -106,6 +117,7 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
         "throughput": "Throughput vs batch size",
         "memory": "Peak memory per variant",
         "tpot_size": "Time per output token vs size",
+        "roofline": "Roofline: every variant under this machine's measured roofs",
     }
     lines += where_the_time_goes(model, found, results)
     lines += ["## Plots", ""] + [f"![{titles[kind]}]({path})" for kind, path in images.items()] + [""]
@@ -122,9 +134,32 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
         "baseline": baseline,
         "delta": judging_figure(chosen_record) if chosen_record else "",
         "size": f"{chosen_record.size_mb:.3g}" if chosen_record else "",
+        "of_bound": of_bound(distances.get(chosen_name or "")),
         "warnings": len(warnings),
         "data": data,
     }
+
+
+def how_far(distances: dict[str, Distance], chosen: str | None) -> list[str]:
+    """How far each variant is from this machine's limit (pipeline.decide.roofline): a table, the choice's sentence."""
+    counted = {v: d for v, d in distances.items() if d.status == "ok"}
+    if not counted:
+        reasons = sorted({d.reason for d in distances.values() if d.status == "not counted"})
+        return ["## How far from the limit", "", f"Not counted: {'; '.join(reasons)}.", ""] if reasons else []
+    lines = ["## How far from the limit", ""]
+    if chosen in counted:
+        lines += [f"`{chosen}` {counted[chosen].why}.", ""]
+    lines += [
+        "| variant | roof | MMACs | intensity (MAC/B) | GMAC/s b1 | of bound b1 | bound by | of bound at peak batch |",
+        "|---|---|---:|---:|---:|---:|---|---:|",
+    ]
+    for v, d in counted.items():
+        at_peak = f"{d.of_bound_peak:.0%} (b{d.peak_batch}, {d.bound_by_peak})" if d.of_bound_peak is not None else ""
+        lines.append(
+            f"| {v} | {d.roof_precision} | {d.macs / 1e6:.3g} | {d.intensity:.3g} | {d.achieved_gmacs:.3g} | "
+            f"{d.of_bound:.0%} | {d.bound_by} | {at_peak} |"
+        )
+    return [*lines, ""]
 
 
 def where_the_time_goes(model: str, found: Records, root: Path, rows_per_variant: int = 5) -> list[str]:
@@ -177,12 +212,13 @@ def write_reports(params: Params, root: Path = Path(".")) -> dict[str, Any]:
         lines = [
             f"# Deployment report: machine {machine}",
             "",
-            "| model | source | deploy | p50 ms | speed-up | vs | accuracy Δ / cosine | size MB | warnings |",
-            "|---|---|---|---:|---:|---|---:|---:|---:|",
+            "| model | source | deploy | p50 ms | speed-up | vs | accuracy Δ / cosine | size MB | of bound "
+            "| warnings |",
+            "|---|---|---|---:|---:|---|---:|---:|---:|---:|",
         ]
         lines += [
             f"| [{r['model']}]({r['model']}.md) | {r['source']} | {r['chosen']} | {r['p50_ms']} | {r['speedup']} | "
-            f"{r['baseline']} | {r['delta']} | {r['size']} | {r['warnings']} |"
+            f"{r['baseline']} | {r['delta']} | {r['size']} | {r['of_bound']} | {r['warnings']} |"
             for r in index
         ]
         lines += ["", f"_{how_measured(params, results, measured)}_", ""]

@@ -17,6 +17,7 @@ from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.outcome import Skip
 from pipeline.core.records import Choice, Records, VariantRecord, load_env
+from pipeline.core.records.roofline import Distance, load_distances
 from pipeline.core.registry import BASELINES, ordered
 
 
@@ -35,10 +36,10 @@ def speedup(record: VariantRecord, baseline: VariantRecord | None) -> str:
 COLUMNS = (
     "variant", "target", "runtime", "prec", "size MB", "p50 ms", "±95%", "p99 ms", "p50 speed-up",
     "peak samples/s (batch)", "footprint MB", "metric Δ", "decision F1", "top-1 agree", "worst ch err", "worst cos",
-    "nn recall@10", "status",
+    "nn recall@10", "of bound", "status",
 )  # fmt: skip  # --wide (and --md): every figure
 # the default: the columns a choice is read from, which fit a terminal
-BRIEF = ("variant", "prec", "p50 ms ±95%", "speed-up", "Δ / fidelity", "status")
+BRIEF = ("variant", "prec", "p50 ms ±95%", "speed-up", "Δ / fidelity", "of bound", "status")
 LEFT = {"machine", "measured on", "variant", "target", "runtime", "prec", "status"}  # left-aligned columns
 WIDE = 200  # --wide prints at least this wide, whatever the terminal (pipe it to `less -S`)
 NAMES = 3  # the default names at most this many variants in a note
@@ -74,7 +75,14 @@ def judging_figure(record: VariantRecord) -> str:
     return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
 
 
-def cells(variant: str, r: VariantRecord, baseline: VariantRecord | None) -> dict[str, str]:
+def of_bound(distance: Distance | None) -> str:
+    """The share of its roofline bound a variant reached at batch 1, and what bounds it (pipeline.decide.roofline)."""
+    if distance is None or distance.of_bound is None:
+        return ""
+    return f"{distance.of_bound:.0%} {distance.bound_by}"
+
+
+def cells(variant: str, r: VariantRecord, baseline: VariantRecord | None, distance: Distance | None = None) -> dict:
     """Every cell of one variant's row, by column name: COLUMNS and BRIEF pick theirs."""
     latency = r.latency_ms
     p50 = num(latency.p50 if latency else None)
@@ -100,20 +108,28 @@ def cells(variant: str, r: VariantRecord, baseline: VariantRecord | None) -> dic
         "worst cos": num(r.worst_cosine, ".4f"),
         "nn recall@10": num(r.neighbour_recall, ".4f"),
         "Δ / fidelity": judging_figure(r),
+        "of bound": of_bound(distance),
         "status": _status(r),
     }
 
 
-def rows(found: Records, order: list[str], baseline_name: str, columns: tuple[str, ...] = COLUMNS) -> list[list[str]]:
+def rows(
+    found: Records,
+    order: list[str],
+    baseline_name: str,
+    columns: tuple[str, ...] = COLUMNS,
+    distances: dict[str, Distance] | None = None,
+) -> list[list[str]]:
     """One row of `columns` per variant that is not skipped, grouped by target, in params.yaml order;
-    speed-ups against `baseline_name`. Skipped variants have no numbers: the notes say why."""
-    baseline = found.get(baseline_name)
+    speed-ups against `baseline_name`, distances from the select stage's roofline. Skipped variants
+    have no numbers: the notes say why."""
+    baseline, distances = found.get(baseline_name), distances or {}
 
     def place(variant: str) -> tuple[str, int]:
         return found[variant].device, order.index(variant) if variant in order else len(order)
 
     shown = [variant for variant in sorted(found, key=place) if found[variant].status != "skipped"]
-    return [[cells(variant, found[variant], baseline)[c] for c in columns] for variant in shown]
+    return [[cells(variant, found[variant], baseline, distances.get(variant))[c] for c in columns] for variant in shown]
 
 
 def rich_table(title: str, body: list[list[str]], columns: tuple[str, ...] = COLUMNS, brief: bool = False) -> Table:
@@ -262,7 +278,7 @@ def print_summary(
         measured += found.values()
         baseline = BASELINES[params.model(model).source]
         title = f"{model} on {name} (speed-up against {baseline})"
-        body = rows(found, order, baseline, columns)
+        body = rows(found, order, baseline, columns, load_distances(model, root))
         notes = model_notes(found, records.load_choice(model, root), model, wide)
         if markdown:
             print(f"**{title}**\n\n{markdown_table(body)}\n")

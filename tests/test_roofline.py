@@ -1,0 +1,166 @@
+"""How far from the limit: the machine's measured roofs, the work a graph defines, and a variant's
+distance from its bound. The classification tests time real ONNX Runtime calls against roofs measured
+in the same process, so each decides on what this machine does, not on figures written into the test."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from pipeline.core.records.env import Cpu, Env
+from pipeline.core.records.roofline import Peaks, Rate
+from pipeline.core.work import count_work
+from pipeline.decide.roofline import distance, roof_precision
+from pipeline.measure import peaks as measuring
+
+
+def graph_of(nodes, inputs, outputs, initializers) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def value(name: str, shape: list) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def weights(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.zeros(shape, np.float32), name)
+
+
+def test_mac_count_of_a_conv_then_matmul_graph_equals_the_analytic_count():
+    """Conv 3->8, 3x3, stride 1, pad 1 on 16x16 (batch 2), then a MatMul of the flattened map with 2048x10;
+    the batch comes from `shapes`, the graph's own batch being symbolic."""
+    model = graph_of(
+        [
+            helper.make_node("Conv", ["x", "k"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Flatten", ["c"], ["f"]),
+            helper.make_node("MatMul", ["f", "w"], ["y"]),
+        ],
+        [value("x", ["batch", 3, 16, 16])],
+        [value("y", ["batch", 10])],
+        [weights("k", (8, 3, 3, 3)), weights("w", (8 * 16 * 16, 10))],
+    )
+    work = count_work(model, {"x": (2, 3, 16, 16)})
+    conv = 2 * 8 * 16 * 16 * (3 * 3 * 3)  # each output value: C_in x kernel
+    dense = 2 * 10 * 2048  # each output value: the contracted length
+    assert work is not None and work.macs_by_op == {"Conv": conv, "MatMul": dense}
+    assert work.activation_elements == 2 * (8 * 16 * 16) * 2 + 2 * 10  # c and f, then y
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"  # the caller's graph untouched
+
+
+def test_a_graph_whose_products_cannot_be_sized_counts_nothing():
+    model = graph_of(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [value("x", ["rows", "cols"])],
+        [value("y", ["rows", 4])],
+        [weights("w", (8, 4))],
+    )
+    assert count_work(model, {}) is None  # no shapes given: the sizes are unknown, never guessed
+    assert count_work(model, {"x": (3, 8)}).macs == 3 * 8 * 4
+
+
+@pytest.mark.parametrize(
+    ("executed", "roof"),
+    [
+        ("fp32", "fp32"),
+        ("bf16", "bf16"),
+        ("int8+bf16", "int8"),
+        ("int8", "int8"),
+        ("int4+bf16", "int8"),
+        ("fp16", "fp16"),
+    ],
+)
+def test_a_variant_is_held_against_the_roof_of_the_precision_it_executed_in(executed, roof):
+    assert roof_precision(executed) == roof
+
+
+def rate(center: float) -> Rate:
+    return Rate(center=center, low=center * 0.98, high=center * 1.02, blocks=9)
+
+
+SYNTHETIC = Peaks(
+    key="k",
+    machine="m",
+    threads=2,
+    macs_gmacs={
+        "fp32": {"onnxruntime": rate(100)},
+        "bf16": {"openvino": rate(200)},
+        "int8": {"onnxruntime": rate(400)},
+    },
+    read_gbs={"1": rate(100), "256": rate(30)},
+    overhead_ms={"onnxruntime": rate(0.005)},
+)
+
+
+def record(precision: str, p50_ms: float, size_mb: float = 4.0, runtime: str = "onnxruntime") -> SimpleNamespace:
+    latency = SimpleNamespace(p50=p50_ms)
+    return SimpleNamespace(
+        precision=precision, runtime=runtime, size_mb=size_mb, latency_ms=latency, throughput_sps=None
+    )
+
+
+def test_bf16_and_int8_variants_are_placed_against_their_own_roofs():
+    """The same work in the same time reaches half as much of the INT8 roof (twice BF16's) as of BF16's."""
+    work = SimpleNamespace(macs=10**9, activation_elements=0)
+    bf16 = distance(record("bf16", 10.0, size_mb=0.5), work, None, SYNTHETIC)
+    int8 = distance(record("int8+bf16", 10.0, size_mb=0.5), work, None, SYNTHETIC)
+    assert (bf16.roof_precision, int8.roof_precision) == ("bf16", "int8")
+    assert bf16.bound_by == int8.bound_by == "compute"  # 2000 MACs a byte: far right of every slope
+    assert bf16.of_bound == pytest.approx(0.5) and int8.of_bound == pytest.approx(0.25)  # 5 and 2.5 ms of 10
+    assert "400 GMAC/s" not in bf16.why and "BF16 roof of 200" in bf16.why
+
+
+def test_fp16_without_native_arithmetic_is_held_against_fp32():
+    work = SimpleNamespace(macs=10**9, activation_elements=0)
+    assert distance(record("fp16", 10.0, size_mb=0.5), work, None, SYNTHETIC).roof_precision == "fp32"
+
+
+@pytest.fixture(scope="module")
+def measured() -> Peaks:
+    env = Env(cpu=Cpu(isa={}))  # FP32 and INT8 only: what every CPU here has
+    return measuring.measure_peaks("test", "here", 2, env)
+
+
+def timed_ms(path, threads: int = 2) -> float:
+    return measuring._time_ms(measuring._ort_call(path, threads), "timed").center
+
+
+def test_the_gemm_peak_is_within_its_interval_on_repeat(measured, tmp_path):
+    path = measuring._save(measuring._fp32_gemm(), tmp_path / "fp32.onnx")
+    again = measuring._rate(measuring._ort_call(path, 2), "repeat")
+    first = measured.macs_gmacs["fp32"]["onnxruntime"]
+    assert first.low <= again.high and again.low <= first.high, (first, again)  # the two intervals overlap
+    assert measured.macs_gmacs["int8"]["onnxruntime"].center > 0 and measured.read_gbs["256"].center > 0
+
+
+def test_a_tiny_model_is_overhead_bound_and_a_large_gemm_compute_bound(measured, tmp_path):
+    tiny = graph_of(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [value("x", [1, 4])],
+        [value("y", [1, 4])],
+        [weights("w", (4, 4))],
+    )
+    tiny_path = tmp_path / "tiny.onnx"
+    onnx.save(tiny, tiny_path)
+    tiny_ms = measuring._time_ms(_call(tiny_path, np.ones((1, 4), np.float32)), "tiny")
+    small = distance(record("fp32", tiny_ms.center, size_mb=64 / 1e6), count_work(tiny, {}), None, measured)
+    assert small.bound_by == "overhead", small.why
+
+    gemm_path = measuring._save(measuring._fp32_gemm(), tmp_path / "fp32.onnx")
+    gemm_ms = timed_ms(gemm_path)
+    gemm = onnx.load(gemm_path)
+    large = distance(record("fp32", gemm_ms, size_mb=4.2), count_work(gemm, {}), None, measured)
+    assert large.bound_by == "compute" and 0.3 < large.of_bound < 3, large.why
+
+
+def _call(path, x: np.ndarray):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return lambda: session.run(None, {"x": x})
