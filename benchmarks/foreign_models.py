@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.pipeline_timing import ENV, REPO, scratch_project
+from benchmarks.pipeline_timing import ENV, REPO, deployed_distance, scratch_project
 from benchmarks.smoke import written_to
 from pipeline.core import layout
 from pipeline.core.files import read_json, write_json
@@ -152,6 +152,7 @@ def one_model(name: str, folder: Path, keep: bool, listed: dict[str, Any]) -> di
         entry |= {
             "deployed": chosen,
             "why": choice["why"],
+            "distance": deployed_distance(name, root) if chosen else None,
             "deployed_precision": records[chosen]["precision"] if chosen else None,
             "fidelity_judged": judged(records[chosen] if chosen else records.get("onnx_fp32", {})),
             "decisions_kept": {v: decisions_kept(r) for v, r in sorted(records.items()) if r.get("status") == "ok"},

@@ -190,6 +190,13 @@ def to_choice(name: str, make: Any, keep: bool = False, smoke: bool = False) -> 
             shutil.rmtree(root.parent, ignore_errors=True)
 
 
+def deployed_distance(model: str, root: Path) -> dict[str, Any] | None:
+    """The deployed variant's distance from this machine's limit, as its manifest says it (pipeline.decide.roofline)."""
+    distance = read_json(layout.deploy_dir(model, root) / layout.MANIFEST).get("roofline")
+    keys = ("of_bound", "bound_by", "of_bound_peak", "bound_by_peak", "roof_precision", "macs", "status", "reason")
+    return {k: distance[k] for k in keys if k in distance} if distance else None
+
+
 def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
     """Where `dvc repro`'s time went for `model`, from what the stages recorded."""
     details = {p.stem: read_json(p) for p in (layout.details_dir(root) / model).glob("*.json")}
@@ -219,6 +226,7 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
         "variants_not_needed": sorted(v for v, r in details.items() if r.get("kind") == "skipped-not-needed"),
         "chosen": choice["chosen"],
         "why": choice["why"][:300],
+        "distance": deployed_distance(model, root),
         # why each other variant lost, and each build's seconds: what a changed choice or a slow build traces to
         "rejected": {variant: reason[:200] for variant, reason in choice["rejected"].items()},
         "build_s": {b["variant"]: round((b.get("build") or {}).get("seconds", 0.0), 1) for b in builds},
