@@ -83,15 +83,19 @@ def measure_peaks(key: str, machine: str, threads: int, env: Env) -> Peaks:
     overhead: dict[str, Rate] = {}
     with tempfile.TemporaryDirectory() as folder, clock.running():
         graphs = {name: _save(build(), Path(folder) / f"{name}.onnx") for name, build in GRAPHS.items()}
+        kernels: dict[tuple[str, str], tuple[Callable[[], Any], str]] = {}
         for precision, op in (("fp32", "MatMul"), ("int8", "QLinearMatMul u8 x s8")):
-            macs[precision] = {"onnxruntime": _rate(_ort_call(graphs[precision], threads), f"onnxruntime {op}")}
+            kernels[precision, "onnxruntime"] = (_ort_call(graphs[precision], threads), f"onnxruntime {op}")
         for precision, hint in {"fp32": "f32", "int8": "f32", "bf16": "bf16", "fp16": "f16"}.items():
             if why := _no_native(precision, env):
                 not_measured[precision] = why
                 continue
             graph = graphs["int8" if precision == "int8" else "fp32"]
             op = "QLinearMatMul (i8 kernels)" if precision == "int8" else f"MatMul, INFERENCE_PRECISION_HINT {hint}"
-            macs.setdefault(precision, {})["openvino"] = _rate(_ov_call(graph, threads, hint), f"openvino {op}")
+            kernels[precision, "openvino"] = (_ov_call(graph, threads, hint), f"openvino {op}")
+        timed = _in_turns({name: call for name, (call, _) in kernels.items()})
+        for (precision, runtime), (_, how) in kernels.items():
+            macs.setdefault(precision, {})[runtime] = _rate(timed[precision, runtime], how)
         overhead["onnxruntime"] = _time_ms(_ort_call(graphs["identity"], threads), "onnxruntime Identity of 1 value")
         overhead["openvino"] = _time_ms(_ov_call(graphs["identity"], threads, "f32"), "openvino Identity of 1 value")
         read = {str(mb): _bandwidth(mb, threads, copy=False) for mb in WORKING_SETS_MB}
@@ -215,32 +219,41 @@ def _ov_call(path: Path, threads: int, hint: str) -> Callable[[], Any]:
 # -- the timing -------------------------------------------------------------------------------------
 
 
-def _blocks(call: Callable[[], Any]) -> tuple[list[float], float]:
-    """Seconds per call in BLOCKS blocks of about BLOCK_S each, after a warm block (thread pools spin up,
-    pages fault in); and the pooled figure."""
+def _blocks(call: Callable[[], Any]) -> int:
+    """Calls in a block of about BLOCK_S, after two warm calls."""
     call(), call()
     start = time.perf_counter()
     call()
-    per_block = max(1, round(BLOCK_S / max(time.perf_counter() - start, 1e-7)))
-    seconds: list[float] = []
-    for _ in range(BLOCKS + 1):
-        start = time.perf_counter()
-        for _ in range(per_block):
-            call()
-        seconds.append((time.perf_counter() - start) / per_block)
-    return seconds[1:], float(np.mean(seconds[1:]))
+    return max(1, round(BLOCK_S / max(time.perf_counter() - start, 1e-7)))
 
 
-def _rate(call: Callable[[], Any], how: str) -> Rate:
-    """GMAC/s of one GEMM call: the pooled rate with the interval of the blocks' median."""
-    seconds, pooled = _blocks(call)
+def _in_turns(calls: dict[Any, Callable[[], Any]], blocks: int = BLOCKS) -> dict[Any, list[float]]:
+    """Seconds per call of each of `calls` over `blocks` rounds, one block of each per round in turn
+    (after a warm round): a CPU that drifts between speed states within seconds drifts under all alike."""
+    sizes = {name: _blocks(call) for name, call in calls.items()}
+    seconds: dict[Any, list[float]] = {name: [] for name in calls}
+    for _ in range(blocks + 1):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            for _ in range(sizes[name]):
+                call()
+            seconds[name].append((time.perf_counter() - start) / sizes[name])
+    return {name: values[1:] for name, values in seconds.items()}
+
+
+def _rate(seconds: list[float], how: str) -> Rate:
+    """GMAC/s of the GEMM from its seconds per call: the pooled rate with the interval of the blocks' median."""
     giga = GEMM[0] * GEMM[1] * GEMM[2] / 1e9
-    interval = median_interval([giga / s for s in seconds], giga / pooled)
-    return _as_rate(interval, f"{how}, {GEMM[0]}x{GEMM[1]}x{GEMM[2]}, {BLOCKS} blocks of ~{BLOCK_S * 1e3:.0f} ms")
+    interval = median_interval([giga / s for s in seconds], giga / float(np.mean(seconds)))
+    return _as_rate(
+        interval,
+        f"{how}, {GEMM[0]}x{GEMM[1]}x{GEMM[2]}, {len(seconds)} blocks of ~{BLOCK_S * 1e3:.0f} ms "
+        "in turns with the other kernels",
+    )
 
 
 def _time_ms(call: Callable[[], Any], how: str) -> Rate:
-    seconds, _ = _blocks(call)
+    seconds = _in_turns({"one": call})["one"]
     interval = median_interval([s * 1e3 for s in seconds], float(np.median(seconds)) * 1e3)
     return _as_rate(interval, f"{how}, median call of {BLOCKS} blocks of ~{BLOCK_S * 1e3:.0f} ms")
 
@@ -273,8 +286,9 @@ def _bandwidth(size_mb: int, threads: int, copy: bool) -> Rate:
                 source[part].max()
 
     with ThreadPoolExecutor(threads) as pool:
-        seconds, pooled = _blocks(lambda: list(pool.map(work, slices)))
-    interval = median_interval([moved * repeats / s / 1e9 for s in seconds], moved * repeats / pooled / 1e9)
+        seconds = _in_turns({"one": lambda: list(pool.map(work, slices))})["one"]
+    rates = [moved * repeats / s / 1e9 for s in seconds]
+    interval = median_interval(rates, moved * repeats / float(np.mean(seconds)) / 1e9)
     what = "copy (read + write counted)" if copy else "read (numpy max of uint8)"
     return _as_rate(interval, f"{what} of {size_mb} MB on {threads} threads, {BLOCKS} blocks")
 
