@@ -34,7 +34,7 @@ from pipeline.measure.stats import median_interval
 
 GEMM = (256, 1024, 1024)  # M, K, N: 268 M MACs, weights 1-4 MB: compute-bound on any CPU here
 WORKING_SETS_MB = (1, 16, 256)  # about a core's L2, a shared L3, and memory
-BLOCKS, BLOCK_S = 9, 0.03
+BLOCKS, BLOCK_S = 15, 0.06  # about 1 s a figure: long enough to span the speed states these VMs flip between
 CACHE_ENV = "MODELOPT_PEAKS_CACHE"
 QUIET_ENV = "MODELOPT_PEAKS_QUIET_PCT"  # other processes' CPU above this (default 25% of a core): not cached
 
@@ -93,9 +93,8 @@ def measure_peaks(key: str, machine: str, threads: int, env: Env) -> Peaks:
             graph = graphs["int8" if precision == "int8" else "fp32"]
             op = "QLinearMatMul (i8 kernels)" if precision == "int8" else f"MatMul, INFERENCE_PRECISION_HINT {hint}"
             kernels[precision, "openvino"] = (_ov_call(graph, threads, hint), f"openvino {op}")
-        timed = _in_turns({name: call for name, (call, _) in kernels.items()})
-        for (precision, runtime), (_, how) in kernels.items():
-            macs.setdefault(precision, {})[runtime] = _rate(timed[precision, runtime], how)
+        for (precision, runtime), (call, how) in kernels.items():  # one at a time: see _block_seconds
+            macs.setdefault(precision, {})[runtime] = _rate(_block_seconds(call), how)
         overhead["onnxruntime"] = _time_ms(_ort_call(graphs["identity"], threads), "onnxruntime Identity of 1 value")
         overhead["openvino"] = _time_ms(_ov_call(graphs["identity"], threads, "f32"), "openvino Identity of 1 value")
         read = {str(mb): _bandwidth(mb, threads, copy=False) for mb in WORKING_SETS_MB}
@@ -113,6 +112,7 @@ def measure_peaks(key: str, machine: str, threads: int, env: Env) -> Peaks:
         nominal_gmacs=nominal,
         nominal_how=how,
         other_cpu_pct=round(clock.other_load()["other_cpu_pct"], 1),
+        steal_pct=round(clock.other_load()["steal_pct"], 1),
     )
 
 
@@ -197,23 +197,20 @@ def _feed(path: Path) -> np.ndarray:
 
 
 def _ort_call(path: Path, threads: int) -> Callable[[], Any]:
-    import onnxruntime as ort
+    """The call a bench times (pipeline.runtimes.ort: the bench's session options, inputs bound)."""
+    from pipeline.runtimes.ort import OrtSession
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    feed = {"x": _feed(path)}
-    return lambda: session.run(None, feed)
+    return OrtSession(path, threads).prepare({"x": _feed(path)})
 
 
 def _ov_call(path: Path, threads: int, hint: str) -> Callable[[], Any]:
-    import openvino as ov
+    """The call a bench times (pipeline.runtimes.ov: LATENCY hint, the threads, a request with its inputs bound)."""
+    from pipeline.core.records.build import RuntimeConfig
+    from pipeline.runtimes.ov import OpenVinoSession
 
-    core = ov.Core()
-    config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": hint}
-    request = core.compile_model(core.read_model(str(path)), "CPU", config).create_infer_request()
-    x = _feed(path)
-    return lambda: request.infer({0: x})
+    session = OpenVinoSession(path, threads, RuntimeConfig(inference_precision=hint))
+    call = session.prepare({"x": _feed(path)})
+    return lambda _alive=session: call()  # the session keeps the request's compiled model
 
 
 # -- the timing -------------------------------------------------------------------------------------
@@ -227,33 +224,30 @@ def _blocks(call: Callable[[], Any]) -> int:
     return max(1, round(BLOCK_S / max(time.perf_counter() - start, 1e-7)))
 
 
-def _in_turns(calls: dict[Any, Callable[[], Any]], blocks: int = BLOCKS) -> dict[Any, list[float]]:
-    """Seconds per call of each of `calls` over `blocks` rounds, one block of each per round in turn
-    (after a warm round): a CPU that drifts between speed states within seconds drifts under all alike."""
-    sizes = {name: _blocks(call) for name, call in calls.items()}
-    seconds: dict[Any, list[float]] = {name: [] for name in calls}
+def _block_seconds(call: Callable[[], Any], blocks: int = BLOCKS) -> list[float]:
+    """Seconds per call in each of `blocks` blocks, after a warm block (thread pools spin up, pages fault
+    in). Each kernel is timed alone: a runtime's threads spin for a while after a call, and timed in turns
+    with another runtime's on 2 cores they took its cores (OpenVINO's FP32 MatMul read 30 GMAC/s beside
+    ONNX Runtime's, 59-88 alone)."""
+    size = _blocks(call)
+    seconds = []
     for _ in range(blocks + 1):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            for _ in range(sizes[name]):
-                call()
-            seconds[name].append((time.perf_counter() - start) / sizes[name])
-    return {name: values[1:] for name, values in seconds.items()}
+        start = time.perf_counter()
+        for _ in range(size):
+            call()
+        seconds.append((time.perf_counter() - start) / size)
+    return seconds[1:]
 
 
 def _rate(seconds: list[float], how: str) -> Rate:
     """GMAC/s of the GEMM from its seconds per call: the pooled rate with the interval of the blocks' median."""
     giga = GEMM[0] * GEMM[1] * GEMM[2] / 1e9
     interval = median_interval([giga / s for s in seconds], giga / float(np.mean(seconds)))
-    return _as_rate(
-        interval,
-        f"{how}, {GEMM[0]}x{GEMM[1]}x{GEMM[2]}, {len(seconds)} blocks of ~{BLOCK_S * 1e3:.0f} ms "
-        "in turns with the other kernels",
-    )
+    return _as_rate(interval, f"{how}, {GEMM[0]}x{GEMM[1]}x{GEMM[2]}, {len(seconds)} blocks of ~{BLOCK_S * 1e3:.0f} ms")
 
 
 def _time_ms(call: Callable[[], Any], how: str) -> Rate:
-    seconds = _in_turns({"one": call})["one"]
+    seconds = _block_seconds(call)
     interval = median_interval([s * 1e3 for s in seconds], float(np.median(seconds)) * 1e3)
     return _as_rate(interval, f"{how}, median call of {BLOCKS} blocks of ~{BLOCK_S * 1e3:.0f} ms")
 
@@ -286,7 +280,7 @@ def _bandwidth(size_mb: int, threads: int, copy: bool) -> Rate:
                 source[part].max()
 
     with ThreadPoolExecutor(threads) as pool:
-        seconds = _in_turns({"one": lambda: list(pool.map(work, slices))})["one"]
+        seconds = _block_seconds(lambda: list(pool.map(work, slices)))
     rates = [moved * repeats / s / 1e9 for s in seconds]
     interval = median_interval(rates, moved * repeats / float(np.mean(seconds)) / 1e9)
     what = "copy (read + write counted)" if copy else "read (numpy max of uint8)"

@@ -49,6 +49,7 @@ class Peaks(Part):
     )
     nominal_how: str = ""
     other_cpu_pct: float | None = Field(None, description="other processes' CPU while measuring, % of one core")
+    steal_pct: float | None = Field(None, description="the hypervisor's steal while measuring, % of one core")
 
     def roof(self, precision: str) -> tuple[float, str] | None:
         """The highest measured rate for `precision` and the runtime that reached it (None: none here)."""
