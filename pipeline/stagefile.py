@@ -231,6 +231,10 @@ PLOTS = [
     {(layout.plots_dir() / "tpot_size").as_posix(): {
         "template": "scatter", "x": "size_mb", "y": "tpot_ms", "x_label": "artifact size (MB)",
         "y_label": "time per output token, p50 (ms)", "title": "Text generation: time per token vs size"}},
+    {(layout.plots_dir() / "roofline").as_posix(): {
+        "template": "scatter", "x": "intensity", "y": "gmacs", "x_label": "intensity (MACs per byte moved)",
+        "y_label": "GMAC/s achieved (batch 1 and the peak-throughput batch)",
+        "title": "Roofline: achieved work rate vs intensity (roofs: reports/peaks.json)"}},
     {(layout.report_dir() / "img").as_posix(): {"title": "Report plots (PNG)"}},
 ]  # fmt: skip
 

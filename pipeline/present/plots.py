@@ -115,6 +115,7 @@ def _draw_roofline(axes: Any, plotted: list[dict[str, Any]], peaks: Peaks | None
     """Every variant at batch 1 (o) and its peak-throughput batch (^), under this machine's measured roofs:
     one flat line per precision's MAC rate, one slope per working set's read bandwidth."""
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     xs = [r["intensity"] for r in plotted]
     span = (min(xs) / 3, max(xs) * 3)
@@ -136,8 +137,6 @@ def _draw_roofline(axes: Any, plotted: list[dict[str, Any]], peaks: Peaks | None
             label, color = variant if r["batch"] == 1 else None, palette[index % len(palette)]
             size = 120 if marker == "*" else 28
             axes.scatter([r["intensity"]], [r["gmacs"]], marker=marker, s=size, color=color, label=label, zorder=4)
-    from matplotlib import ticker
-
     top = max([r["gmacs"] for r in plotted] + [rate[0] for p in colors if peaks and (rate := peaks.roof(p))])
     axes.set(xscale="log", yscale="log", xlabel="intensity (MACs per byte moved; ^: peak-throughput batch)",
              ylabel="GMAC/s achieved", ylim=(min(r["gmacs"] for r in plotted) / 2, top * 2))  # fmt: skip
