@@ -41,7 +41,7 @@ COLUMNS = (
 # the default: the columns a choice is read from, which fit a terminal
 BRIEF = ("variant", "prec", "p50 ms ±95%", "speed-up", "Δ / fidelity", "of bound", "status")
 LEFT = {"machine", "measured on", "variant", "target", "runtime", "prec", "status"}  # left-aligned columns
-WIDE = 200  # --wide prints at least this wide, whatever the terminal (pipe it to `less -S`)
+WIDE = 220  # --wide prints at least this wide, whatever the terminal (pipe it to `less -S`)
 NAMES = 3  # the default names at most this many variants in a note
 WIDE_HINT = "--wide: every column, every note in full, and how the figures were measured"
 
