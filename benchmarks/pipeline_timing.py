@@ -209,7 +209,7 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
         phases.update(record.get("phase_s") or {})
     parts = {
         "export_stage_s": export.get("export_stage_s", 0.0),  # converter, reference outputs, checks
-        "build_pass_s": sum((b.get("build") or {}).get("seconds", 0.0) for b in builds),
+        "build_pass_s": sum(((b.get("build") or {}).get("seconds") or 0.0) for b in builds),
         "bench_process_s": sum(r.get("process_s") or 0.0 for r in details.values()),
         "contest_s": contest,
     }
@@ -229,7 +229,7 @@ def breakdown(model: str, root: Path, repro_s: float) -> dict[str, Any]:
         "distance": deployed_distance(model, root),
         # why each other variant lost, and each build's seconds: what a changed choice or a slow build traces to
         "rejected": {variant: reason[:200] for variant, reason in choice["rejected"].items()},
-        "build_s": {b["variant"]: round((b.get("build") or {}).get("seconds", 0.0), 1) for b in builds},
+        "build_s": {b["variant"]: round(((b.get("build") or {}).get("seconds") or 0.0), 1) for b in builds},
         "bench_s": {variant: round(r.get("process_s") or 0.0, 1) for variant, r in sorted(details.items())},
     }
 
