@@ -7,7 +7,7 @@ datasheet figure: a 2-vCPU VM may be one core's two threads, and a turbo clock i
 The vendor arithmetic (cores x clock x MACs per cycle of the ISA) is written beside it, never used.
 
 Measured once per machine class, threads and runtime versions (the key): a peaks.json with this key
-is kept as it is, else one from the user cache is copied, else it is measured (a few seconds, holding
+is kept as it is, else one from the user cache is copied, else it is measured (about 12 s, holding
 the machine lock as a benchmark does) and cached when other processes took less than 25% of a core
 meanwhile (MODELOPT_PEAKS_QUIET_PCT; the cache folder: MODELOPT_PEAKS_CACHE).
 """
@@ -216,7 +216,7 @@ def _ov_call(path: Path, threads: int, hint: str) -> Callable[[], Any]:
 # -- the timing -------------------------------------------------------------------------------------
 
 
-def _blocks(call: Callable[[], Any]) -> int:
+def _calls_per_block(call: Callable[[], Any]) -> int:
     """Calls in a block of about BLOCK_S, after two warm calls."""
     call(), call()
     start = time.perf_counter()
@@ -229,7 +229,7 @@ def _block_seconds(call: Callable[[], Any], blocks: int = BLOCKS) -> list[float]
     in). Each kernel is timed alone: a runtime's threads spin for a while after a call, and timed in turns
     with another runtime's on 2 cores they took its cores (OpenVINO's FP32 MatMul read 30 GMAC/s beside
     ONNX Runtime's, 59-88 alone)."""
-    size = _blocks(call)
+    size = _calls_per_block(call)
     seconds = []
     for _ in range(blocks + 1):
         start = time.perf_counter()
