@@ -29,8 +29,6 @@ from pipeline.core import layout
 from pipeline.core.records import env as records_env
 from pipeline.core.records.env import Env
 from pipeline.core.records.roofline import Peaks, Rate, load_peaks, write_peaks
-from pipeline.measure.clock import CpuClock
-from pipeline.measure.stats import median_interval
 
 GEMM = (256, 1024, 1024)  # M, K, N: 268 M MACs, weights 1-4 MB: compute-bound on any CPU here
 WORKING_SETS_MB = (1, 16, 256)  # about a core's L2, a shared L3, and memory
@@ -77,6 +75,8 @@ def ensure_peaks(threads: int, root: Path = Path(".")) -> tuple[Peaks, str]:
 
 
 def measure_peaks(key: str, machine: str, threads: int, env: Env) -> Peaks:
+    from pipeline.measure.clock import CpuClock  # imported here: the env stage runs on every `dvc repro`
+
     clock = CpuClock()
     macs: dict[str, dict[str, Rate]] = {}
     not_measured: dict[str, str] = {}
@@ -100,6 +100,7 @@ def measure_peaks(key: str, machine: str, threads: int, env: Env) -> Peaks:
         read = {str(mb): _bandwidth(mb, threads, copy=False) for mb in WORKING_SETS_MB}
         copy = _bandwidth(WORKING_SETS_MB[-1], threads, copy=True)
     nominal, how = nominal_gmacs(env, threads)
+    load = clock.other_load()
     return Peaks(
         key=key,
         machine=machine,
@@ -111,8 +112,8 @@ def measure_peaks(key: str, machine: str, threads: int, env: Env) -> Peaks:
         overhead_ms=overhead,
         nominal_gmacs=nominal,
         nominal_how=how,
-        other_cpu_pct=round(clock.other_load()["other_cpu_pct"], 1),
-        steal_pct=round(clock.other_load()["steal_pct"], 1),
+        other_cpu_pct=round(load["other_cpu_pct"], 1),
+        steal_pct=round(load["steal_pct"], 1),
     )
 
 
@@ -242,17 +243,28 @@ def _block_seconds(call: Callable[[], Any], blocks: int = BLOCKS) -> list[float]
 def _rate(seconds: list[float], how: str) -> Rate:
     """GMAC/s of the GEMM from its seconds per call: the pooled rate with the interval of the blocks' median."""
     giga = GEMM[0] * GEMM[1] * GEMM[2] / 1e9
-    interval = median_interval([giga / s for s in seconds], giga / float(np.mean(seconds)))
-    return _as_rate(interval, f"{how}, {GEMM[0]}x{GEMM[1]}x{GEMM[2]}, {len(seconds)} blocks of ~{BLOCK_S * 1e3:.0f} ms")
+    shape = f"{GEMM[0]}x{GEMM[1]}x{GEMM[2]}"
+    rates = [giga / s for s in seconds]
+    return _as_rate(
+        rates, giga / float(np.mean(seconds)), f"{how}, {shape}, {len(seconds)} blocks of ~{BLOCK_S * 1e3:.0f} ms"
+    )
 
 
 def _time_ms(call: Callable[[], Any], how: str) -> Rate:
     seconds = _block_seconds(call)
-    interval = median_interval([s * 1e3 for s in seconds], float(np.median(seconds)) * 1e3)
-    return _as_rate(interval, f"{how}, median call of {BLOCKS} blocks of ~{BLOCK_S * 1e3:.0f} ms")
+    milliseconds = [s * 1e3 for s in seconds]
+    return _as_rate(
+        milliseconds,
+        float(np.median(milliseconds)),
+        f"{how}, median call of {BLOCKS} blocks of ~{BLOCK_S * 1e3:.0f} ms",
+    )
 
 
-def _as_rate(interval: Any, how: str) -> Rate:
+def _as_rate(values: list[float], center: float, how: str) -> Rate:
+    """`center` with the 95% interval of the median of the blocks' `values`."""
+    from pipeline.measure.stats import median_interval  # scipy: only when measuring
+
+    interval = median_interval(values, center)
     return Rate(
         center=round(interval.center, 4),
         low=round(interval.low, 4),
@@ -282,9 +294,9 @@ def _bandwidth(size_mb: int, threads: int, copy: bool) -> Rate:
     with ThreadPoolExecutor(threads) as pool:
         seconds = _block_seconds(lambda: list(pool.map(work, slices)))
     rates = [moved * repeats / s / 1e9 for s in seconds]
-    interval = median_interval(rates, moved * repeats / float(np.mean(seconds)) / 1e9)
     what = "copy (read + write counted)" if copy else "read (numpy max of uint8)"
-    return _as_rate(interval, f"{what} of {size_mb} MB on {threads} threads, {BLOCKS} blocks")
+    pooled = moved * repeats / float(np.mean(seconds)) / 1e9
+    return _as_rate(rates, pooled, f"{what} of {size_mb} MB on {threads} threads, {BLOCKS} blocks")
 
 
 # -- the vendor arithmetic --------------------------------------------------------------------------
