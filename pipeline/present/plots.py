@@ -125,11 +125,10 @@ def _draw_roofline(axes: Any, plotted: list[dict[str, Any]], peaks: Peaks | None
             axes.plot(
                 span, [roof[0]] * 2, color=colors[precision], lw=1.2, label=f"{precision.upper()} roof ({roof[1]})"
             )
-    for size, rate in (peaks.read_gbs if peaks else {}).items():
-        axes.plot(span, [rate.center * x for x in span], color="#999999", lw=0.8, ls="--")
-        axes.annotate(
-            f"read {rate.center:.0f} GB/s ({size} MB)", (span[0], rate.center * span[0]), fontsize=6, color="#777777"
-        )
+    dashes = ("--", ":", "-.")  # one per working set, named in the legend (labels on the slopes overlapped)
+    for index, (size, rate) in enumerate((peaks.read_gbs if peaks else {}).items()):
+        label = f"read {rate.center:.0f} GB/s ({size} MB set)"
+        axes.plot(span, [rate.center * x for x in span], color="#888888", lw=0.8, ls=dashes[index % 3], label=label)
     palette = plt.get_cmap("tab20").colors
     for index, variant in enumerate(dict.fromkeys(r["variant"] for r in plotted)):
         for r in (r for r in plotted if r["variant"] == variant):
@@ -144,7 +143,7 @@ def _draw_roofline(axes: Any, plotted: list[dict[str, Any]], peaks: Peaks | None
         axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         axis.set_minor_formatter(ticker.NullFormatter())
-    axes.legend(fontsize=6, ncol=2)
+    axes.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: roofs, slopes, variants
 
 
 def _draw_tradeoff(axes: Any, plotted: list[dict[str, Any]], percentile: str) -> None:
