@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.core.records.env import Cpu, Env
 from pipeline.core.records.roofline import Peaks, Rate
-from pipeline.core.work import count_work
+from pipeline.core.work import _count, _onnx_inference, _symbolic_inference, count_work
 from pipeline.decide.roofline import distance, roof_precision
 from pipeline.measure import peaks as measuring
 
@@ -50,6 +50,61 @@ def test_mac_count_of_a_conv_then_matmul_graph_equals_the_analytic_count():
     assert work is not None and work.macs_by_op == {"Conv": conv, "MatMul": dense}
     assert work.activation_elements == 2 * (8 * 16 * 16) * 2 + 2 * 10  # c and f, then y
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"  # the caller's graph untouched
+
+
+@pytest.mark.parametrize(("op", "gates"), [("LSTM", 4), ("GRU", 3), ("RNN", 1)])
+def test_a_recurrent_layer_counts_its_input_and_recurrent_products_at_every_step(op, gates):
+    """A bidirectional layer of 16 units over 5 steps of 8 features (batch 2), its sequence output left
+    unnamed as exporters write one that only hands on its last state (Resemblyzer's LSTM)."""
+    hidden = 16
+    model = graph_of(
+        [helper.make_node(op, ["x", "w", "r"], ["", "h"], hidden_size=hidden, direction="bidirectional")],
+        [value("x", ["steps", "batch", 8])],
+        [value("h", [2, "batch", hidden])],
+        [weights("w", (2, gates * hidden, 8)), weights("r", (2, gates * hidden, hidden))],
+    )
+    work = count_work(model, {"x": (5, 2, 8)})
+    assert work is not None and work.macs_by_op == {op: 5 * 2 * 2 * gates * hidden * (8 + hidden)}
+
+
+def test_a_product_sized_only_by_the_graphs_own_shape_arithmetic_is_counted_by_running_it():
+    """paddle2onnx's flatten before a classifier (PP-OCR's direction classifier, opset 11): Shape cast
+    to int32, sliced, cast back and concatenated on axis -1 with a constant, then a Reshape feeding the
+    MatMul. ONNX's inference propagates no values through opset 11's Cast and ONNX Runtime's symbolic
+    one takes a Concat on axis 0 only; one run on zeros sizes it."""
+    ints = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("zero", 0), ("one", 1))]
+    model = graph_of(
+        [
+            helper.make_node("Shape", ["x"], ["shape"]),
+            helper.make_node("Cast", ["shape"], ["shape32"], to=TensorProto.INT32),
+            helper.make_node("Slice", ["shape32", "zero", "one", "zero", "one"], ["rows32"]),
+            helper.make_node("Cast", ["rows32"], ["rows"], to=TensorProto.INT64),
+            helper.make_node("Concat", ["rows", "cols"], ["target"], axis=-1),
+            helper.make_node("Reshape", ["x", "target"], ["flat"]),
+            helper.make_node("MatMul", ["flat", "w"], ["y"]),
+        ],
+        [value("x", ["batch", 4, 6])],
+        [value("y", ["batch", 10])],
+        [*ints, numpy_helper.from_array(np.array([24], np.int64), "cols"), weights("w", (24, 10))],
+    )
+    model.opset_import[0].version, model.ir_version = 11, 7
+    sized = model_at(model, {"x": (3, 4, 6)})
+    assert _count(_onnx_inference(sized)) is None  # the case the run is for
+    with pytest.raises(AssertionError):  # ORT's symbolic inference takes a Concat on axis 0 only
+        _symbolic_inference(sized)
+
+    work = count_work(model, {"x": (3, 4, 6)})
+
+    assert work is not None and work.macs_by_op == {"MatMul": 3 * 10 * 24}
+
+
+def model_at(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> onnx.ModelProto:
+    sized = onnx.ModelProto.FromString(model.SerializeToString())
+    for graph_input in sized.graph.input:
+        for dim, size in zip(graph_input.type.tensor_type.shape.dim, shapes[graph_input.name], strict=True):
+            dim.Clear()
+            dim.dim_value = size
+    return sized
 
 
 def test_a_graph_whose_products_cannot_be_sized_counts_nothing():

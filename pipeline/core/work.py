@@ -1,10 +1,11 @@
 """The work a graph defines: multiply-accumulates and the bytes its activations take, read from ONNX
-shape inference with every input at a concrete shape. The family rule (how much of the work is Conv)
+shape inference (or one run) with every input at a concrete shape. The family rule (how much of the work is Conv)
 and the roofline (how far a variant is from this machine's limit) both count with it.
 
-Only the dense products count (MatMul, Gemm, Conv, ConvTranspose and their integer forms): what the
-roofs are measured with. Elementwise and normalisation work is small beside them in the models this
-pipeline takes, and a graph whose sizes inference cannot tell counts nothing (None), never a guess.
+Only the dense products count (MatMul, Gemm, Conv, ConvTranspose and their integer forms, and the
+input and recurrent products of LSTM, GRU and RNN at each step): what the roofs are measured with.
+Elementwise and normalisation work is small beside them in the models this pipeline takes, and a graph
+whose sizes neither inference nor a run can tell counts nothing (None), never a guess.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 DENSE = {"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul"}
 CONVOLUTION = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose"}
+RECURRENT = {"LSTM": 4, "GRU": 3, "RNN": 1}  # gates: W is [directions, gates x hidden, input]
 # where the two operands sit in a node's inputs (QLinear ops carry scales and zero points between them)
 OPERANDS = {"QLinearMatMul": (0, 3), "QLinearConv": (0, 3)}
 
@@ -39,8 +41,9 @@ class Work:
 
 def count_work(model: Any, shapes: dict[str, tuple[int, ...]]) -> Work | None:
     """The work of `model` (an onnx.ModelProto, left untouched) with each input at its shape in `shapes`;
-    None when neither ONNX's shape inference nor ONNX Runtime's symbolic one (which follows the Shape /
-    Slice / Concat chains exporters write, e.g. a BERT's position ids) can size every dense product."""
+    None when neither ONNX's shape inference, nor ONNX Runtime's symbolic one (which follows the Shape /
+    Slice / Concat chains exporters write, e.g. a BERT's position ids), nor one run of the graph on zeros
+    can size every dense product."""
     import onnx
 
     model = onnx.ModelProto.FromString(model.SerializeToString())  # the caller's graph keeps its symbols
@@ -49,7 +52,7 @@ def count_work(model: Any, shapes: dict[str, tuple[int, ...]]) -> Work | None:
             for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name], strict=False):
                 dim.Clear()
                 dim.dim_value = int(size)
-    for infer in (_onnx_inference, _symbolic_inference):
+    for infer in (_onnx_inference, _symbolic_inference, _shapes_by_running):
         try:
             inferred = infer(model)
         except Exception:  # a graph this inference rejects: the next one, else nothing
@@ -71,6 +74,36 @@ def _symbolic_inference(model: Any) -> Any:
     return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
 
 
+def _shapes_by_running(model: Any) -> Any:
+    """The graph with every node output's shape as one ONNX Runtime run on zeros at the inputs' shapes
+    finds it: exact where the graph's own shape arithmetic defeats both inferences (paddle2onnx's Shape
+    cast to int32 and back, then a Concat on axis -1). Raises where a weight is external or an input
+    has no size."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    probe = onnx.ModelProto.FromString(model.SerializeToString())
+    named = {value.name for value in probe.graph.output}
+    for node in probe.graph.node:
+        if node.op_type != "Constant":
+            probe.graph.output.extend(onnx.ValueInfoProto(name=o) for o in node.output if o and o not in named)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.log_severity_level = 1, 3
+    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    declared = {value.name: value.type.tensor_type for value in probe.graph.input}
+    feeds = {
+        i.name: np.zeros([d.dim_value for d in declared[i.name].shape.dim], helper.tensor_dtype_to_np_dtype(
+            declared[i.name].elem_type)) for i in session.get_inputs()
+    }  # fmt: skip
+    names = [o.name for o in session.get_outputs()]
+    for name, array in zip(names, session.run(names, feeds), strict=True):
+        if isinstance(array, np.ndarray):
+            dtype = helper.np_dtype_to_tensor_dtype(array.dtype)
+            probe.graph.value_info.append(helper.make_tensor_value_info(name, dtype, list(array.shape)))
+    return probe
+
+
 def _count(inferred: Any) -> Work | None:
     known: dict[str, list[int]] = {t.name: list(t.dims) for t in inferred.graph.initializer}
     for node in inferred.graph.node:
@@ -82,11 +115,11 @@ def _count(inferred: Any) -> Work | None:
             known[value.name] = [d.dim_value for d in dims]
     macs: dict[str, int] = {}
     for node in inferred.graph.node:
-        if node.op_type not in DENSE | CONVOLUTION:
+        if node.op_type not in DENSE | CONVOLUTION | RECURRENT.keys():
             continue
         first, second = OPERANDS.get(node.op_type, (0, 1))
         out, a, b = known.get(node.output[0]), known.get(node.input[first]), known.get(node.input[second])
-        if out is None or a is None or b is None:
+        if a is None or b is None or (out is None and node.op_type not in RECURRENT):  # Y may be left unnamed
             return None
         macs[node.op_type] = macs.get(node.op_type, 0) + _macs(node, out, a, b)
     constants = {t.name for t in inferred.graph.initializer} | {
@@ -97,10 +130,15 @@ def _count(inferred: Any) -> Work | None:
     return Work(macs_by_op=macs, activation_elements=activations)
 
 
-def _macs(node: Any, out: list[int], a: list[int], b: list[int]) -> int:
+def _macs(node: Any, out: list[int] | None, a: list[int], b: list[int]) -> int:
     """One node's multiply-accumulates: each output value costs the contracted length."""
+    if node.op_type in RECURRENT:  # X [seq, batch, input] (layout 1: batch first), W as above; out: Y
+        directions, gated, inputs = b
+        steps = int(np.prod(a[:2]))  # seq x batch, whichever the layout
+        return steps * directions * gated * (inputs + gated // RECURRENT[node.op_type])
     if node.op_type == "ConvTranspose":  # each input value meets C_out/group x kernel weights
         return int(np.prod(a)) * int(np.prod(b[1:]))
+    assert out is not None  # _count sized every other product's output
     if node.op_type in CONVOLUTION:  # each output value: C_in/group x kernel
         return int(np.prod(out)) * int(np.prod(b[1:]))
     transposed = node.op_type == "Gemm" and any(x.name == "transA" and x.i for x in node.attribute)
