@@ -141,7 +141,8 @@ def _serving(args: argparse.Namespace) -> int:
     from pipeline.core.config import ServingConfig
     from pipeline.serve.repositories.write import write_serving
 
-    config = ServingConfig(triton=args.triton, ovms=args.ovms, check_versions=not args.no_version_check)
+    timed = {} if args.compare_seconds is None else {"compare_seconds": args.compare_seconds}
+    config = ServingConfig(triton=args.triton, ovms=args.ovms, check_versions=not args.no_version_check, **timed)
     report = write_serving(args.deploy, config)
     print(f"{report.model}: {report.folder}")
     for line in report.lines():
@@ -282,6 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument(
         "--no-version-check", action="store_true", help="write without loading the artifact in each release's runtime"
     )
+    serving.add_argument(
+        "--compare-seconds", type=float,
+        help="seconds timing the artifact in each release's runtime beside this pipeline's (default 3; 0: not timed)",
+    )  # fmt: skip
     serving.set_defaults(run=_serving)
     gate = commands.add_parser(
         "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI)"

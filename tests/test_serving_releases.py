@@ -1,7 +1,8 @@
 """Each repository is written for an engine release (pipeline/core/engine_versions.yaml) and the artifact is
 first run by that release's own runtime version, in a cached environment pip makes (skipped, with pip's
 line, where the package index cannot be reached): a release that reads it and answers as `predict` does
-is named in the written files; one that cannot read it, or answers otherwise, gets no folder and one line."""
+is named in the written files, with its latency beside this pipeline's runtime; one that cannot read it, or
+answers otherwise, gets no folder and one line."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 import yaml
 from onnx import TensorProto, helper, numpy_helper
@@ -20,10 +22,13 @@ from pipeline.core.config import ServingConfig, load_params
 from pipeline.core.errors import ConfigError, Unavailable
 from pipeline.core.files import sha256
 from pipeline.core.records import manifest as manifest_record
+from pipeline.serve import side_by_side
 from pipeline.serve.repositories.write import write_serving
 from pipeline.serve.runtime_env import runtime_python
 from tests.conftest import REPO
 from tests.test_serving_repos import MODEL, deploy
+
+UNTIMED = {"compare_seconds": 0}  # the release's latency is timed in one test only (below)
 
 
 def release_runtimes(*releases: engines.Release) -> None:
@@ -66,8 +71,12 @@ def test_an_unknown_release_is_one_error_naming_the_field(tmp_path: Path):
         load_params(tmp_path / "params.yaml")
 
 
-def test_a_release_that_reads_the_artifact_is_named_in_the_files_with_what_it_answered(tmp_path: Path):
-    config = ServingConfig(triton="26.07", ovms="2026.1")
+def test_a_release_that_reads_the_artifact_is_named_in_the_files_with_what_it_answered_and_its_latency(
+    tmp_path: Path,
+):
+    """Each release runs another runtime version than this pipeline's: the artifact is timed in both, in
+    alternating blocks, and the written files give both figures."""
+    config = ServingConfig(triton="26.07", ovms="2026.1", compare_seconds=0.5)
     release_runtimes(engines.release("triton", "26.07"), engines.release("ovms", "2026.1"))
     folder = deploy(tmp_path)
 
@@ -78,6 +87,17 @@ def test_a_release_that_reads_the_artifact_is_named_in_the_files_with_what_it_an
     assert "# Triton 26.07 runs onnxruntime 1.27.0: loads; outputs match predict's on 64 generated rows" in header
     provenance = json.loads((folder / "serving" / "ovms" / "provenance.json").read_text())
     assert provenance["checked_with"].startswith("OVMS 2026.1 runs openvino 2026.1.0: loads; outputs match")
+    triton_latency, ovms_latency = report.engines[0].latency, report.engines[1].latency
+    assert triton_latency and ovms_latency, report.lines()
+    assert (triton_latency["release_version"], triton_latency["pipeline_version"]) == ("1.27.0", ort.__version__)
+    assert (ovms_latency["release_version"], ovms_latency["runtime"]) == ("2026.1.0", "openvino")
+    for latency in (triton_latency, ovms_latency):
+        assert latency["release_p50_ms"] > 0 and latency["pipeline_p50_ms"] > 0
+        assert latency["ratio_ci"]["low"] <= latency["ratio"] <= latency["ratio_ci"]["high"]
+        assert latency["ratio_ci"]["blocks"] >= side_by_side.MIN_ROUNDS
+    timed = r"batch-1 p50 \S+ ms there against \S+ ms on onnxruntime \S+ \(this pipeline's\), x[\d.]+ "
+    assert re.search(timed, header)
+    assert "ms on openvino" in readme(folder)
 
 
 def test_a_release_that_cannot_read_the_opset_gets_it_converted_and_checked_again(tmp_path: Path):
@@ -89,7 +109,7 @@ def test_a_release_that_cannot_read_the_opset_gets_it_converted_and_checked_agai
     model.opset_import[0].version, model.ir_version = 24, 12  # MatMul and Add are the same in opset 24
     with_model(folder, model)
 
-    report = write_serving(folder, ServingConfig(triton="25.08"))
+    report = write_serving(folder, ServingConfig(triton="25.08", **UNTIMED))
 
     assert report.engines[0].written, report.engines[0].reason
     header = (folder / "serving" / "triton" / MODEL / "config.pbtxt").read_text()
@@ -114,7 +134,7 @@ def test_a_release_that_cannot_read_it_even_converted_gets_no_folder_and_says_wh
     model.ir_version = 12
     with_model(folder, model)
 
-    report = write_serving(folder, ServingConfig(triton="25.08"))
+    report = write_serving(folder, ServingConfig(triton="25.08", **UNTIMED))
 
     assert not (folder / "serving" / "triton").exists()
     assert "- triton: cannot serve tiny_net as is: Triton 25.08 runs onnxruntime 1.23.0: cannot load model.onnx" in (
@@ -142,7 +162,7 @@ def test_an_engine_whose_runtime_answers_otherwise_gets_no_folder_and_says_by_ho
     model.ir_version = 9
     folder = with_model(deploy(tmp_path), model)
 
-    report = write_serving(folder)
+    report = write_serving(folder, ServingConfig(**UNTIMED))
 
     assert [r.engine for r in report.engines if r.written] == ["triton", "kserve"]  # ONNX Runtime runs it as measured
     assert re.search(r"- ovms: cannot serve tiny_net as is: OVMS \S+ runs openvino \S+: loads, but outputs differ from "
@@ -169,8 +189,36 @@ def test_an_output_whose_openvino_port_has_other_names_too_is_compared_by_its_ow
     model.ir_version = 9
     folder = with_model(deploy(tmp_path), model)
 
-    report = write_serving(folder)
+    report = write_serving(folder, ServingConfig(**UNTIMED))
 
     assert report.engines[1].written, report.engines[1].reason
     provenance = json.loads((folder / "serving" / "ovms" / "provenance.json").read_text())
     assert "loads; outputs match predict's" in provenance["checked_with"]
+
+
+def test_a_state_input_whose_batch_axis_is_not_the_first_is_checked_from_the_pipelines_rows(tmp_path: Path):
+    """The deploy step hands over the model's reference rows rows first (the pipeline's layout); a state
+    [2, batch, 4] (Silero VAD's) goes back to the model's layout before the checks and the release's run."""
+    release_runtimes(engines.release("triton", None))
+    weights = [numpy_helper.from_array(np.ones((12, 3), np.float32), "w")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["output"]), helper.make_node("Neg", ["state"], ["state_out"])]
+    graph = helper.make_graph(
+        nodes, "stateful",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 12]),
+         helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, "batch", 4])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 3]),
+         helper.make_tensor_value_info("state_out", TensorProto.FLOAT, [2, "batch", 4])], weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    inputs = {"x": {"shape": ["batch", 12]}, "state": {"shape": [2, "batch", 4], "batch_axis": 1}}
+    layout = {"layout": {"inputs": inputs, "outputs": {"state_out": 1}}}  # as the build records a state model's
+    fields = {"inputs": inputs, "outputs": ["output", "state_out"], "runtime_config": layout}
+    folder = with_model(deploy(tmp_path, **fields), model)
+    rng = np.random.default_rng(0)
+    rows = {"x": rng.standard_normal((5, 12), np.float32), "state": rng.standard_normal((5, 2, 4), np.float32)}
+
+    report = write_serving(folder, ServingConfig(**UNTIMED), rows)
+
+    assert report.engines[0].written, report.engines[0].reason
+    assert "outputs match predict's on 5 reference rows" in report.engines[0].checked

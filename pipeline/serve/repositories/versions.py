@@ -20,7 +20,9 @@ from pipeline.core.inputs import to_model_layout
 from pipeline.core.records.manifest import Manifest
 from pipeline.serve import in_runtime
 from pipeline.serve.predict import Predictor
+from pipeline.serve.repositories import measured
 from pipeline.serve.runtime_env import runtime_python
+from pipeline.serve.side_by_side import SideBySide, side_by_side
 
 ROWS = 64
 MATCH = 1e-2  # outputs match when every value is within 1% of the output's largest magnitude
@@ -70,7 +72,8 @@ def reference(predictor: Predictor, rows: Arrays | None = None) -> Reference:
         vocab = min(manifest.token_bounds.values()) if manifest.token_bounds else None
         taken = generate_inputs(manifest.inputs, count, seed=0, dims=manifest.dims, vocab_size=vocab)
         which = f"{count} generated rows"
-    checked = predictor.check(taken, source=which)
+    # the pipeline's rows hold every input rows first; check takes them as a user writes them (the model's layout)
+    checked = predictor.check(to_model_layout(taken, manifest.inputs), source=which)
     return Reference(checked, predictor.run(checked), which)
 
 
@@ -100,7 +103,7 @@ def check_release(
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         feeds = to_model_layout(expected.inputs, manifest.inputs)  # as the file takes them
         np.savez(Path(tmp) / "in.npz", **feeds)
-        command = [str(python), in_runtime.__file__, runtime, str(folder / manifest.entry), f"{tmp}/in.npz",
+        command = [str(python), in_runtime.__file__, "run", runtime, str(folder / manifest.entry), f"{tmp}/in.npz",
                    f"{tmp}/out.npz", json.dumps(properties or {})]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
         if done.returncode != 0:
@@ -114,6 +117,34 @@ def check_release(
         with np.load(Path(tmp) / "out.npz") as got:
             theirs = {name: got[name] for name in got.files}
     return _compare(release, runtime, version, expected.outputs, theirs, expected.which)
+
+
+def time_release(
+    folder: Path,
+    manifest: Manifest,
+    engine: str,
+    release: Release,
+    expected: Reference,
+    properties: dict[str, str] | None,
+    seconds: float,
+) -> SideBySide | str:
+    """The artifact's batch-1 latency in `release`'s runtime version beside this pipeline's, on the first
+    reference row (the whole batch where the file fixes it), with the thread budget the engine's files
+    give it; a line saying why not where the release runs this pipeline's own version or it cannot be
+    timed here."""
+    runtime = engine_runtime(engine, manifest)
+    version = getattr(release, runtime)
+    ours = in_runtime.version_of(runtime).split("-")[0]
+    if version == ours:
+        return f"not timed beside ours: it runs this pipeline's {runtime} {ours}, as measured"
+    rows = manifest.fixed_batch or 1
+    feeds = to_model_layout({name: array[:rows] for name, array in expected.inputs.items()}, manifest.inputs)
+    threads = measured.concurrency(manifest).total_threads
+    try:
+        python = runtime_python(runtime, version)
+        return side_by_side(python, runtime, folder / manifest.entry, feeds, properties or {}, threads, seconds)
+    except Unavailable as error:
+        return f"not timed beside ours: {error}"
 
 
 def _compare(release: Release, runtime: str, version: str, ours: Arrays, theirs: Arrays, which: str) -> ReleaseCheck:

@@ -27,7 +27,14 @@ from pipeline.serve.repositories.kserve import write_kserve
 from pipeline.serve.repositories.ovms import write_ovms
 from pipeline.serve.repositories.scope import ENGINES, NotServable, why_not
 from pipeline.serve.repositories.triton import write_triton
-from pipeline.serve.repositories.versions import Reference, ReleaseCheck, check_release, reference, unchecked
+from pipeline.serve.repositories.versions import (
+    Reference,
+    ReleaseCheck,
+    check_release,
+    reference,
+    time_release,
+    unchecked,
+)
 from pipeline.serve.signature import Signature, read_signature
 
 SERVING = "serving"
@@ -47,6 +54,7 @@ class EngineResult(BaseModel):
     engine: str
     written: str = ""  # what was written, from the serving folder
     checked: str = ""  # what the engine release's runtime version made of the artifact
+    latency: dict | None = None  # its batch-1 latency there beside this pipeline's (SideBySide.to_dict)
     reason: str = ""  # why it cannot serve the artifact as it is
 
     @property
@@ -106,7 +114,7 @@ def _write_engines(
     with tempfile.TemporaryDirectory(prefix="converted-") as converted:
         for engine, write in writers.items():
             release = engines.release(engine, getattr(config, engine))
-            source, served = folder, manifest
+            source, served, latency = folder, manifest, None
             try:
                 if expected is None:
                     checked = unchecked(release, manifest, engine, "serving.check_versions is false").line
@@ -115,7 +123,13 @@ def _write_engines(
                 else:
                     check = partial(_check_in, engine=engine, release=release, expected=expected)
                     source, served, checked = _readable(folder, manifest, check, Path(converted) / engine)
-                results.append(EngineResult(engine=engine, written=write(source, served, checked), checked=checked))
+                    if config.compare_seconds:
+                        pinned, seconds = _pinned(engine, served), config.compare_seconds
+                        timed = time_release(source, served, engine, release, expected, pinned, seconds)
+                        checked += f"; {timed if isinstance(timed, str) else timed.text}"
+                        latency = None if isinstance(timed, str) else timed.to_dict()
+                written = write(source, served, checked)
+                results.append(EngineResult(engine=engine, written=written, checked=checked, latency=latency))
                 manifests[engine] = served
             except NotServable as error:
                 results.append(EngineResult(engine=engine, reason=str(error)))
@@ -128,9 +142,13 @@ def _write_engines(
 
 
 def _check_in(at: Path, described: Manifest, *, engine: str, release: Release, expected: Reference) -> ReleaseCheck:
-    """The release check with the OpenVINO settings the engine's own files pin."""
-    pinned = triton.pinned_properties if engine == "triton" else ovms.pinned_properties
-    return check_release(at, described, engine, release, expected, pinned(described))
+    """The release check, run as the engine's files set it."""
+    return check_release(at, described, engine, release, expected, _pinned(engine, described))
+
+
+def _pinned(engine: str, manifest: Manifest) -> dict[str, str]:
+    """The OpenVINO settings the engine's own files pin (what its release's runtime is run with)."""
+    return (triton.pinned_properties if engine == "triton" else ovms.pinned_properties)(manifest)
 
 
 def _readable(
