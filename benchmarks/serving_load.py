@@ -12,10 +12,11 @@ INVALID_ARGUMENT) with one line. Every valid answer is compared bit for bit with
 for it in this process. The server's RSS is sampled every 0.5 s: growth is the last sample over the first one after the
 warm-up. The server runs with the settings the bench recorded for the artifact's concurrent figure
 (its instances and threads) and a queue with a place for every client, unless `--max-queue` makes it
-smaller: then the server refuses some requests for a full queue (503, gRPC UNAVAILABLE), and each client
-tries the same request again after 50 ms until it is taken, counting the refusals (a valid request is
-lost only if it fails otherwise), and `--python` picks its interpreter: the lean serving environment
-(serving/requirements.txt) by default when one is given, else this one. The load generator shares the
+smaller: then the server refuses some requests for a full queue (503, gRPC UNAVAILABLE), and each
+client tries the same request again after the server's Retry-After (1 s) until it is taken, counting the
+refusals (a valid request is lost only if it fails otherwise; its latency counts from its first try).
+`--python` picks the server's interpreter: the lean serving environment (serving/requirements.txt)
+when one is given, else this one. The load generator shares the
 machine with the server (2 cores here): its own CPU time is recorded beside the figures.
 
 Writes reports/benchmarks/serving_load.json (`--protocol grpc`: serving_load_grpc.json). `--smoke`: a tiny
@@ -44,10 +45,10 @@ from pipeline.core.records import manifest as manifest_record
 from pipeline.machine.naming import current
 from pipeline.measure.harness import measure_concurrent
 from pipeline.serve import server
+from pipeline.serve.admission import RETRY_AFTER_S
 from pipeline.serve.predict import Predictor, load
 
 DEFAULT_OUT = Path("reports/benchmarks/serving_load.json")
-RETRY_S = 0.05  # a client refused for a full queue tries again after this (Retry-After says 1 s)
 
 
 @dataclass
@@ -121,7 +122,8 @@ class RunEnded(Exception):
 
 def taken(call: Any, protocol: Protocol, tally: Tally, stop: threading.Event) -> Any:
     """call() until the server takes it: a refusal for a full queue (503, gRPC UNAVAILABLE) is counted and
-    tried again after RETRY_S, as a client honouring Retry-After sooner would; RunEnded when the run stops first."""
+    tried again after the Retry-After the server sends, as a well-behaved client does (gRPC's UNAVAILABLE
+    carries none: the same wait); RunEnded when the run stops first."""
     from tritonclient.utils import InferenceServerException
 
     while not stop.is_set():
@@ -132,7 +134,7 @@ def taken(call: Any, protocol: Protocol, tally: Tally, stop: threading.Event) ->
                 raise
             with tally.lock:
                 tally.full_refusals += 1
-            time.sleep(RETRY_S)
+            stop.wait(RETRY_AFTER_S)
     raise RunEnded
 
 
