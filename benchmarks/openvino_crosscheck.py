@@ -9,7 +9,7 @@ row, compiled with the properties our adapter passes (pipeline.runtimes.ov.compi
 `-load_config`: LATENCY hint, threads, inference precision; synchronous API, one request): its median.
 The machine drifts within minutes, so each round gives a ratio (ours / benchmark_app) taken at one
 moment; per IR: the median ratio with its 95% interval over the rounds (drift included,
-pipeline.measure.stats.paired_ratio_interval) and each side's spread. The streams, threads, precision
+pipeline.core.stats.paired_ratio_interval) and each side's spread. The streams, threads, precision
 and hint each compiled model reports are compared: a ratio between two configurations would mean
 nothing.
 
@@ -48,9 +48,9 @@ from pipeline.core import layout
 from pipeline.core.config import BenchConfig
 from pipeline.core.data import DataSet, sample_batch
 from pipeline.core.isolate import call
+from pipeline.core.stats import MIN_BLOCKS, paired_ratio_interval, spread_pct
 from pipeline.machine.lock import machine_lock
 from pipeline.measure.stage import thread_env
-from pipeline.measure.stats import MIN_BLOCKS, paired_ratio_interval, spread_pct
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "reports/benchmarks/openvino_crosscheck.json"

@@ -12,11 +12,11 @@ from pipeline.core.config import BenchConfig, ModelConfig, Params
 from pipeline.core.data import Arrays, DataSet
 from pipeline.core.memory import RssSampler
 from pipeline.core.records.source import SourceRecord
+from pipeline.core.stats import Interval
 from pipeline.measure import harness, sweeps
 from pipeline.measure.budget import ContentionScreen, Rival
 from pipeline.measure.harness import measure_concurrent
 from pipeline.measure.loading import Loaded
-from pipeline.measure.stats import Interval
 from pipeline.measure.worker import measure_loaded
 from pipeline.runtimes.base import OpTime, Session, ThreadQueue
 

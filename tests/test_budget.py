@@ -12,6 +12,7 @@ import yaml
 
 from pipeline.core.config import BenchConfig, Constraints, SelectConfig, UnlabelledRows, load_params
 from pipeline.core.records import VariantRecord
+from pipeline.core.stats import Interval
 from pipeline.decide.selection import Candidate, screen
 from pipeline.measure.budget import (
     ContentionScreen,
@@ -23,7 +24,6 @@ from pipeline.measure.budget import (
     out_of_contention,
     rows_bounding_worst,
 )
-from pipeline.measure.stats import Interval
 from pipeline.present.report import write_reports
 from pipeline.present.summary import rows, short_budget_notes, worst_row_bound
 from tests.conftest import REPO

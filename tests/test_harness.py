@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pipeline.core import stats
 from pipeline.core.config import LatencyConfig, ThroughputConfig, WarmupConfig
 from pipeline.core.records import LatencyStats
-from pipeline.measure import harness, stats
-from pipeline.measure.stats import spread_pct
+from pipeline.core.stats import spread_pct
+from pipeline.measure import harness
 
 
 def test_latency_stats_from_ns():

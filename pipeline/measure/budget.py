@@ -29,7 +29,7 @@ from pipeline.core.config import BenchConfig, Constraints, Params, UnlabelledRow
 from pipeline.core.memory import batch_size
 from pipeline.core.quality import quality_violations
 from pipeline.core.records import EvalRows, Records, Screen
-from pipeline.measure.stats import Interval
+from pipeline.core.stats import Interval
 
 
 @dataclass(frozen=True)

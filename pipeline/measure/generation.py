@@ -24,8 +24,8 @@ from pipeline.core.config import GenerationBench
 from pipeline.core.memory import RssSampler
 from pipeline.core.records import Generation, LatencyStats, Measured, RuntimeSettings, Throughput
 from pipeline.core.records import source as source_record
+from pipeline.core.stats import median_interval
 from pipeline.measure.loading import load_variant
-from pipeline.measure.stats import median_interval
 from pipeline.runtimes.generator import Generator
 
 

@@ -1,7 +1,7 @@
 """Timing loops. They take a prepared zero-argument call, so they time the runtime and nothing else.
 
 Every loop times calls in consecutive blocks and stops by itself: once the confidence interval of
-its figure (pipeline.measure.stats, the median over the blocks) is as narrow as asked, or at a time
+its figure (pipeline.core.stats, the median over the blocks) is as narrow as asked, or at a time
 cap. A 20 us model is done in well under a second; a 100 ms model takes the calls it needs. The
 garbage collector is off inside timed blocks (a collection would land in one call's figure).
 """
@@ -20,7 +20,7 @@ import numpy as np
 
 from pipeline.core.config import BenchConfig, LatencyConfig, ThroughputConfig, WarmupConfig
 from pipeline.core.records import LatencyStats
-from pipeline.measure.stats import Interval, median_interval
+from pipeline.core.stats import Interval, median_interval
 from pipeline.runtimes.base import AsyncQueue, ThreadQueue
 
 clock = time.perf_counter_ns

@@ -6,7 +6,7 @@ process holds (0.628-0.637 in every 15 s window while both moved 10%). So the co
 together, and each round times one block of every contender, in an order that turns each round
 (A B C, then C B A, then B C A ...), with a few untimed calls first so that each block starts warm.
 A round gives each contender's ratio to the leader; the rounds give the median ratio and its
-interval (pipeline.measure.stats.paired_ratio_interval: the median's order-statistic interval, as
+interval (pipeline.core.stats.paired_ratio_interval: the median's order-statistic interval, as
 rounds that straddle one of the machine's speed flips are outliers a mean's t interval did not
 ignore, joined with an interval over five stretches of the contest, as a ratio that moves with the
 machine's state must not look precise). The loop stops when every contender is separated from the
@@ -34,9 +34,9 @@ from pipeline.core import layout
 from pipeline.core.config import ContestConfig
 from pipeline.core.data import sample_batch
 from pipeline.core.records import source as source_record
+from pipeline.core.stats import Interval, paired_ratio_interval
 from pipeline.measure.harness import clock, no_gc, seconds_per_call, warm_up
 from pipeline.measure.loading import load_variant
-from pipeline.measure.stats import Interval, paired_ratio_interval
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99}
 WARM_CALLS = 2  # untimed calls at the start of every block: caches and thread pools after the switch

@@ -262,7 +262,7 @@ def _time_ms(call: Callable[[], Any], how: str) -> Rate:
 
 def _as_rate(values: list[float], center: float, how: str) -> Rate:
     """`center` with the 95% interval of the median of the blocks' `values`."""
-    from pipeline.measure.stats import median_interval  # scipy: only when measuring
+    from pipeline.core.stats import median_interval  # scipy: only when measuring
 
     interval = median_interval(values, center)
     return Rate(

@@ -11,6 +11,7 @@ from pipeline.core.data import Arrays, DataSet, generate_inputs, sample_batch
 from pipeline.core.memory import RssSampler
 from pipeline.core.records import Throughput
 from pipeline.core.records.source import SourceRecord
+from pipeline.core.stats import Interval as SampleInterval
 from pipeline.measure.clock import CpuClock, PhaseTimes
 from pipeline.measure.harness import (
     harness_limit_rps,
@@ -21,7 +22,6 @@ from pipeline.measure.harness import (
     warm_up,
 )
 from pipeline.measure.loading import Loaded
-from pipeline.measure.stats import Interval as SampleInterval
 from pipeline.runtimes.base import Session
 
 

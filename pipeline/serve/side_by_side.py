@@ -7,7 +7,7 @@ one in the release's environment (pipeline.serve.runtime_env) and one in this in
 turns: a block of calls in one, then a block in the other, the order turned every round (AB, BA, ...),
 with a pause between blocks so that a runtime's spinning thread pool has gone quiet before the other
 starts (as pipeline.measure.interleaved does within one process). A round gives the ratio of the two
-blocks' medians; the rounds give the ratio's interval (pipeline.measure.stats.paired_ratio_interval).
+blocks' medians; the rounds give the ratio's interval (pipeline.core.stats.paired_ratio_interval).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 
 from pipeline.core.data import Arrays
 from pipeline.core.errors import Unavailable
+from pipeline.core.stats import Interval, paired_ratio_interval
 from pipeline.machine.lock import machine_lock
-from pipeline.measure.stats import Interval, paired_ratio_interval
 from pipeline.serve import in_runtime
 
 BLOCK_S = 0.05  # one block of calls: short, so that most rounds fall inside one state of the machine
