@@ -16,8 +16,8 @@ smaller: then the server refuses some requests for a full queue (503, gRPC UNAVA
 client tries the same request again after the server's Retry-After (1 s) until it is taken, counting the
 refusals (a valid request is lost only if it fails otherwise; its latency counts from its first try).
 `--python` picks the server's interpreter: the lean serving environment (serving/requirements.txt)
-when one is given, else this one. The load generator shares the
-machine with the server (2 cores here): its own CPU time is recorded beside the figures.
+when one is given, else this one. The load generator shares the machine with the server (2 cores
+here): its own CPU time is recorded beside the figures.
 
 Writes reports/benchmarks/serving_load.json (`--protocol grpc`: serving_load_grpc.json). `--smoke`: a tiny
 ONNX deploy folder, 2 clients, 2 s.

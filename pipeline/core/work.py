@@ -1,6 +1,6 @@
 """The work a graph defines: multiply-accumulates and the bytes its activations take, read from ONNX
-shape inference (or one run) with every input at a concrete shape. The family rule (how much of the work is Conv)
-and the roofline (how far a variant is from this machine's limit) both count with it.
+shape inference (or one run) with every input at a concrete shape. The family rule (how much of the
+work is Conv) and the roofline (how far a variant is from this machine's limit) both count with it.
 
 Only the dense products count (MatMul, Gemm, Conv, ConvTranspose and their integer forms, and the
 input and recurrent products of LSTM, GRU and RNN at each step): what the roofs are measured with.
@@ -92,10 +92,13 @@ def _shapes_by_running(model: Any) -> Any:
     options.intra_op_num_threads, options.log_severity_level = 1, 3
     session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
     declared = {value.name: value.type.tensor_type for value in probe.graph.input}
-    feeds = {
-        i.name: np.zeros([d.dim_value for d in declared[i.name].shape.dim], helper.tensor_dtype_to_np_dtype(
-            declared[i.name].elem_type)) for i in session.get_inputs()
-    }  # fmt: skip
+    feeds = {}
+    for fed in session.get_inputs():
+        tensor = declared[fed.name]
+        if not all(dim.HasField("dim_value") for dim in tensor.shape.dim):  # never run at a guessed size
+            raise ValueError(f"input {fed.name} has no size")
+        shape = [dim.dim_value for dim in tensor.shape.dim]
+        feeds[fed.name] = np.zeros(shape, helper.tensor_dtype_to_np_dtype(tensor.elem_type))
     names = [o.name for o in session.get_outputs()]
     for name, array in zip(names, session.run(names, feeds), strict=True):
         if isinstance(array, np.ndarray):

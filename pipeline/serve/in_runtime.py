@@ -24,9 +24,9 @@ from typing import Any
 WARM_CALLS = 2
 
 
-def load(runtime: str, model: str, properties: dict, threads: int = 0) -> tuple[str, Callable[[dict], dict]]:
-    """The runtime's version and a call from named inputs to named outputs; raises what the runtime
-    raises when it cannot load the file. `threads` 0: the runtime's default."""
+def load(runtime: str, model: str, properties: dict, threads: int = 0) -> Callable[[dict], dict]:
+    """A call from named inputs to named outputs; raises what the runtime raises when it cannot load
+    the file. `threads` 0: the runtime's default."""
     if runtime == "onnxruntime":
         import onnxruntime as ort
 
@@ -35,7 +35,7 @@ def load(runtime: str, model: str, properties: dict, threads: int = 0) -> tuple[
             options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         names = [o.name for o in session.get_outputs()]
-        return ort.__version__, lambda feeds: dict(zip(names, session.run(names, feeds), strict=True))
+        return lambda feeds: dict(zip(names, session.run(names, feeds), strict=True))
     import openvino as ov
 
     threads_property = {"INFERENCE_NUM_THREADS": threads} if threads else {}
@@ -47,17 +47,18 @@ def load(runtime: str, model: str, properties: dict, threads: int = 0) -> tuple[
         # every name of each port: a port may carry a graph output's name beside its producer's
         return {name: result[port] for port in compiled.outputs for name in port.get_names()}
 
-    return ov.get_version(), call
+    return call
 
 
 def version_of(runtime: str) -> str:
+    """The runtime's release (OpenVINO's own string carries its build after a '-')."""
     if runtime == "onnxruntime":
         import onnxruntime as ort
 
         return ort.__version__
     import openvino as ov
 
-    return ov.get_version()
+    return ov.get_version().split("-")[0]
 
 
 def first_line(error: Exception) -> str:
@@ -75,18 +76,18 @@ def run(runtime: str, model: str, inputs_path: str, outputs_path: str, propertie
     import numpy as np
 
     try:
-        version, call = load(runtime, model, properties)
+        call = load(runtime, model, properties)
     except Exception as error:
         return {"version": version_of(runtime), "error": first_line(error)}
     np.savez(outputs_path, **call(read_inputs(inputs_path)))
-    return {"version": version}
+    return {"version": version_of(runtime)}
 
 
 def serve_blocks(runtime: str, model: str, inputs_path: str, properties: dict, threads: int) -> None:
     """Answer `block SECONDS` lines from stdin until it closes (see the module's docstring)."""
-    version, call = load(runtime, model, properties, threads)
+    call = load(runtime, model, properties, threads)
     feeds = read_inputs(inputs_path)
-    print(json.dumps({"version": version}), flush=True)
+    print(json.dumps({"version": version_of(runtime)}), flush=True)
     for line in sys.stdin:
         seconds = float(line.removeprefix("block "))
         for _ in range(WARM_CALLS):

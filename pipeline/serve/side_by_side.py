@@ -79,7 +79,7 @@ class Worker:
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        self.version = self._answer()["version"].split("-")[0]  # OpenVINO's carries its build after a '-'
+        self.version = self._answer()["version"]
 
     def _answer(self) -> dict:
         line = self.process.stdout.readline() if self.process.stdout else ""

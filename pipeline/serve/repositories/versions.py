@@ -134,7 +134,7 @@ def time_release(
     timed here."""
     runtime = engine_runtime(engine, manifest)
     version = getattr(release, runtime)
-    ours = in_runtime.version_of(runtime).split("-")[0]
+    ours = in_runtime.version_of(runtime)
     if version == ours:
         return f"not timed beside ours: it runs this pipeline's {runtime} {ours}, as measured"
     rows = manifest.fixed_batch or 1

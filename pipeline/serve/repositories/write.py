@@ -126,8 +126,10 @@ def _write_engines(
                     if config.compare_seconds:
                         pinned, seconds = _pinned(engine, served), config.compare_seconds
                         timed = time_release(source, served, engine, release, expected, pinned, seconds)
-                        checked += f"; {timed if isinstance(timed, str) else timed.text}"
-                        latency = None if isinstance(timed, str) else timed.to_dict()
+                        if isinstance(timed, str):  # why it was not timed
+                            checked += f"; {timed}"
+                        else:
+                            checked, latency = f"{checked}; {timed.text}", timed.to_dict()
                 written = write(source, served, checked)
                 results.append(EngineResult(engine=engine, written=written, checked=checked, latency=latency))
                 manifests[engine] = served
