@@ -89,22 +89,29 @@ def test_a_fixed_batch_of_two_on_the_second_axis_is_found(tmp_path, bake, how):
     assert np.array_equal(source.predict({"x": x})["y"], x)  # rows first: the input itself
 
 
-def ambiguous(root: Path) -> None:
-    """x [1, 4] -> y [1, 1, 4] through a baked Reshape: no graph evidence, two axes of size 1."""
-    nodes, constants = baked([1, 1, 4])
+def ambiguous(root: Path, name: str = "ambiguous", returned: tuple[int, ...] = (1, 1, 4)) -> Path:
+    """x [1, 4] -> y `returned` through a baked Reshape: no graph evidence, only the sizes a run returns."""
+    nodes, constants = baked(list(returned))
     nodes.append(helper.make_node("Identity", ["xr"], ["y"]))
-    write(root, "ambiguous", nodes, [1, 4], [1, 1, 4], constants)
+    return write(root, name, nodes, [1, 4], list(returned), constants)
 
 
-def test_an_output_whose_rows_cannot_be_told_names_output_rows_until_given(tmp_path):
+def test_a_batch_1_output_with_several_size_1_axes_takes_the_inputs_batch_axis_until_told(tmp_path):
+    """At the fixed batch 1, y [1, 1, 4] has two axes that follow the rows: the inputs' batch axis (0) is taken
+    and said; `output_rows` moves it; y [4, 1, 1], whose size-1 axes leave out the inputs' batch axis, is refused."""
     ambiguous(tmp_path)
-    with pytest.raises(ConfigError, match=r"catalog\.ambiguous\.output_rows: output 'y'.*--output-rows y=AXIS"):
-        load_source("ambiguous", onnx_config([1, 4]), tmp_path)
+    source = load_source("ambiguous", onnx_config([1, 4]), tmp_path)
+    assert source.output_batch_axes == {} and source.rows["y"].how.startswith("assumed")
+    assert source.notes == ["output 'y': rows on axis 0 (assumed: at the fixed batch 1 axes [0, 1] have size 1; the "
+                            "inputs' batch is axis 0 (--output-rows y=AXIS to change))"]  # fmt: skip
     source = load_source("ambiguous", onnx_config([1, 4], output_rows={"y": 1}), tmp_path)
     assert source.output_batch_axes == {"y": 1} and source.rows["y"].how.startswith("given")
     assert source.predict({"x": np.ones((1, 4), np.float32)})["y"].shape == (1, 1, 4)
     with pytest.raises(ConfigError, match=r"output_rows\.y: axis 3, but the output returns \[1, 1, 4\]"):
         load_source("ambiguous", onnx_config([1, 4], output_rows={"y": 3}), tmp_path)
+    ambiguous(tmp_path, "contradicted", (4, 1, 1))
+    with pytest.raises(ConfigError, match=r"catalog\.contradicted\.output_rows: output 'y'.*--output-rows y=AXIS"):
+        load_source("contradicted", onnx_config([1, 4]), tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -144,16 +151,18 @@ def test_a_state_with_its_batch_axis_second_is_found(tmp_path):
 
 
 def test_add_writes_output_rows_and_says_how_each_axis_was_found(project, tmp_path, monkeypatch, capsys):  # noqa: F811
-    ambiguous(tmp_path)
-    path = str(tmp_path / "models" / "ambiguous" / "model.onnx")
-    assert run_add(project, monkeypatch, "ambiguous", path) == 2
-    assert "catalog.ambiguous.output_rows: output 'y'" in capsys.readouterr().err
-    assert "ambiguous" not in params_of(project)["catalog"] and not (project / "models" / "ambiguous").exists()
-    assert run_add(project, monkeypatch, "ambiguous", path, "--output-rows", "z=1") == 2
+    path = str(ambiguous(tmp_path, "contradicted", (4, 1, 1)))
+    assert run_add(project, monkeypatch, "contradicted", path) == 2
+    assert "catalog.contradicted.output_rows: output 'y'" in capsys.readouterr().err
+    assert "contradicted" not in params_of(project)["catalog"] and not (project / "models" / "contradicted").exists()
+    assert run_add(project, monkeypatch, "contradicted", path, "--output-rows", "z=1") == 2
     assert "--output-rows z: no such output (outputs: ['y'])" in capsys.readouterr().err
-    assert run_add(project, monkeypatch, "ambiguous", path, "--output-rows", "y=1") == 0
-    assert params_of(project)["catalog"]["ambiguous"]["output_rows"] == {"y": 1}
+    assert run_add(project, monkeypatch, "contradicted", path, "--output-rows", "y=1") == 0
+    assert params_of(project)["catalog"]["contradicted"]["output_rows"] == {"y": 1}
     assert "output 'y': rows on axis 1 (given: output_rows)" in capsys.readouterr().out
+    assert run_add(project, monkeypatch, "ambiguous", str(ambiguous(tmp_path))) == 0  # one `add`, the axis said
+    assert "output 'y': rows on axis 0 (assumed: at the fixed batch 1" in capsys.readouterr().out
+    assert "output_rows" not in params_of(project)["catalog"]["ambiguous"]
     recogniser(tmp_path)
     assert run_add(project, monkeypatch, "ctc", str(tmp_path / "models" / "ctc" / "model.onnx")) == 0
     printed = capsys.readouterr().out

@@ -53,6 +53,9 @@ PROBE_ROWS = 2  # the rows an open batch is run at to see its outputs (and 1, to
 Dims = list[int | str]
 
 
+ASSUMED = "assumed"  # a rows axis no run could tell from the others: `add` says so, and the flag that changes it
+
+
 @dataclass(frozen=True)
 class Rows:
     """Which axis of an output holds the rows, and what told it (given, graph, declared or run)."""
@@ -305,10 +308,20 @@ class OnnxSource(SourceModel):
         if left := [name for name in self._names if name not in rows]:
             axes, how = self._run_axes(returned)
             for name in left:
-                if len(axes[name]) != 1:
-                    raise self._untold(name, axes[name], n)
-                rows[name] = Rows(axes[name][0], how)
+                rows[name] = self._one_axis(name, axes[name], how, n)
         return rows
+
+    def _one_axis(self, name: str, axes: list[int], how: str, n: int) -> Rows:
+        """The output's rows axis among the `axes` a run found following the rows. At a fixed batch of 1 every
+        axis of size 1 follows them, and nothing tells them apart: the rows are taken where the inputs' batch
+        sits (`output_rows` says otherwise); refused only when no axis can hold them."""
+        if len(axes) == 1:
+            return Rows(axes[0], how)
+        batch_axis = self.config.batched_input.batch_axis
+        if self.config.fixed_batch == 1 and batch_axis in axes:
+            return Rows(batch_axis, f"{ASSUMED}: at the fixed batch 1 axes {axes} have size 1; the inputs' batch is "
+                                    f"axis {batch_axis} (--output-rows {name}=AXIS to change)")  # fmt: skip
+        raise self._untold(name, axes, n)
 
     @property
     def _run_batch(self) -> int:
@@ -359,7 +372,9 @@ class OnnxSource(SourceModel):
     def notes(self) -> list[str]:
         """Each output whose rows are not on axis 0, where they are and what told it; each wrong declaration."""
         moved = [
-            f"output {name!r}: rows on axis {rows.axis} ({rows.how})" for name, rows in self.rows.items() if rows.axis
+            f"output {name!r}: rows on axis {rows.axis} ({rows.how})"
+            for name, rows in self.rows.items()
+            if rows.axis or rows.how.startswith(ASSUMED)
         ]
         return moved + list(self.declared_shape_notes.values())
 
