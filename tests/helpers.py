@@ -115,3 +115,33 @@ def write_build(artifact: Path, **fields: Any) -> None:
 
     record = {"status": "ok", "kind": "ok", "variant": artifact.name, "runtime": "onnxruntime", "precision": "fp32"}
     build.write(build.BuildRecord.model_validate(record | fields), artifact)
+
+
+ABORTING_NET = '''"""A model that dies natively (abort(): SIGABRT, as std::bad_alloc's end does) on some batches."""
+import os
+
+import torch
+
+
+class Aborting(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(12, 3)
+
+    def forward(self, x):
+        if {condition}:
+            os.abort()
+        return self.linear(x)
+
+
+def build():
+    return Aborting()
+'''
+
+
+def aborting_net(folder: Path, condition: str) -> Path:
+    """folder/net.py with build(): a linear model whose forward aborts the process where `condition` (of the
+    input x) holds."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "net.py").write_text(ABORTING_NET.replace("{condition}", condition))
+    return folder / "net.py"

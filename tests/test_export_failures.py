@@ -259,3 +259,18 @@ def test_check_imports_each_factory_and_names_a_missing_one(tiny_project):
     assert problem == "params.yaml: catalog.tiny.factory: 'models.tiny.net' has no attribute 'biuld'"
     [problem] = check_models(params_for(tiny=tiny_config(factory="models.tiny.nett:build")), tiny_project)
     assert problem.startswith("params.yaml: catalog.tiny.factory: cannot import 'models.tiny.nett'")
+
+
+def test_a_batch_probe_the_model_aborts_natively_is_capped_at_the_largest_batch_that_ran(tiny_project):
+    """A model whose forward dies by SIGABRT at 8 rows (std::bad_alloc's end in a TensorFlow model of issue
+    63): the export's process dies in the batch probe, and the export runs again with batches of at most 4."""
+    from tests.helpers import aborting_net
+
+    aborting_net(tiny_project / "models" / "aborts", "x.shape[0] >= 8")
+    config = tiny_config(factory="models.aborts.net:build", file=None, init_seed=0)
+    shutil.copy(tiny_project / "models" / "tiny" / "eval.npz", tiny_project / "models" / "aborts")
+    report = export_model("aborts", params_for(aborts=config), tiny_project)
+    assert report["status"] == "ok", report["reason"]
+    batching = json.loads((layout.source_dir("aborts", tiny_project) / layout.SOURCE_INFO).read_text())["batching"]
+    assert batching["max_batch"] == 4 and batching["probe_batch"] == 4
+    assert batching["how"].endswith("at most 4: batch 8 killed the process (SIGABRT)")

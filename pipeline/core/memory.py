@@ -9,9 +9,11 @@ parity check, calibration, evaluation, the throughput sweep) keeps its batches w
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -121,24 +123,68 @@ def peak_rss_growth_mb(call: Callable[[], Any]) -> float:
     return max(0.0, peak_rss_mb(call) - baseline)
 
 
+class ProbeLog:
+    """Where the batch probe writes the batch it is about to run and the largest that ran, before each
+    call: a process that a native abort (std::bad_alloc, SIGSEGV) kills mid-probe leaves what it learned
+    (pipeline.prepare.export reads it and probes again below that batch)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path, self.ran = path, 0
+
+    def running(self, batch: int) -> None:
+        if self.path is not None:
+            self.path.write_text(json.dumps({"running": batch, "ran": self.ran}))
+
+    def done(self, batch: int) -> None:
+        self.ran = max(self.ran, batch)
+
+    @staticmethod
+    def died_at(path: Path) -> tuple[int, int] | None:
+        """(the batch running, the largest that ran) when the probe died mid-call; None when it never
+        started or ended."""
+        if not path.is_file():
+            return None
+        found = json.loads(path.read_text())
+        return (found["running"], found["ran"]) if found["running"] > found["ran"] else None
+
+    def finished(self) -> None:
+        if self.path is not None:
+            self.path.write_text(json.dumps({"running": 0, "ran": self.ran}))
+
+
 def batch_limit(
-    run_batch: Callable[[int], Any], budget_mb: float, fixed_batch: int | None, largest: int = 256
+    run_batch: Callable[[int], Any],
+    budget_mb: float,
+    fixed_batch: int | None,
+    largest: int = 256,
+    log: Path | None = None,
+    capped_because: str = "",
 ) -> Batching:
     """The largest batch whose activations fit `budget_mb`, measured on the model.
 
     `run_batch(n)` runs the model on n samples. After one warm call (batch 1: weights, arenas),
     batches double until the process has grown by half the budget (or reach `largest`):
     allocators reuse freed memory, so a small probe batch shows too little growth to scale from.
+    `log` (ProbeLog) keeps each call's batch where a native abort cannot erase it; `capped_because`
+    says why `largest` is a cap on the batches run later too (a larger one killed the process).
     """
+    probes = ProbeLog(log)
+
+    def run(n: int) -> None:
+        probes.running(n)
+        run_batch(n)
+        probes.done(n)
+
     baseline = psutil.Process().memory_info().rss / 1e6
-    run_batch(fixed_batch or 1)
+    run(fixed_batch or 1)
     warm = psutil.Process().memory_info().rss / 1e6
-    probe = fixed_batch or 2
+    probe = fixed_batch or min(2, largest)
     while True:
-        growth = max(0.0, peak_rss_mb(lambda n=probe: run_batch(n)) - warm)
+        growth = max(0.0, peak_rss_mb(lambda n=probe: run(n)) - warm)
         if fixed_batch or growth >= budget_mb / 2 or probe >= largest:
             break
-        probe *= 2
+        probe = min(2 * probe, largest)
+    probes.finished()
     per_sample = max(growth / probe, 0.01)
     available = psutil.virtual_memory().available / 1e6
     if per_sample * (fixed_batch or 1) > min(budget_mb, available):
@@ -146,13 +192,16 @@ def batch_limit(
             f"one batch of {fixed_batch or 1} needs about {per_sample * (fixed_batch or 1):,.0f} MB of activations: "
             f"more than export.memory_budget_mb ({budget_mb:,.0f}) or the {available:,.0f} MB available"
         )
+    fits = max(1, int(budget_mb // per_sample))
+    capped = f"; at most {largest}: {capped_because}" if capped_because else ""
     return Batching(
-        max_batch=fixed_batch or max(1, int(budget_mb // per_sample)),
+        max_batch=fixed_batch or (min(fits, largest) if capped_because else fits),
         per_sample_mb=per_sample,
         probe_batch=probe,
         warm_up_mb=warm - baseline,
         budget_mb=budget_mb,
-        how="peak RSS of the source model over a doubling probe batch above its warm level, sampled every 0.5 ms",
+        how="peak RSS of the source model over a doubling probe batch above its warm level, sampled every 0.5 ms"
+        + capped,
     )
 
 

@@ -16,6 +16,7 @@ every variant of the model then reports, with the reason.
 
 from __future__ import annotations
 
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -36,7 +37,7 @@ from pipeline.core.inputs import (
 )
 from pipeline.core.isolate import IsolatedFailure, Usage, call
 from pipeline.core.layout import model_dir
-from pipeline.core.memory import batch_limit, batch_size
+from pipeline.core.memory import ProbeLog, batch_limit, batch_size
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
 from pipeline.core.task_metrics import resolve
@@ -161,14 +162,59 @@ def check_onnx(
 
 
 def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
-    """Run the export stage for one model; returns the export report (also written to reports/)."""
+    """Run the export stage for one model; returns the export report (also written to reports/).
+
+    The work runs in a child process (pipeline.core.isolate), for it runs the user's model: a native
+    abort there (std::bad_alloc, SIGSEGV, SIGABRT) kills that process, not the stage. One that dies while
+    the batch probe runs a batch is a finding: the export runs again with its batches capped at the
+    largest that ran. Dying anywhere else fails this model alone, with the signal, as a Python error does,
+    and `dvc repro` goes on to the other models."""
+    with tempfile.TemporaryDirectory(prefix="export-") as scratch:
+        probes, cap = Path(scratch) / "batch_probe.json", None
+        while True:
+            try:
+                return call(
+                    "pipeline.prepare.export:export_here",
+                    {
+                        "name": name,
+                        "params": params.model_dump(mode="json"),
+                        "root": str(root),
+                        "probes": str(probes),
+                        "cap": cap,
+                    },
+                    timeout=EXPORT_TIMEOUTS * params.build.timeout_s,
+                )
+            except IsolatedFailure as failure:
+                died = ProbeLog.died_at(probes)
+                if cap is None and failure.signal and died and died[1]:
+                    cap = {"largest": died[1], "because": f"batch {died[0]} killed the process ({failure.signal})"}
+                    continue
+                where = f" while the batch probe ran batch {died[0]}" if died else ""
+                return _failed(name, params, root, f"the export's process died{where}: {failure}")
+
+
+EXPORT_TIMEOUTS = 3  # build.timeout_s each: the converter's own (isolated again), then loading and predicting
+
+
+def export_here(
+    name: str, params: dict[str, Any], root: str, probes: str, cap: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The child-process side of export_model: the export, a Python error in it recorded as the model's failure."""
+    settings = Params.model_validate(params)
     try:
-        return (export_decoder if params.model(name).generates else _export)(name, params, root)
+        if settings.model(name).generates:
+            return export_decoder(name, settings, Path(root))
+        return _export(name, settings, Path(root), Path(probes), cap)
     except PipelineError as error:  # the model's own files or spec: this model fails, the others go on
         reason = str(error)
     except Exception as error:
         traceback.print_exc()
         reason = f"loading the source failed: {type(error).__name__}: {first_line(error)}"
+    return _failed(name, settings, Path(root), reason)
+
+
+def _failed(name: str, params: Params, root: Path, reason: str) -> dict[str, Any]:
+    """A failed source record, which every variant of the model then reports, and the export report."""
     report = {"status": "failed", "reason": reason, "source": params.model(name).source}
     with atomic_dir(layout.source_dir(name, root)) as tmp:
         source_record.write(SourceRecord(model=name, status="failed", reason=reason, export=report), tmp)
@@ -195,7 +241,7 @@ def export_onnx_file(
     return source.export_onnx(Path(out), ExportConfig.model_validate(export))
 
 
-def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
+def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, Any] | None) -> dict[str, Any]:
     began = time.perf_counter()
     config = params.model(name)
     folder = model_dir(name, root)
@@ -234,7 +280,11 @@ def _export(name: str, params: Params, root: Path) -> dict[str, Any]:
         evaluation, calibration, validation = sets["scoring"], sets["calibration"], sets["validation"]
         fixed = config.fixed_batch
         batching = batch_limit(
-            lambda n: source.predict(sample_batch(evaluation.inputs, n)), params.export.memory_budget_mb, fixed
+            lambda n: source.predict(sample_batch(evaluation.inputs, n)),
+            params.export.memory_budget_mb,
+            fixed,
+            **({"largest": cap["largest"], "capped_because": cap["because"]} if cap else {}),
+            log=probes,
         )
         batch = batch_size(PREDICT_BATCH, batching.max_batch, fixed)
         start = time.perf_counter()
