@@ -37,6 +37,8 @@ from tests.conftest import (
     write_tiny_model,
 )
 from tests.foreign_graphs import grid, jaxlike, stateful
+from tests.helpers import aborting_net
+from tests.model_forms import write_tflite
 from tests.pipeline_runs import commit_and_repro, fast_project, keeping, metrics, read, run
 
 pytestmark = pytest.mark.slow
@@ -53,7 +55,11 @@ KEPT = {
     "grid": ["onnx_fp32", "onnx_int8_static"],
     "jaxlike": ["onnx_fp32", "onnx_int8_dynamic"],
     "minilm": ["onnx_fp32", "openvino_int8_dynamic"],
+    "tfl_float": ["tflite", "onnx_fp32", "openvino_fp32"],  # OpenVINO: from the .tflite file itself
+    "tfl_int8": ["tflite", "onnx_fp32"],
+    "aborts": ["onnx_fp32"],  # dies natively (SIGABRT) in the export's batch probe: fails alone
 }
+FAILS = ["aborts"]
 MODELS = [*KEPT, "forest"]
 FOREIGN = ["stateful", "grid", "jaxlike"]
 PRETRAINED_INT8 = KEPT["minilm"][1:]
@@ -147,6 +153,8 @@ def project(tmp_path_factory):
         "forest": [str(forest), "--eval", str(iris)],
         "minilm": [str(files()), "--eval", str(pretrained_text), "--dim", "seq=32"],
     }  # fmt: skip
+    added |= {name: [str(write_tflite(elsewhere / name, name == "tfl_int8"))] for name in ("tfl_float", "tfl_int8")}
+    added["aborts"] = [f"{aborting_net(elsewhere / 'aborts', 'x.shape[0] == 1')}:build", "--input", "x=12"]
     for name, write in (("stateful", stateful), ("grid", grid), ("jaxlike", jaxlike)):
         path, rows = write(elsewhere / name)
         added[name] = [str(path), "--eval", str(rows)]
@@ -161,7 +169,7 @@ def project(tmp_path_factory):
 
 def test_every_added_model_reaches_a_deploy_choice_with_its_file_under_dvc(project):
     root, _, _ = project
-    for name in MODELS:
+    for name in (m for m in MODELS if m not in FAILS):
         assert read(root / "reports" / "export" / f"{name}.json")["status"] == "ok", name
         choice = read(root / "reports" / "selection" / f"{name}.json")
         assert choice["status"] == "ok" and choice["chosen"], (name, choice.get("reason"))
@@ -170,6 +178,45 @@ def test_every_added_model_reaches_a_deploy_choice_with_its_file_under_dvc(proje
     status = subprocess.run(["dvc", "status"], cwd=root, capture_output=True, text=True, check=True).stdout
     # the always-run env stage aside, the model files and every stage are as `dvc repro` left them
     assert "models/" not in status and "changed outs" not in status, status
+
+
+def test_a_model_that_aborts_natively_fails_alone_with_its_signal(project):
+    """Its forward calls abort() at one row: the export's process dies in the batch probe's first call, the
+    model gets a failed record naming the signal, and plain `dvc repro` built every other model."""
+    root, _, _ = project
+    export = read(root / "reports" / "export" / "aborts.json")
+    assert export["status"] == "failed"
+    assert "while the batch probe ran batch 1: process killed by SIGABRT" in export["reason"]
+    assert read(root / "reports" / "selection" / "aborts.json")["status"] != "ok"
+    assert (
+        metrics(root, "aborts", "onnx_fp32")["status"] == "failed"
+        and "SIGABRT" in metrics(root, "aborts", "onnx_fp32")["reason"]
+    )
+
+
+def test_tflite_files_go_in_with_one_add_and_are_judged_against_the_file_as_it_ships(project):
+    """A float file at a fixed batch of 1 and a full-integer one: the tflite baseline runs each as it ships,
+    the ONNX export and OpenVINO's own TFLite front end are measured beside it, and the deploy folder predicts."""
+    root, _, shown = project
+    assert "a full-integer (INT8) model (image scale" in shown["tfl_int8"]
+    assert "its baseline is the file itself in the LiteRT interpreter" in shown["tfl_float"]
+    assert "batch fixed to 1 by the file" in shown["tfl_float"]
+    for name in ("tfl_float", "tfl_int8"):
+        baseline = metrics(root, name, "tflite")
+        assert baseline["status"] == "ok" and baseline["runtime_settings"]["delegate"].startswith("XNNPACK")
+        assert metrics(root, name, "onnx_fp32")["fidelity"], name
+        assert read(root / "reports" / "export" / f"{name}.json")["exporter"].startswith("tf2onnx")
+    openvino = metrics(root, "tfl_float", "openvino_fp32")
+    assert openvino["status"] == "ok" and openvino["build"]["frontend"] == "source"
+    assert metrics(root, "tfl_int8", "tflite")["build"]["full_integer"] is True
+    image = np.random.default_rng(0).random((1, 16, 16, 3), dtype=np.float32)
+    np.savez(root / "image.npz", image=image)
+    run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "tfl_float"), "image.npz", "--output",
+         "out.npz"], root)  # fmt: skip
+    assert {k: v.shape for k, v in np.load(root / "out.npz").items()} == {
+        "output_0": (1, 8, 1),
+        "output_1": (1, 1, 1, 12),
+    }
 
 
 def test_an_encoder_with_two_outputs_has_fidelity_on_each(project):

@@ -149,6 +149,18 @@ def name_outputs(model: onnx.ModelProto, names: list[str]) -> None:
             _rename(graph, output.name, name)
 
 
+def name_inputs(model: onnx.ModelProto, names: dict[str, str]) -> None:
+    """Rename the graph's inputs (`names`: exporter's name -> the spec's), a tensor already holding a wanted
+    name first moved aside (tf2onnx names inputs after TFLite tensors: 'serving_default_image:0')."""
+    taken = _tensor_names(model.graph)
+    for old, new in names.items():
+        if old == new:
+            continue
+        if new in taken:
+            _rename(model.graph, new, _unique(f"{new}_internal", taken))
+        _rename(model.graph, old, new)
+
+
 def _tensor_names(graph: onnx.GraphProto) -> set[str]:
     names = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {v.name for v in graph.value_info}
     return names | {name for node in graph.node for name in node.output}

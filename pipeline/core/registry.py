@@ -55,6 +55,7 @@ PACKAGES: dict[str, Package] = {
     "tensorflow-cpu": Package(("tensorflow",), alternatives=("tensorflow",)),
     "keras": Package(("keras",), via="tensorflow-cpu"),
     "tf2onnx": Package(("tf2onnx",)),
+    "ai-edge-litert": Package(("ai_edge_litert",)),  # the LiteRT interpreter: TFLite sources and their baseline
     "jax": Package(("jax",)),
     "jaxlib": Package(("jaxlib",)),
     "flax": Package(("flax",)),
@@ -90,6 +91,9 @@ SOURCES: dict[str, Source] = {
     "onnx": Source("pipeline.prepare.sources.onnxfile", "onnx_fp32", ("onnx", "onnxruntime")),
     "keras": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "keras", "tf2onnx", "onnx")),
     "savedmodel": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "tf2onnx", "onnx")),
+    "tflite": Source(
+        "pipeline.prepare.sources.tflite", "tflite", ("ai-edge-litert", "tensorflow-cpu", "tf2onnx", "onnx")
+    ),
     "jax": Source("pipeline.prepare.sources.jaxfn", "jax_jit", ("jax", "jaxlib", "flax", "jax2onnx", "onnx")),
     # a Hugging Face causal LM folder (task: text-generation), exported by pipeline.prepare.decoder
     "transformers": Source(None, "lm_torch", ("transformers", "torch")),
@@ -125,6 +129,7 @@ RUNTIMES: dict[str, Runtime] = {
     "tensorrt": Runtime("pipeline.runtimes.trt", ("tensorrt-cu13", "cuda-python"), ("cuda",)),
     "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),
     "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow-cpu",)),
+    "litert": Runtime("pipeline.runtimes.litert", ("ai-edge-litert",)),
     "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
     # generators (pipeline.runtimes.generator): text-generation variants
     "transformers": Runtime("pipeline.runtimes.lm_torch", ("transformers", "torch")),
@@ -230,6 +235,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "pipeline.optimize.passes.tensorflow:TfGraph", frozenset({"keras", "savedmodel"})),
     Variant("tf_xla", "the same with tf.function(jit_compile=True): XLA-compiled at load", "tensorflow", "fp32",
             "pipeline.optimize.passes.tensorflow:TfXla", frozenset({"keras", "savedmodel"})),
+    Variant("tflite", "the .tflite file as it ships, in the LiteRT interpreter with XNNPACK: the baseline",
+            "litert", "fp32", "pipeline.optimize.passes.tflite:AsShipped", frozenset({"tflite"})),
     Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
             "pipeline.optimize.passes.jax:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",

@@ -33,6 +33,7 @@ class RuntimeConfig(Part):
     layout: ModelLayout | None = None
     code_root: str | None = None  # where a code artifact's factory module lies (predict: the deploy folder)
     compile_at_load: bool | None = None  # TensorFlow / JAX: compile once at load with a batch-1 call
+    output_names: list[str] | None = None  # LiteRT: the names the model's outputs go by, in the file's order
     # ONNX Runtime
     provider: Literal["cuda", "tensorrt"] | None = None
     fp16: bool | None = None  # TensorRT execution provider precisions

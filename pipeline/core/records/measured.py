@@ -248,6 +248,9 @@ class RuntimeSettings(Part):
     dynamic_quantization_group_size: int | None = None
     latency_hint_streams: int | None = None
     execution_devices: str | None = None
+    # LiteRT: the interpreter's delegate and the package's version
+    delegate: str | None = None
+    litert: str | None = None
     # PyTorch, TensorFlow, JAX, TensorRT
     mode: str | None = None  # torch: eager module or AOTInductor package
     xla_compiled_at_load: bool | None = None

@@ -1,10 +1,11 @@
 """openvino_fp32 and openvino_fp16: OpenVINO IR (model.xml + model.bin) from openvino.convert_model,
 the conversion every OpenVINO variant starts from.
 
-Conversion starts from the checked ONNX export by default (`frontend: onnx`): that file passed the
+Conversion starts from the checked ONNX export by default (`frontend: auto`): that file passed the
 parity check against the source, and the same path serves every source kind, ONNX files
-included. `frontend: source` converts a PyTorch source module directly (OpenVINO's PyTorch front
-end), for comparison.
+included; but a TFLite file is read by OpenVINO's own TFLite front end, as it ships (tf2onnx's NHWC
+graph keeps transposes a direct reading does not need). `frontend: source` converts a PyTorch source
+module or a TFLite file directly, `frontend: onnx` always takes the export; the build record says which.
 
 The CPU plugin picks its own inference precision (bf16 on CPUs with AVX512-BF16 or AMX) unless
 told otherwise, so `openvino_fp32` pins f32 by default and every variant records the precision
@@ -32,8 +33,11 @@ RESCUE_INFO = "pipeline_rescue"  # the rt_info key under which convert's rescue 
 Precision = Literal["f32", "bf16", "f16", "auto"]
 
 
+DIRECT = {"tflite"}  # the source kinds `frontend: auto` converts from the user's own file
+
+
 class OpenVinoConfig(NoConfig):
-    frontend: Literal["onnx", "source"] = "onnx"
+    frontend: Literal["auto", "onnx", "source"] = "auto"
     inference_precision: Precision = "auto"
 
 
@@ -41,10 +45,19 @@ class Fp32Config(OpenVinoConfig):
     inference_precision: Precision = "f32"
 
 
+def frontend_of(ctx: BuildContext, frontend: str) -> str:
+    """The front end `frontend` means for this model: `auto` is `source` for the kinds OpenVINO reads as
+    they ship (DIRECT), `onnx` for the others."""
+    if frontend == "auto":
+        return "source" if ctx.config.source in DIRECT else "onnx"
+    return frontend
+
+
 def convert(ctx: BuildContext, frontend: str) -> ov.Model:
-    """An ov.Model from the ONNX export, or from the PyTorch source module."""
+    """An ov.Model from the ONNX export, the PyTorch source module or the TFLite file (frontend_of)."""
     import openvino as ov
 
+    frontend = frontend_of(ctx, frontend)
     if frontend == "onnx":
         try:
             return ov.convert_model(ctx.exported_onnx)
@@ -60,8 +73,11 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
             record = rescue.record(error, specialised_to={name: value.item() for name, value in values.items()})
             model.set_rt_info(json.dumps(record), [RESCUE_INFO])  # save() records it (NNCF keeps a model's rt_info)
             return model
+    if ctx.config.source == "tflite":
+        return from_tflite(ctx)
     if ctx.config.source != "torch":
-        raise PipelineError(f"frontend 'source' converts PyTorch models; {ctx.model} is a {ctx.config.source} model")
+        raise PipelineError(f"frontend 'source' converts PyTorch models and TFLite files; {ctx.model} is a "
+                            f"{ctx.config.source} model")  # fmt: skip
     import torch
 
     from pipeline.optimize.passes.pytorch import source_module
@@ -76,6 +92,24 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
         port.get_tensor().set_names({name})
     for port, name in zip(model.outputs, ctx.source_info.output_names, strict=True):
         port.get_tensor().set_names({name})
+    return model
+
+
+def from_tflite(ctx: BuildContext) -> ov.Model:
+    """The .tflite file read by OpenVINO's TFLite front end, its ports given the spec's names."""
+    import openvino as ov
+
+    from pipeline.core.layout import model_dir
+    from pipeline.runtimes.litert import interpreter, signature_tensors
+
+    path = model_dir(ctx.model, ctx.root) / (ctx.config.file or "")
+    inputs, outputs = signature_tensors(interpreter(path))
+    names = {t.tensor: t.name for t in inputs} | {
+        t.tensor: name for t, name in zip(outputs, ctx.source_info.output_names, strict=True)
+    }
+    model = ov.convert_model(str(path))
+    for port in [*model.inputs, *model.outputs]:
+        port.get_tensor().set_names({names[port.get_any_name()]})
     return model
 
 
@@ -121,7 +155,7 @@ def save(
     return BuildResult(
         MODEL_FILE,
         {
-            "frontend": config.frontend,
+            "frontend": frontend_of(ctx, config.frontend),
             "compress_to_fp16": compress_to_fp16,
             "ops": len(ops),
             "fake_quantize_ops": ops.count("FakeQuantize"),

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Inferred
-from pipeline.prepare.add.inspect import factory, hugging_face, keras_file, onnx_file, saved_model
+from pipeline.prepare.add.inspect import factory, hugging_face, keras_file, onnx_file, saved_model, tflite_file
 
 
 class Inspector(NamedTuple):
@@ -24,6 +24,7 @@ INSPECTORS = {  # a factory first: FILE.py:FUNCTION is no path that exists
     "keras": Inspector(keras_file.reads, keras_file.inspect_keras),
     "hugging_face": Inspector(hugging_face.reads, hugging_face.inspect_hf),
     "savedmodel": Inspector(saved_model.reads, saved_model.inspect_savedmodel),
+    "tflite": Inspector(tflite_file.reads, tflite_file.inspect_tflite),
 }
 
 
@@ -36,6 +37,6 @@ def inspect_model(name: str, path: Path, flags: Flags) -> Inferred:
         raise AddError(f"{path}: not found")
     raise AddError(
         f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it), a "
-        ".keras (or Keras 2 .h5) file, a SavedModel folder, a Hugging Face folder (config.json and weights), or a "
-        "PyTorch or JAX factory as FILE.py:FUNCTION (docs/bring-your-own-model.md)"
+        ".keras (or Keras 2 .h5) file, a SavedModel folder, a Hugging Face folder (config.json and weights), a "
+        ".tflite file, or a PyTorch or JAX factory as FILE.py:FUNCTION (docs/bring-your-own-model.md)"
     )
