@@ -10,10 +10,14 @@ file tracked by a .dvc file.
   detector's raw grid, a classifier with its softmax written out.
 - A real pretrained Hugging Face folder as it is shared (all-MiniLM-L6-v2, shipped inside a package)
   with its text: an INT8 deployed, or the reason none was, with fidelity on held-out sentences.
+- TFLite files written by TensorFlow's converter (tests/model_forms.py): a float one at a fixed batch of
+  1, a full-integer one; each against the file as it ships in LiteRT (the tflite baseline).
+- A PyTorch factory that dies natively (abort()) in the export's batch probe: it fails alone, with the
+  signal, and the same `dvc repro` builds every other model.
 
 The fixed-batch ONNX CNN with an odd input name and the Hugging Face classifier are tests/test_e2e.py's.
-Slow (about 4.5 minutes on 2 cores: eleven `add` commands, each loading its framework, and one `dvc
-repro` of 11 models, 65 stages): one project for every added model, so DVC, the env probe and the report
+Slow (about 5.5 minutes on 2 cores: fourteen `add` commands, each loading its framework, and one `dvc
+repro` of 14 models): one project for every added model, so DVC, the env probe and the report
 are paid once. Each model keeps one or two variants
 (KEPT; the others are covered by tests/test_e2e.py and each pass's own test) and `models` is what was
 added: edits to the harness, not to any entry `add` wrote."""

