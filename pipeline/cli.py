@@ -107,7 +107,7 @@ def _add(args: argparse.Namespace) -> int:
                   parse_assignments("--batch-axis", args.batch_axis, int),
                   parse_assignments("--output-rows", args.output_rows, int),
                   parse_assignments("--threshold", args.threshold, float),
-                  {k: v for k, _, v in (a.partition("=") for a in args.judged_as)})  # fmt: skip
+                  {k: v for k, _, v in (a.partition("=") for a in args.judged_as)}, args.trust_pickle)  # fmt: skip
     try:  # add_model leaves nothing written whatever failed; a case it did not foresee is still one line
         inferred = add_model(args.name, args.path, Path("."), flags)
     except PipelineError:
@@ -242,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument("--output-rows", action="append", default=[], help="ONNX files: an output whose rows (batch) "
                      "axis the file does not tell, e.g. 387=1 (repeatable; else read off the graph, its declared "
                      "shape or a run)")  # fmt: skip
+    add.add_argument("--trust-pickle", action="store_true", help="a scikit-learn .joblib/.pkl file: load it (a "
+                     "pickle runs code from the file: only one whose origin you trust)")  # fmt: skip
     add.set_defaults(run=_add)
     predict = commands.add_parser("predict", help="run a deployment artifact (deploy/<model>) on inputs")
     predict.add_argument("deploy", type=Path, help="the deploy/<model> folder written by the select stage")

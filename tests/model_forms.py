@@ -1,7 +1,8 @@
 """Models in the forms they ship in that are no ONNX graph, written by the libraries that write them, for
 the `add` tests: TFLite files from TensorFlow's converter, a float one at a fixed batch of 1 with
 MediaPipe's kind of outputs (scores [1, anchors, 1], points [1, 1, 1, 3 * landmarks]), and a full-integer
-one (int8 inputs and outputs, each with its scale and zero point) with an open batch."""
+one (int8 inputs and outputs, each with its scale and zero point) with an open batch; scikit-learn models
+saved with joblib: a text pipeline whose input is strings, and a numeric one."""
 
 from __future__ import annotations
 
@@ -41,3 +42,53 @@ def write_tflite(folder: Path, full_integer: bool = False) -> Path:
     path = folder / "model.tflite"
     path.write_bytes(converter.convert())
     return path
+
+
+REVIEWS = (["a fine film with a warm story", "the acting was superb and moving", "a delight from start to end",
+            "great music and a clever plot", "i loved every minute of it"],
+           ["a dull film with a thin story", "the acting was wooden and flat", "a bore from start to end",
+            "awful music and a silly plot", "i hated every minute of it"])  # fmt: skip
+
+
+def reviews(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`n` short reviews [n, 1] (strings) and their labels (1: positive), mixed from REVIEWS' phrases."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    texts = [" and ".join(rng.choice(REVIEWS[1 - label], 2, replace=False)) for label in labels]
+    return np.array(texts, dtype=str)[:, None], labels
+
+
+def write_text_pipeline(folder: Path) -> tuple[Path, Path]:
+    """folder/reviews.joblib: a scikit-learn Pipeline (TfidfVectorizer + LogisticRegression) fitted on reviews,
+    saved with joblib as such models ship; folder/reviews.npz: held-out reviews `text` [64, 1] and labels."""
+    import joblib
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    texts, labels = reviews(200, seed=0)
+    model = make_pipeline(TfidfVectorizer(), LogisticRegression()).fit(texts[:, 0], labels)
+    folder.mkdir(parents=True, exist_ok=True)
+    joblib.dump(model, folder / "reviews.joblib")
+    held_out, held_labels = reviews(64, seed=1)
+    np.savez(folder / "reviews.npz", text=held_out, labels=held_labels)
+    return folder / "reviews.joblib", folder / "reviews.npz"
+
+
+def write_numeric_estimator(folder: Path) -> tuple[Path, Path]:
+    """folder/iris.joblib: StandardScaler + LogisticRegression on iris (shipped with scikit-learn), saved with
+    joblib; folder/iris.npz: the held-out third of the flowers `X` [50, 4] float64 and their labels."""
+    import joblib
+    from sklearn.datasets import load_iris
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_iris(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(x))
+    train, held = order[:100], order[100:]
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)).fit(x[train], y[train])
+    folder.mkdir(parents=True, exist_ok=True)
+    joblib.dump(model, folder / "iris.joblib")
+    np.savez(folder / "iris.npz", X=x[held], labels=y[held])
+    return folder / "iris.joblib", folder / "iris.npz"

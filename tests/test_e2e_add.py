@@ -12,12 +12,14 @@ file tracked by a .dvc file.
   with its text: an INT8 deployed, or the reason none was, with fidelity on held-out sentences.
 - TFLite files written by TensorFlow's converter (tests/model_forms.py): a float one at a fixed batch of
   1, a full-integer one; each against the file as it ships in LiteRT (the tflite baseline).
+- scikit-learn models saved with joblib (tests/model_forms.py), on --trust-pickle: a text pipeline whose
+  input is strings (predict and the served protocol answer as scikit-learn does), a numeric one.
 - A PyTorch factory that dies natively (abort()) in the export's batch probe: it fails alone, with the
   signal, and the same `dvc repro` builds every other model.
 
 The fixed-batch ONNX CNN with an odd input name and the Hugging Face classifier are tests/test_e2e.py's.
-Slow (about 5.5 minutes on 2 cores: fourteen `add` commands, each loading its framework, and one `dvc
-repro` of 14 models): one project for every added model, so DVC, the env probe and the report
+Slow (about 6 minutes on 2 cores: sixteen `add` commands, each loading its framework, and one `dvc
+repro` of 16 models): one project for every added model, so DVC, the env probe and the report
 are paid once. Each model keeps one or two variants
 (KEPT; the others are covered by tests/test_e2e.py and each pass's own test) and `models` is what was
 added: edits to the harness, not to any entry `add` wrote."""
@@ -42,7 +44,7 @@ from tests.conftest import (
 )
 from tests.foreign_graphs import grid, jaxlike, stateful
 from tests.helpers import aborting_net
-from tests.model_forms import write_tflite
+from tests.model_forms import reviews, write_numeric_estimator, write_text_pipeline, write_tflite
 from tests.pipeline_runs import commit_and_repro, fast_project, keeping, metrics, read, run
 
 pytestmark = pytest.mark.slow
@@ -62,6 +64,8 @@ KEPT = {
     "tfl_float": ["tflite", "onnx_fp32", "openvino_fp32"],  # OpenVINO: from the .tflite file itself
     "tfl_int8": ["tflite", "onnx_fp32"],
     "aborts": ["onnx_fp32"],  # dies natively (SIGABRT) in the export's batch probe: fails alone
+    "reviews": ["sklearn", "onnx_fp32"],  # a scikit-learn text pipeline: strings in
+    "iris_joblib": ["sklearn", "onnx_fp32"],
 }
 FAILS = ["aborts"]
 MODELS = [*KEPT, "forest"]
@@ -159,6 +163,9 @@ def project(tmp_path_factory):
     }  # fmt: skip
     added |= {name: [str(write_tflite(elsewhere / name, name == "tfl_int8"))] for name in ("tfl_float", "tfl_int8")}
     added["aborts"] = [f"{aborting_net(elsewhere / 'aborts', 'x.shape[0] == 1')}:build", "--input", "x=12"]
+    for name, write in (("reviews", write_text_pipeline), ("iris_joblib", write_numeric_estimator)):
+        path, rows = write(elsewhere / name)
+        added[name] = [str(path), "--eval", str(rows), "--trust-pickle"]
     for name, write in (("stateful", stateful), ("grid", grid), ("jaxlike", jaxlike)):
         path, rows = write(elsewhere / name)
         added[name] = [str(path), "--eval", str(rows)]
@@ -221,6 +228,50 @@ def test_tflite_files_go_in_with_one_add_and_are_judged_against_the_file_as_it_s
         "output_0": (1, 8, 1),
         "output_1": (1, 1, 1, 12),
     }
+
+
+def test_scikit_learn_models_go_in_as_saved_and_are_timed_against_scikit_learn(project):
+    """A text pipeline (strings in) and a numeric one, each saved with joblib: the sklearn baseline and the
+    ONNX export measured side by side, fidelity on their held-out rows; the text model's deploy folder answers
+    as scikit-learn itself does, through predict and the served protocol (REST JSON and binary, gRPC)."""
+    import joblib
+    import tritonclient.grpc as grpc_client
+    import tritonclient.http as http_client
+
+    from pipeline.serve import server
+
+    root, _, shown = project
+    assert "its input 'text' str ['batch', 1] (a text vectorizer first: strings)" in shown["reviews"]
+    for name in ("reviews", "iris_joblib"):
+        export = read(root / "reports" / "export" / f"{name}.json")
+        assert export["parity"] == "ok" and export["exporter"].startswith("skl2onnx"), name
+        baseline = metrics(root, name, "sklearn")
+        assert baseline["status"] == "ok" and baseline["runtime_settings"]["estimator"] == "Pipeline", name
+        assert metrics(root, name, "onnx_fp32")["fidelity"]["probabilities"], name
+    texts, _ = reviews(5, seed=7)
+    want = joblib.load(root / "models" / "reviews" / "reviews.joblib").predict_proba(texts[:, 0])
+    np.savez(root / "texts.npz", text=texts)
+    deploy = root / "deploy" / "reviews"
+    run([sys.executable, "-m", "pipeline", "predict", str(deploy), "texts.npz", "--output", "p.npz"], root)
+    assert np.abs(np.load(root / "p.npz")["probabilities"] - want).max() < 1e-5
+    running = server.start(deploy)
+    try:
+        as_bytes = texts.astype(object)
+        got = {}
+        for binary in (False, True):
+            tensor = http_client.InferInput("text", list(texts.shape), "BYTES")
+            tensor.set_data_from_numpy(as_bytes, binary_data=binary)
+            reply = http_client.InferenceServerClient(running.url).infer("reviews", [tensor])
+            got[f"rest {'binary' if binary else 'json'}"] = reply.as_numpy("probabilities")
+        tensor = grpc_client.InferInput("text", list(texts.shape), "BYTES")
+        tensor.set_data_from_numpy(as_bytes)
+        got["grpc"] = (
+            grpc_client.InferenceServerClient(running.grpc_url).infer("reviews", [tensor]).as_numpy("probabilities")
+        )
+    finally:
+        running.stop()
+    for how, probabilities in got.items():
+        assert np.abs(probabilities - want).max() < 1e-5, how
 
 
 def test_an_encoder_with_two_outputs_has_fidelity_on_each(project):

@@ -327,7 +327,7 @@ def test_an_if_on_a_scalar_input_with_one_known_value_is_folded_before_openvino_
     with pytest.raises(Exception, match="rank has to be known"):
         ov.convert_model(path)  # the symptom
     specs = {"x": InputSpec(shape=["batch", 4, 8]), "sr": InputSpec(shape=[], dtype="int64", value=16000)}
-    ctx = SimpleNamespace(exported_onnx=path, config=SimpleNamespace(inputs=specs), out_dir=tmp_path,
+    ctx = SimpleNamespace(exported_onnx=path, config=SimpleNamespace(inputs=specs, source="onnx"), out_dir=tmp_path,
                           reference=lambda: DataSet(rows), calibration=lambda: DataSet(rows), fixed_batch=None,
                           model_inputs=lambda chunk: to_model_layout(chunk, specs))  # fmt: skip
 

@@ -31,9 +31,9 @@ from pipeline.core.validation import FieldError, validate
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
 # The registry's source kinds (pipeline.core.registry.SOURCES: tests/test_registry.py holds them equal),
 # written out so that the schema imports no table; transformers: a Hugging Face model folder
-SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "jax", "transformers"]
+SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "sklearn", "jax", "transformers"]
 VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
-DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
+DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool", "str"]
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
 BUILT_IN_METRICS = ("accuracy", "binary_accuracy", "f1", "cer", "none")
 # What an output is judged as (pipeline.core.evaluate.output_kind), when its values cannot tell
@@ -187,8 +187,8 @@ class ModelConfig(Strict):
     make_batch_dynamic: bool = False  # ONNX files with a fixed batch: try to relax it, keep it only if proven
     onnx_ml: bool = Field(
         default=False,
-        description="the ONNX file uses ONNX-ML operators (ai.onnx.ml: scikit-learn via skl2onnx); only the "
-        "variants that run them as they are apply",
+        description="the ONNX file (or a scikit-learn model's skl2onnx export) uses ONNX-ML operators (ai.onnx.ml); "
+        "only the variants that run them as they are apply",
     )
     model_type: Literal["auto", "transformer", "cnn", "other"] = Field(
         default="auto", description="picks the quantization recipes; auto: attention patterns in the ONNX graph"
@@ -245,7 +245,7 @@ class ModelConfig(Strict):
             )
         if self.source in ("torch", "jax") and not self.factory:
             raise FieldError("factory", f"{self.source} models need 'factory: module:function' (the model's code)")
-        if self.source in ("onnx", "savedmodel", "tflite") and not self.file:
+        if self.source in ("onnx", "savedmodel", "tflite", "sklearn") and not self.file:
             raise FieldError("file", f"{self.source} models need 'file:' (a path inside models/<name>/)")
         if self.source == "keras" and not (self.file or self.factory):
             raise FieldError("file", "keras models need 'file:' (a .keras file) or 'factory:'")
@@ -254,8 +254,8 @@ class ModelConfig(Strict):
             raise FieldError("torch_exporter", f"applies to torch models; this is a {self.source} model")
         if self.make_batch_dynamic and (self.source != "onnx" or self.fixed_batch is None):
             raise FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
-        if self.onnx_ml and self.source != "onnx":
-            raise FieldError("onnx_ml", "applies to ONNX files (source: onnx)")
+        if self.onnx_ml and self.source not in ("onnx", "sklearn"):
+            raise FieldError("onnx_ml", "applies to ONNX files and scikit-learn models (source: onnx, sklearn)")
         if self.output_rows and self.source != "onnx":
             raise FieldError("output_rows", "applies to ONNX files (source: onnx)")
         if unknown := sorted(set(self.output_rows) - set(self.outputs or self.output_rows)):

@@ -149,6 +149,14 @@ def concat(chunks: list[Arrays]) -> Arrays:
     return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
 
 
+def _texts(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Strings of 3 to 12 lower-case words of 2 to 9 letters: what a text input's generated rows hold (real
+    words come with eval data)."""
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = lambda: " ".join("".join(rng.choice(letters, rng.integers(2, 10))) for _ in range(rng.integers(3, 13)))  # noqa: E731
+    return np.array([words() for _ in range(int(np.prod(shape)))], dtype=str).reshape(shape)
+
+
 def generate_inputs(
     specs: dict[str, InputSpec],
     n: int,
@@ -184,6 +192,8 @@ def generate_inputs(
         elif spec.kind == "token_type_ids":
             split = rng.integers(1, shape[1] + 1, size=(shape[0], 1)) * (rng.random((shape[0], 1)) < 0.5)
             out[name] = (np.arange(shape[1]) >= np.where(split > 0, split, shape[1])).astype(dtype)
+        elif dtype.kind == "U":  # text: words of letters, as a tokenizer or a vectorizer splits them
+            out[name] = _texts(rng, shape)
         elif dtype == np.bool_:
             out[name] = rng.random(shape) < 0.5
         elif np.issubdtype(dtype, np.integer):

@@ -104,6 +104,8 @@ def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arra
                 if known != size:
                     raise ModelFileError(f"{what}: dimension {dim!r} is {size} in {name!r} but {known} in {other!r}")
         target = np.dtype(spec.dtype)
+        if target.kind == "U" and value.dtype.kind in "OS":  # text as bytes (v2's BYTES) or Python strings
+            value = _as_text(value, what, name)
         if not np.can_cast(value.dtype, target, casting="same_kind"):
             raise ModelFileError(f"{what}: array {name!r} has dtype {value.dtype}, expected {spec.dtype}")
         if value.size and target.kind in "iu" and not np.can_cast(value.dtype, target):  # a narrowing int cast
@@ -118,6 +120,22 @@ def check_inputs(arrays: Arrays, specs: dict[str, InputSpec], what: str) -> Arra
     if len(sizes) != 1 or 0 in sizes:
         raise ModelFileError(f"{what}: inputs must have the same, non-zero number of samples (got {sorted(sizes)})")
     return checked
+
+
+def _as_text(value: np.ndarray, what: str, name: str) -> np.ndarray:
+    """A text input's elements as numpy strings: bytes decoded as UTF-8, str kept; anything else refused."""
+    try:
+        return np.array([v.decode() if isinstance(v, bytes) else _text(v) for v in value.ravel()], dtype=str).reshape(
+            value.shape
+        )
+    except (UnicodeDecodeError, TypeError) as error:
+        raise ModelFileError(f"{what}: array {name!r} holds something other than UTF-8 text: {error}") from None
+
+
+def _text(item: object) -> str:
+    if not isinstance(item, str):
+        raise TypeError(f"a {type(item).__name__} where text was expected")
+    return item
 
 
 def declared_bounds(specs: dict[str, InputSpec]) -> dict[str, int]:

@@ -149,6 +149,40 @@ def name_outputs(model: onnx.ModelProto, names: list[str]) -> None:
             _rename(graph, output.name, name)
 
 
+LOCALES = ("C.UTF-8", "C")  # what every glibc image has, best first
+
+
+def with_available_locale(model: onnx.ModelProto) -> dict[str, object] | None:
+    """Rescue string_normalizer_locale: where ONNX Runtime cannot open `model` for want of a StringNormalizer's
+    locale, set those nodes' locale to the first of LOCALES that it opens with; returns the rescue's record
+    (None: the graph opened as it was). Any other failure to open is left for the caller to meet."""
+    import onnx
+    import onnxruntime as ort
+
+    from pipeline.core import rescues
+
+    def opens() -> Exception | None:
+        try:
+            ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            return None
+        except Exception as error:
+            return error
+
+    error = opens()
+    rescue = rescues.find("string_normalizer_locale", error) if error is not None else None
+    if rescue is None:
+        return None
+    nodes = [node for node in model.graph.node if node.op_type == "StringNormalizer"]
+    for locale in LOCALES:
+        for node in nodes:
+            kept = [a for a in node.attribute if a.name != "locale"]
+            del node.attribute[:]
+            node.attribute.extend([*kept, onnx.helper.make_attribute("locale", locale)])
+        if opens() is None:
+            return rescue.record(error, locale=locale, nodes=len(nodes))
+    raise error
+
+
 def name_inputs(model: onnx.ModelProto, names: dict[str, str]) -> None:
     """Rename the graph's inputs (`names`: exporter's name -> the spec's), a tensor already holding a wanted
     name first moved aside (tf2onnx names inputs after TFLite tensors: 'serving_default_image:0')."""

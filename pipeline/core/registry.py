@@ -65,7 +65,8 @@ PACKAGES: dict[str, Package] = {
     "transformers": Package(("transformers",)),
     "onnxruntime-genai": Package(("onnxruntime_genai",)),  # the lm_onnx_* builder and runtime
     "openvino-genai": Package(("openvino_genai",)),  # the lm_openvino_* runtime
-    "scikit-learn": Package(("sklearn",)),  # the zoo's data sets
+    "scikit-learn": Package(("sklearn",)),  # the zoo's data sets; scikit-learn sources and their baseline
+    "skl2onnx": Package(("skl2onnx",)),  # scikit-learn sources' ONNX export
     "dvc": Package(("dvc",)),
     # NVIDIA GPU targets (docs/gpu.md): recorded in reports/env.json, where GPU figures are taken
     "onnxruntime-gpu": Package(("onnxruntime",), extra="gpu"),
@@ -94,6 +95,7 @@ SOURCES: dict[str, Source] = {
     "tflite": Source(
         "pipeline.prepare.sources.tflite", "tflite", ("ai-edge-litert", "tensorflow-cpu", "tf2onnx", "onnx")
     ),
+    "sklearn": Source("pipeline.prepare.sources.sklearn", "sklearn", ("scikit-learn", "skl2onnx", "onnx")),
     "jax": Source("pipeline.prepare.sources.jaxfn", "jax_jit", ("jax", "jaxlib", "flax", "jax2onnx", "onnx")),
     # a Hugging Face causal LM folder (task: text-generation), exported by pipeline.prepare.decoder
     "transformers": Source(None, "lm_torch", ("transformers", "torch")),
@@ -130,6 +132,7 @@ RUNTIMES: dict[str, Runtime] = {
     "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),
     "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow-cpu",)),
     "litert": Runtime("pipeline.runtimes.litert", ("ai-edge-litert",)),
+    "sklearn": Runtime("pipeline.runtimes.sklearn_rt", ("scikit-learn",)),
     "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
     # generators (pipeline.runtimes.generator): text-generation variants
     "transformers": Runtime("pipeline.runtimes.lm_torch", ("transformers", "torch")),
@@ -237,6 +240,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "pipeline.optimize.passes.tensorflow:TfXla", frozenset({"keras", "savedmodel"})),
     Variant("tflite", "the .tflite file as it ships, in the LiteRT interpreter with XNNPACK: the baseline",
             "litert", "fp32", "pipeline.optimize.passes.tflite:AsShipped", frozenset({"tflite"})),
+    Variant("sklearn", "the scikit-learn estimator as it was saved (predict_proba / predict): the baseline",
+            "sklearn", "fp32", "pipeline.optimize.passes.sklearn:AsSaved", frozenset({"sklearn"}), onnx_ml=True),
     Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
             "pipeline.optimize.passes.jax:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",

@@ -53,7 +53,9 @@ class Rescue:
     def telling_line(self, text: str) -> str:
         """The error's line that shows the symptom (a converter's report starts with its own frame)."""
         lines = [line.strip() for line in text.strip().splitlines() if line.strip()] or [""]
-        return next((line for line in lines if self.message and re.search(self.message, line)), lines[0])
+        line = next((line for line in lines if self.message and re.search(self.message, line)), lines[0])
+        found = re.search(self.message, line) if self.message else None
+        return "..." + line[found.start() :] if found and found.start() > 100 else line  # the symptom, not a preamble
 
 
 def installed(package: str) -> str:
@@ -123,6 +125,14 @@ RESCUES: tuple[Rescue, ...] = (
         "variables and wrap the graph back into a TF2 function (tf.compat.v1.wrap_function): tf2onnx and the "
         "tf_graph / tf_xla variants then read it as any SavedModel's signature",
         ("AttributeError", "ValueError", "KeyError", "TypeError"), "add_slot|_UserObject|optimizer|slot",
+    ),
+    Rescue(
+        "string_normalizer_locale", "onnxruntime",
+        "ONNX Runtime cannot open a graph whose StringNormalizer asks for a locale this machine lacks (skl2onnx "
+        "writes none, which means en_US.UTF-8; minimal images have only C, C.UTF-8 and POSIX)",
+        "set each such StringNormalizer's locale to one this machine has (C.UTF-8, else C): lower-casing then "
+        "folds ASCII letters only; the record names the locale, and a serving image needs it",
+        ("Fail", "RuntimeException"), "Failed to construct locale",
     ),
     Rescue(
         "checkpoint_dict", "torch",

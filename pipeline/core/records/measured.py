@@ -251,6 +251,9 @@ class RuntimeSettings(Part):
     # LiteRT: the interpreter's delegate and the package's version
     delegate: str | None = None
     litert: str | None = None
+    # scikit-learn: its version and the estimator's class
+    sklearn: str | None = None
+    estimator: str | None = None
     # PyTorch, TensorFlow, JAX, TensorRT
     mode: str | None = None  # torch: eager module or AOTInductor package
     xla_compiled_at_load: bool | None = None

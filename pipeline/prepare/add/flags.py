@@ -29,6 +29,7 @@ class Flags:
     output_rows: dict[str, int] = field(default_factory=dict)  # --output-rows: outputs' rows axes the file hides
     thresholds: dict[str, float] = field(default_factory=dict)  # --threshold: outputs' decision thresholds
     judged_as: dict[str, str] = field(default_factory=dict)  # --judged-as: outputs' kinds
+    trust_pickle: bool = False  # --trust-pickle: a scikit-learn pickle may be loaded (it runs code from the file)
 
 
 def parse_assignments(flag: str, values: list[str], kind: type) -> dict[str, Any]:

@@ -45,6 +45,7 @@ ONNX_DTYPES = {
     "int8": onnx.TensorProto.INT8,
     "uint8": onnx.TensorProto.UINT8,
     "bool": onnx.TensorProto.BOOL,
+    "str": onnx.TensorProto.STRING,  # text (a skl2onnx text pipeline, a tokenizer inside the graph)
 }
 RELAXED_BATCH = "batch"
 ONNX_ML = "ai.onnx.ml"

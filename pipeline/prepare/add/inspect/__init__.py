@@ -10,7 +10,15 @@ from typing import NamedTuple
 
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Inferred
-from pipeline.prepare.add.inspect import factory, hugging_face, keras_file, onnx_file, saved_model, tflite_file
+from pipeline.prepare.add.inspect import (
+    factory,
+    hugging_face,
+    keras_file,
+    onnx_file,
+    saved_model,
+    sklearn_file,
+    tflite_file,
+)
 
 
 class Inspector(NamedTuple):
@@ -25,6 +33,7 @@ INSPECTORS = {  # a factory first: FILE.py:FUNCTION is no path that exists
     "hugging_face": Inspector(hugging_face.reads, hugging_face.inspect_hf),
     "savedmodel": Inspector(saved_model.reads, saved_model.inspect_savedmodel),
     "tflite": Inspector(tflite_file.reads, tflite_file.inspect_tflite),
+    "sklearn": Inspector(sklearn_file.reads, sklearn_file.inspect_sklearn),
 }
 
 
@@ -38,5 +47,6 @@ def inspect_model(name: str, path: Path, flags: Flags) -> Inferred:
     raise AddError(
         f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it), a "
         ".keras (or Keras 2 .h5) file, a SavedModel folder, a Hugging Face folder (config.json and weights), a "
-        ".tflite file, or a PyTorch or JAX factory as FILE.py:FUNCTION (docs/bring-your-own-model.md)"
+        ".tflite file, a scikit-learn .joblib/.pkl file (--trust-pickle), or a PyTorch or JAX factory as "
+        "FILE.py:FUNCTION (docs/bring-your-own-model.md)"
     )

@@ -1,0 +1,88 @@
+"""scikit-learn models as they are saved (joblib, pickle): `add` loads one only on --trust-pickle; the source's
+reference is the estimator's own predict_proba; skl2onnx's export (strings in, probabilities out) agrees with
+it in ONNX Runtime, through the locale rescue where the machine lacks the one a StringNormalizer asks for.
+Through `dvc repro`, predict and serve: tests/test_e2e_add.py."""
+
+from __future__ import annotations
+
+import joblib
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from pipeline.core import onnx_files
+from pipeline.core.config import ExportConfig, ModelConfig
+from pipeline.core.errors import ModelFileError
+from pipeline.core.inputs import check_inputs
+from pipeline.prepare.sources import load_source
+from tests.model_forms import reviews, write_numeric_estimator, write_text_pipeline
+from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
+
+
+def test_a_pickle_is_refused_without_trust_pickle_and_taken_with_it(project, tmp_path, monkeypatch, capsys):  # noqa: F811
+    path, rows = write_numeric_estimator(tmp_path / "elsewhere")
+    assert run_add(project, monkeypatch, "iris", str(path), "--eval", str(rows)) == 2
+    assert "loading it runs code from the file. Add it with --trust-pickle" in capsys.readouterr().err
+    assert "iris" not in params_of(project)["catalog"] and not (project / "models" / "iris").exists()
+    assert run_add(project, monkeypatch, "iris", str(path), "--eval", str(rows), "--trust-pickle") == 0
+    printed = capsys.readouterr().out
+    assert "a Pipeline loaded on --trust-pickle; its input 'X' float64 ['batch', 4]" in printed
+    assert "its baseline is the estimator itself (variant sklearn)" in printed
+    entry = params_of(project)["catalog"]["iris"]
+    assert entry["source"] == "sklearn" and entry["inputs"] == {"X": {"shape": ["batch", 4], "dtype": "float64"}}
+    assert "onnx_ml" in entry  # skl2onnx writes LinearClassifier, an ONNX-ML operator
+
+
+@pytest.fixture(scope="module")
+def text_model(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sklearn")
+    path, rows = write_text_pipeline(root / "models" / "reviews")
+    config = ModelConfig(source="sklearn", file=path.name, inputs={"text": {"shape": ["batch", 1], "dtype": "str"}})
+    return root, config, np.load(rows)
+
+
+def test_a_text_pipeline_exports_strings_in_and_probabilities_out_as_scikit_learn_answers(text_model, tmp_path):
+    root, config, rows = text_model
+    source = load_source("reviews", config, root)
+    assert source.output_names == ["probabilities"]
+    want = joblib.load(root / "models" / "reviews" / "reviews.joblib").predict_proba(rows["text"][:, 0])
+    assert np.allclose(source.predict({"text": rows["text"]})["probabilities"], want, atol=1e-6)
+    report = source.export_onnx(tmp_path / "model.onnx", ExportConfig())
+    assert report["exporter"].startswith("skl2onnx") and report["estimator"] == "Pipeline"
+    session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
+    assert [(i.name, i.type) for i in session.get_inputs()] == [("text", "tensor(string)")]
+    assert [o.name for o in session.get_outputs()] == ["probabilities"]  # no label, no ZipMap
+    (got,) = session.run(None, {"text": rows["text"]})
+    assert np.abs(got - want).max() < 1e-5
+    assert (got.argmax(1) == want.argmax(1)).all()
+
+
+def test_a_locale_the_machine_lacks_is_set_to_one_it_has_and_said(text_model, tmp_path):
+    """The real ONNX Runtime error, made by asking for a locale no machine has."""
+    root, config, rows = text_model
+    load_source("reviews", config, root).export_onnx(tmp_path / "model.onnx", ExportConfig())
+    model = onnx.load(str(tmp_path / "model.onnx"))
+    (node,) = [n for n in model.graph.node if n.op_type == "StringNormalizer"]
+    del node.attribute[:]
+    node.attribute.extend([onnx.helper.make_attribute("case_change_action", "LOWER"),
+                           onnx.helper.make_attribute("locale", "xx_NOWHERE.UTF-8")])  # fmt: skip
+    record = onnx_files.with_available_locale(model)
+    assert record["rescue"] == "string_normalizer_locale" and "Failed to construct locale" in record["seen"]
+    assert record["locale"] in onnx_files.LOCALES and record["nodes"] == 1
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"text": rows["text"][:2]})[0].shape == (2, 2)
+    assert onnx_files.with_available_locale(model) is None  # it opens now: nothing to rescue
+
+
+def test_text_comes_in_as_bytes_or_strings_and_anything_else_is_one_line():
+    specs = {"text": ModelConfig(source="sklearn", file="m.joblib",
+                                 inputs={"text": {"shape": ["batch", 1], "dtype": "str"}}).inputs["text"]}  # fmt: skip
+    texts, _ = reviews(3, seed=2)
+    as_bytes = np.array([[t.encode()] for t in texts[:, 0]], dtype=object)
+    assert check_inputs({"text": as_bytes}, specs, "request")["text"].tolist() == texts.tolist()
+    assert check_inputs({"text": texts.astype(object)}, specs, "request")["text"].dtype.kind == "U"
+    with pytest.raises(ModelFileError, match=r"request: array 'text' holds something other than UTF-8 text"):
+        check_inputs({"text": np.array([[b"\xff\xfe"]], dtype=object)}, specs, "request")
+    with pytest.raises(ModelFileError, match=r"array 'text' holds something other than UTF-8 text: a int"):
+        check_inputs({"text": np.array([[3]], dtype=object)}, specs, "request")
