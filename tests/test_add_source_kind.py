@@ -44,8 +44,8 @@ EDITS = [
     (REGISTRY, "SOURCES: dict[str, Source] = {\n", "SOURCES: dict[str, Source] = {\n"
      f'    "{KIND}": Source("pipeline.prepare.sources.{KIND}", "onnx_fp32", ("onnx", "onnxruntime")),\n'),
     (SCHEMA, '"jax", "transformers"]', f'"jax", "transformers", "{KIND}"]'),  # SourceKind
-    (SCHEMA, 'self.source in ("onnx", "savedmodel") and not self.file', f'self.source in ("onnx", "savedmodel", '
-     f'"{KIND}") and not self.file'),  # ModelConfig: what a model of the kind must name
+    (SCHEMA, 'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn")',
+     f'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "{KIND}")'),  # what a model of the kind must name
     (USER_DOCS, "`jax`, `onnx`, or", f"`jax`, `onnx`, `{KIND}` (an ONNX file, loaded as `onnx`), or"),
 ]  # fmt: skip
 

@@ -108,7 +108,7 @@ mean {proba[:, 1].mean():.3f} max {proba[:, 1].max():.3f}."""
         f"input float64 [N,{model.n_features_in_}] (TF-IDF from the wheel's separate vectorizer.joblib, mostly zeros)"
     )
     write_model_readme(dst, model_file, (DIST, MODEL), "sklearn", facts, how, notes, note, ["X"],
-                       producer="scikit-learn 1.9.1 (joblib 1.6.0)", run=run)  # fmt: skip
+                       ["--trust-pickle"], producer="scikit-learn 1.9.1 (joblib 1.6.0)", run=run)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -168,7 +168,7 @@ confidence = column 1: min {proba[:, 1].min():.3f} mean {proba[:, 1].mean():.3f}
             "input raw strings ('<U' [N,1]); repr()/get_params() raise under >=1.6 (no transform_input)"
         )
         write_model_readme(dst, model_file, (DIST, relpath), "sklearn", facts, how, notes, note, ["text"],
-                           producer="scikit-learn 1.5.0 (pickle)", run=run)  # fmt: skip
+                           ["--trust-pickle"], producer="scikit-learn 1.5.0 (pickle)", run=run)  # fmt: skip
     assert wheel_file(DIST, "somef/supervised_classification.py").exists()
 
 

@@ -32,6 +32,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-
 # The registry's source kinds (pipeline.core.registry.SOURCES: tests/test_registry.py holds them equal),
 # written out so that the schema imports no table; transformers: a Hugging Face model folder
 SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "sklearn", "jax", "transformers"]
+FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn")  # the kinds whose model is a file (or folder): `file`
 VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool", "str"]
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
@@ -245,7 +246,7 @@ class ModelConfig(Strict):
             )
         if self.source in ("torch", "jax") and not self.factory:
             raise FieldError("factory", f"{self.source} models need 'factory: module:function' (the model's code)")
-        if self.source in ("onnx", "savedmodel", "tflite", "sklearn") and not self.file:
+        if self.source in FILE_SOURCES and not self.file:
             raise FieldError("file", f"{self.source} models need 'file:' (a path inside models/<name>/)")
         if self.source == "keras" and not (self.file or self.factory):
             raise FieldError("file", "keras models need 'file:' (a .keras file) or 'factory:'")
