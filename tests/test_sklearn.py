@@ -86,3 +86,23 @@ def test_text_comes_in_as_bytes_or_strings_and_anything_else_is_one_line():
         check_inputs({"text": np.array([[b"\xff\xfe"]], dtype=object)}, specs, "request")
     with pytest.raises(ModelFileError, match=r"array 'text' holds something other than UTF-8 text: a int"):
         check_inputs({"text": np.array([[3]], dtype=object)}, specs, "request")
+
+
+def test_a_text_model_takes_its_eval_rows_as_jsonl_text(project, tmp_path, monkeypatch, capsys):  # noqa: F811
+    import json
+
+    path, _ = write_text_pipeline(tmp_path / "elsewhere")
+    texts, labels = reviews(12, seed=3)
+    rows = tmp_path / "reviews.jsonl"
+    rows.write_text(
+        "".join(json.dumps({"text": t, "label": int(y)}) + "\n" for t, y in zip(texts[:, 0], labels, strict=True))
+    )
+    assert run_add(project, monkeypatch, "reviews_jsonl", str(path), "--eval", str(rows), "--trust-pickle") == 0
+    capsys.readouterr()
+    saved = np.load(project / "models" / "reviews_jsonl" / "eval.npz")
+    assert saved["text"].tolist() == texts.tolist() and saved["labels"].tolist() == labels.tolist()
+    assert params_of(project)["catalog"]["reviews_jsonl"]["metric"] == "accuracy"  # labelled: a classifier
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a fine film", "label": "good"}\n')
+    assert run_add(project, monkeypatch, "reviews_bad", str(path), "--eval", str(bad), "--trust-pickle") == 2
+    assert "a label that is not an integer class" in capsys.readouterr().err

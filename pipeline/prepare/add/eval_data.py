@@ -1,6 +1,7 @@
-"""`add --eval`: held-out rows checked against the inferred inputs (an .npz), or text tokenized by a
-Hugging Face folder's own tokenizer (.txt, .jsonl); what the rows say goes into the entry: a scalar
-input's value, the symbolic axes they fix, integer inputs' ranges, and labels that make it a classifier."""
+"""`add --eval`: held-out rows checked against the inferred inputs (an .npz), text tokenized by a
+Hugging Face folder's own tokenizer (.txt, .jsonl), or text as it is for a model whose one input is text;
+what the rows say goes into the entry: a scalar input's value, the symbolic axes they fix, integer
+inputs' ranges, and labels that make it a classifier."""
 
 from __future__ import annotations
 
@@ -31,10 +32,16 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
     if eval_file.suffix == ".npz":
         scalar_values(inferred, entry.inputs, eval_file)
     specs = {k: InputSpec.model_validate(v.as_yaml()) for k, v in entry.inputs.items()}
-    if eval_file.suffix in (".txt", ".jsonl"):
+    texts = [name for name, spec in specs.items() if spec.dtype == "str"]
+    if eval_file.suffix in (".txt", ".jsonl") and len(specs) == 1 and texts:  # strings in: the texts as they are
+        data = as_strings(eval_file, texts[0])
+        inferred.files[EVAL_FILE] = data
+        inferred.scratch.append(data.parent)
+    elif eval_file.suffix in (".txt", ".jsonl"):
         folder = inferred.files.get(HF_DIR)
         if folder is None or "input_ids" not in specs:
-            raise AddError(f"{eval_file}: text eval data is for a Hugging Face text model; give an .npz of inputs")
+            raise AddError(f"{eval_file}: text eval data is for a Hugging Face text model or a model whose one "
+                           "input is text; give an .npz of inputs")  # fmt: skip
         encoder = entry.task == "embedding"
         data = tokenized(eval_file, folder, list(specs), entry.dims["seq"], labelled=not encoder)
         if encoder and '"label"' in eval_file.read_text():
@@ -124,6 +131,36 @@ def take_data_dims(inferred: Inferred, found: dict[str, int], flags: dict[str, i
             ]  # fmt: skip
 
 
+def text_rows(text_file: Path) -> list[dict[str, Any]]:
+    """The rows of a text eval file: .txt a text a line, .jsonl {"text", "label"} objects."""
+    try:
+        lines = [line for line in text_file.read_text().splitlines() if line.strip()]
+        rows = [json.loads(line) for line in lines] if text_file.suffix == ".jsonl" else [{"text": t} for t in lines]
+    except (OSError, ValueError) as error:
+        raise AddError(f"{text_file}: not readable as {text_file.suffix} ({first_line(error)})") from None
+    if not rows or any("text" not in row for row in rows):
+        raise AddError(f'{text_file}: no rows, or a .jsonl row without "text"')
+    return rows
+
+
+def as_strings(text_file: Path, name: str) -> Path:
+    """`text_file`'s texts as input `name` ([rows, 1] strings) and its integer labels, as an .npz beside a
+    scratch copy: the eval rows of a model that takes text itself (a scikit-learn text pipeline)."""
+    import tempfile
+
+    import numpy as np
+
+    rows = text_rows(text_file)
+    arrays = {name: np.array([[str(row["text"])] for row in rows], dtype=str)}
+    if any("label" in row for row in rows):
+        if not all(isinstance(row.get("label"), int) for row in rows):
+            raise AddError(f"{text_file}: a row without a label, or a label that is not an integer class")
+        arrays["labels"] = np.array([row["label"] for row in rows], dtype=np.int64)
+    out = Path(tempfile.mkdtemp(prefix="add-eval-")) / EVAL_FILE
+    np.savez(out, **arrays)
+    return out
+
+
 def tokenized(text_file: Path, folder: Path, names: list[str], seq: int, labelled: bool = True) -> Path:
     """`text_file` tokenized by the folder's tokenizer (its own pad id and special tokens), padded and
     truncated to `seq`, as an .npz beside a scratch copy; labels from .jsonl rows ("label": an int, or
@@ -135,13 +172,7 @@ def tokenized(text_file: Path, folder: Path, names: list[str], seq: int, labelle
 
     from pipeline.prepare.hf_folder import read_config
 
-    try:
-        lines = [line for line in text_file.read_text().splitlines() if line.strip()]
-        rows = [json.loads(line) for line in lines] if text_file.suffix == ".jsonl" else [{"text": t} for t in lines]
-    except (OSError, ValueError) as error:
-        raise AddError(f"{text_file}: not readable as {text_file.suffix} ({first_line(error)})") from None
-    if not rows or any("text" not in row for row in rows):
-        raise AddError(f'{text_file}: no rows, or a .jsonl row without "text"')
+    rows = text_rows(text_file)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder)
     except Exception as error:
