@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import yaml
 
 from pipeline.core.config import ExportConfig, ModelConfig
 from pipeline.core.records.build import RuntimeConfig
@@ -84,7 +85,10 @@ def test_openvino_reads_the_file_itself_with_the_specs_names(files):
     root, _ = files
     ctx = SimpleNamespace(model="float", root=root, config=config("float"),
                           source_info=SimpleNamespace(output_names=["scores", "points"]))  # fmt: skip
-    assert frontend_of(ctx, "auto") == "source" and frontend_of(ctx, "onnx") == "onnx"
+    assert (
+        frontend_of("tflite", "auto") == "source"
+        and frontend_of("onnx", "auto") == frontend_of("tflite", "onnx") == "onnx"
+    )
     model = convert(ctx, "auto")
     assert [p.get_any_name() for p in model.inputs] == ["image"]
     assert sorted(p.get_any_name() for p in model.outputs) == ["points", "scores"]
@@ -94,3 +98,30 @@ def test_openvino_reads_the_file_itself_with_the_specs_names(files):
     renamed = dict(zip(["scores", "points"], want.values(), strict=True))  # the source's outputs, in order
     for port, value in got.items():
         assert np.allclose(value, renamed[port.get_any_name()], atol=1e-5), port.get_any_name()
+
+
+def test_openvino_variants_are_built_from_the_file_where_the_onnx_export_failed(tiny_project):
+    """tf2onnx cannot convert every .tflite file (a stateful wake-word model: 'list index out of range'): the
+    export record then says failed, and the variants that start from the export fail with its reason, while
+    OpenVINO's, which read the file itself, are built."""
+    import json
+
+    from pipeline.core import layout
+    from pipeline.core.config import Params
+    from pipeline.optimize.stage import build_variant
+    from pipeline.prepare.export import export_model
+
+    write_tflite(tiny_project / "models" / "tfl")
+    params = Params.model_validate({"models": ["tfl"], "catalog": {"tfl": config("float").model_dump()},
+                                    "variants": {"onnx_fp32": {}, "openvino_fp32": {}}})  # fmt: skip
+    (tiny_project / "params.yaml").write_text(yaml.safe_dump(params.model_dump(mode="json", exclude_defaults=True)))
+    assert export_model("tfl", params, tiny_project)["status"] == "ok"
+    record = layout.source_dir("tfl", tiny_project) / layout.SOURCE_INFO
+    saved = json.loads(record.read_text())
+    saved["export"] |= {"status": "failed", "reason": "ONNX export failed: tf2onnx could not convert it"}
+    record.write_text(json.dumps(saved))
+    onnx = build_variant("tfl", "onnx_fp32", params, tiny_project)
+    assert onnx.status == "failed" and onnx.reason == "no ONNX export: ONNX export failed: tf2onnx could not convert it"
+    openvino = build_variant("tfl", "openvino_fp32", params, tiny_project)
+    assert openvino.status == "ok", openvino.reason
+    assert openvino.build.model_dump()["frontend"] == "source"

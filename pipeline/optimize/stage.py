@@ -152,7 +152,11 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
             ended = {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif not source.ok:
             ended = {"status": "failed", "kind": Kind.FAILED, "reason": f"the source model failed: {source.reason}"}
-        elif spec.needs_export and source.export.status != "ok":
+        elif (
+            spec.needs_export
+            and source.export.status != "ok"
+            and the_pass.reads_export(knob_values, params.model(model).source)
+        ):
             ended = {"status": "failed", "kind": Kind.FAILED, "reason": f"no ONNX export: {source.export.reason}"}
         else:
             ended = isolated_build(model, variant, tmp, root, target, params.build.timeout_s)

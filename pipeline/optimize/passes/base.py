@@ -151,6 +151,11 @@ class Pass(ABC):
         process starts."""
         return None
 
+    def reads_export(self, config: Any, source: str) -> bool:
+        """Whether the build starts from the checked ONNX export, so that a failed export fails it before any
+        process starts; a pass that can convert a `source` kind's own file says when it does not."""
+        return True
+
     def nothing_to_gain(self, config: Any, rescued: str, record: VariantRecord) -> str | None:
         """A fallback's own question, asked when it is needed (`rescued` missed a constraint): why its
         work could not improve on `record`, the variant's measured record (None: do the work). No build."""

@@ -21,8 +21,8 @@ from pydantic import Field
 from pipeline.core import rescues
 from pipeline.core.data import Arrays, concat, padded_batches
 from pipeline.core.errors import PipelineError
-from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
-from pipeline.optimize.passes.openvino.convert import convert, save
+from pipeline.optimize.passes.base import BuildContext, BuildResult
+from pipeline.optimize.passes.openvino.convert import ConvertsSource, convert, save
 from pipeline.optimize.passes.openvino.quantize import (
     Int8Config,
     calibration_dataset,
@@ -226,7 +226,7 @@ def _capturing_restorer_report() -> Iterator[RestorerReport]:
         QuantizationAccuracyRestorer._print_report = staticmethod(original)
 
 
-class NncfInt8AccuracyControl(Pass):
+class NncfInt8AccuracyControl(ConvertsSource):
     """nncf.quantize_with_accuracy_control: INT8, reverting operations to float until the
     eval-split metric drops by at most `max_drop`."""
 

@@ -45,19 +45,27 @@ class Fp32Config(OpenVinoConfig):
     inference_precision: Precision = "f32"
 
 
-def frontend_of(ctx: BuildContext, frontend: str) -> str:
-    """The front end `frontend` means for this model: `auto` is `source` for the kinds OpenVINO reads as
-    they ship (DIRECT), `onnx` for the others."""
+def frontend_of(source: str, frontend: str) -> str:
+    """The front end `frontend` means for a model of kind `source`: `auto` is `source` for the kinds OpenVINO
+    reads as they ship (DIRECT), `onnx` for the others."""
     if frontend == "auto":
-        return "source" if ctx.config.source in DIRECT else "onnx"
+        return "source" if source in DIRECT else "onnx"
     return frontend
+
+
+class ConvertsSource(Pass):
+    """An OpenVINO pass (convert() is where each starts): it needs the ONNX export only where it converts from
+    it, so a TFLite file that tf2onnx cannot convert still gets its OpenVINO variants, from the file itself."""
+
+    def reads_export(self, config: OpenVinoConfig, source: str) -> bool:
+        return frontend_of(source, config.frontend) == "onnx"
 
 
 def convert(ctx: BuildContext, frontend: str) -> ov.Model:
     """An ov.Model from the ONNX export, the PyTorch source module or the TFLite file (frontend_of)."""
     import openvino as ov
 
-    frontend = frontend_of(ctx, frontend)
+    frontend = frontend_of(ctx.config.source, frontend)
     if frontend == "onnx":
         try:
             return ov.convert_model(ctx.exported_onnx)
@@ -155,7 +163,7 @@ def save(
     return BuildResult(
         MODEL_FILE,
         {
-            "frontend": frontend_of(ctx, config.frontend),
+            "frontend": frontend_of(ctx.config.source, config.frontend),
             "compress_to_fp16": compress_to_fp16,
             "ops": len(ops),
             "fake_quantize_ops": ops.count("FakeQuantize"),
@@ -166,14 +174,14 @@ def save(
     )
 
 
-class OpenVinoFp32(Pass):
+class OpenVinoFp32(ConvertsSource):
     Config = Fp32Config
 
     def run(self, ctx: BuildContext, config: Fp32Config) -> BuildResult:
         return save(ctx, convert(ctx, config.frontend), compress_to_fp16=False, config=config)
 
 
-class OpenVinoFp16(Pass):
+class OpenVinoFp16(ConvertsSource):
     Config = OpenVinoConfig
 
     def run(self, ctx: BuildContext, config: OpenVinoConfig) -> BuildResult:

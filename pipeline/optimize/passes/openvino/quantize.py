@@ -17,11 +17,10 @@ from pipeline.optimize.passes.base import (
     BuildContext,
     BuildResult,
     NoConfig,
-    Pass,
     run_time_quantization,
     session_runner,
 )
-from pipeline.optimize.passes.openvino.convert import MODEL_FILE, OpenVinoConfig, convert, save
+from pipeline.optimize.passes.openvino.convert import MODEL_FILE, ConvertsSource, OpenVinoConfig, convert, save
 
 if TYPE_CHECKING:
     import openvino as ov
@@ -56,7 +55,7 @@ class DynamicQuantizationConfig(OpenVinoConfig):
     group_size: int = Field(default=64, ge=0)
 
 
-class NncfWeightsInt8DynamicActivations(Pass):
+class NncfWeightsInt8DynamicActivations(ConvertsSource):
     """INT8 weights (nncf.compress_weights: data-free, per output channel) and INT8 matrix products
     whose activations the CPU plugin quantizes per group of `group_size` values at run time: a
     per-token outlier costs one group its precision, not the whole tensor (static INT8's one scale
@@ -147,7 +146,7 @@ def quantize_kwargs(
     }
 
 
-class NncfInt8(Pass):
+class NncfInt8(ConvertsSource):
     """nncf.quantize: post-training INT8 (FakeQuantize) calibrated on the calibration split."""
 
     Config = Int8Config
