@@ -182,7 +182,7 @@ def test_every_error_is_a_status_and_one_line_and_the_server_keeps_serving(serve
         assert_still_serving(served)
 
 
-def test_a_full_queue_is_resource_exhausted_and_rest_and_grpc_share_it(served: Served):
+def test_a_full_queue_is_unavailable_as_in_triton_and_rest_and_grpc_share_it(served: Served):
     """One instance, no waiting place: while a slow gRPC request runs, another is refused over gRPC
     (UNAVAILABLE, as Triton) and over REST (503), and both refusals are counted."""
     before = metrics(served.url)

@@ -17,6 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# tritonclient is a dependency (pyproject.toml, its [http] extra with the tests): missing, it is an install error
+import tritonclient.http as http
+import tritonclient.utils as utils
+
 from pipeline.core import bfloat16
 from pipeline.serve import errors, protocol, server, tensors
 from pipeline.serve.predict import load
@@ -32,9 +36,6 @@ from tests.protocol_model import (
     proto_inputs,
     protocol_deploy,
 )
-
-http = pytest.importorskip("tritonclient.http")
-utils = pytest.importorskip("tritonclient.utils")
 
 # --- the elements of each datatype, without a server -------------------------------------------------
 
@@ -88,7 +89,8 @@ def test_bf16_is_uint16_bits_rounded_to_nearest_even():
 
 def test_bf16_agrees_with_ml_dtypes():
     """tritonclient sends and reads BF16 with ml_dtypes.bfloat16: the same bits."""
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes  # a core dependency (pipeline.core.bfloat16)
+
     values = np.random.default_rng(0).standard_normal(10_000).astype(np.float32) * 1e3
     assert (bfloat16.from_float32(values) == values.astype(ml_dtypes.bfloat16).view(np.uint16)).all()
 
