@@ -220,13 +220,21 @@ def test_probabilities_are_recognised_by_their_values_and_compared_per_position(
 def test_rows_of_unit_norm_are_an_embedding_even_when_every_value_lies_in_0_1():
     """Resemblyzer's speaker embedding (a ReLU, then divided by its norm) is all in [0, 1]: read as a
     sigmoid's, no value passes 0.5, no decision is made, and an INT8 variant at cosine 0.55 passed.
-    Unit-norm rows are an embedding: cosine and neighbour recall judge it."""
+    Unit-norm rows are an embedding: cosine and neighbour recall judge it, and the broken one is rejected."""
+    from pipeline.core.config import Constraints
+    from pipeline.core.quality import quality_violations
+
     rng = np.random.default_rng(3)
     vectors = np.maximum(rng.normal(size=(12, 64)), 0)
     reference = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     broken = np.abs(rng.normal(size=reference.shape)) * 0.05 + reference * 0.5
-    block = fidelity_block({"e": reference}, {"e": broken}, None)["e"]
+    fidelity = fidelity_block({"e": reference}, {"e": broken}, None)
+    block = fidelity["e"]
     assert block["output_kind"] == "embedding" and "unit L2 norm" in block["kind_from"]
     assert block["cosine_min"] < 0.99 and "decision_f1" not in block
+    (rejected,) = quality_violations(Measured(fidelity=fidelity), Constraints())  # the default constraints
+    assert rejected.constraint == "min_cosine" and "output e: worst row's cosine" in rejected.message
+    kept = fidelity_block({"e": reference}, {"e": reference + 1e-4}, None)
+    assert not quality_violations(Measured(fidelity=kept), Constraints())
     sigmoid = 1 / (1 + np.exp(-rng.normal(size=(12, 64))))  # not unit norm: probabilities, as before
     assert fidelity_block({"p": sigmoid}, {"p": sigmoid}, None)["p"]["output_kind"] == "probabilities"
