@@ -19,9 +19,12 @@ from pipeline.core.config import PARAMS_FILE
 from tests.conftest import build
 
 
-def test_every_rescue_names_its_library_symptom_and_remedy():
+def test_every_rescue_names_an_installed_library_and_is_in_the_users_table():
+    table = (Path(__file__).parents[1] / "docs" / "variants.md").read_text()
     for rescue in rescues.RESCUES:
-        assert rescue.package and rescue.symptom and rescue.remedy and rescue.errors, rescue.name
+        assert rescue.symptom and rescue.remedy and rescue.errors, rescue.name
+        assert rescues.installed(rescue.package) != "not installed", (rescue.name, rescue.package)
+        assert f"| `{rescue.name}` |" in table, f"docs/variants.md's rescue table has no row for {rescue.name}"
     assert set(rescues.CRASH_SIGNALS) <= set(rescues.BY_NAME["crash_conservative_runtime"].errors)
 
 
