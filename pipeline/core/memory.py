@@ -148,8 +148,7 @@ class ProbeLog:
         return (found["running"], found["ran"]) if found["running"] > found["ran"] else None
 
     def finished(self) -> None:
-        if self.path is not None:
-            self.path.write_text(json.dumps({"running": 0, "ran": self.ran}))
+        self.running(0)  # nothing running: died_at finds no batch to cap at
 
 
 def batch_limit(

@@ -69,6 +69,12 @@ def signature_tensors(model: Any) -> tuple[list[Tensor], list[Tensor]]:
     )  # fmt: skip
 
 
+def spec_names(inputs: list[Tensor], outputs: list[Tensor], output_names: list[str]) -> dict[str, str]:
+    """Each tensor's name in the file -> the spec's (the inputs' own, the outputs' as the source names them):
+    how the ONNX export and OpenVINO's TFLite front end, which name ports after the tensors, are renamed."""
+    return {t.tensor: t.name for t in inputs} | {t.tensor: name for t, name in zip(outputs, output_names, strict=True)}
+
+
 def quantized(tensors: list[Tensor]) -> bool:
     """A full-integer model: its inputs and outputs are integer tensors with a scale."""
     return bool(tensors) and all(t.scale > 0 and t.dtype in ("int8", "uint8", "int16") for t in tensors)

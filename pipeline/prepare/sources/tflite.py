@@ -17,7 +17,7 @@ from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
 from pipeline.core.data import Arrays
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
 from pipeline.prepare.sources.base import SourceModel, output_names
-from pipeline.runtimes.litert import TfliteRunner, quantized
+from pipeline.runtimes.litert import TfliteRunner, quantized, spec_names
 
 TF2ONNX_MAX_OPSET = 18  # the newest opset tf2onnx 1.17 emits
 
@@ -73,8 +73,8 @@ class TfliteSource(SourceModel):
         except Exception as error:
             raise ModelFileError(f"{self.path}: tf2onnx could not convert it: {first_line(error)}") from None
         onnx_files.name_inputs(model, {t.tensor: t.name for t in self._runner.inputs})
-        by_tensor = {t.tensor: name for t, name in zip(self._runner.outputs, self._names, strict=True)}
-        onnx_files.name_outputs(model, [by_tensor[o.name] for o in model.graph.output])
+        names = spec_names(self._runner.inputs, self._runner.outputs, self._names)
+        onnx_files.name_outputs(model, [names[o.name] for o in model.graph.output])
         order = {name: i for i, name in enumerate(self._names)}
         outputs = sorted(model.graph.output, key=lambda o: order[o.name])
         del model.graph.output[:]

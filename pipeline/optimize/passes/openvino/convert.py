@@ -108,13 +108,10 @@ def from_tflite(ctx: BuildContext) -> ov.Model:
     import openvino as ov
 
     from pipeline.core.layout import model_dir
-    from pipeline.runtimes.litert import interpreter, signature_tensors
+    from pipeline.runtimes.litert import interpreter, signature_tensors, spec_names
 
     path = model_dir(ctx.model, ctx.root) / (ctx.config.file or "")
-    inputs, outputs = signature_tensors(interpreter(path))
-    names = {t.tensor: t.name for t in inputs} | {
-        t.tensor: name for t, name in zip(outputs, ctx.source_info.output_names, strict=True)
-    }
+    names = spec_names(*signature_tensors(interpreter(path)), ctx.source_info.output_names)
     model = ov.convert_model(str(path))
     for port in [*model.inputs, *model.outputs]:
         port.get_tensor().set_names({names[port.get_any_name()]})
