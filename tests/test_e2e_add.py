@@ -62,7 +62,7 @@ KEPT = {
     "jaxlike": ["onnx_fp32", "onnx_int8_dynamic"],
     "minilm": ["onnx_fp32", "openvino_int8_dynamic"],
     "tfl_float": ["tflite", "onnx_fp32", "openvino_fp32"],  # OpenVINO: from the .tflite file itself
-    "tfl_int8": ["tflite", "onnx_fp32"],
+    "tfl_int8": ["tflite", "onnx_fp32", "onnx_int8_static", "openvino_int8"],  # INT8 already: skipped, said why
     "aborts": ["onnx_fp32"],  # dies natively (SIGABRT) in the export's batch probe: fails alone
     "reviews": ["sklearn", "onnx_fp32"],  # a scikit-learn text pipeline: strings in
     "iris_joblib": ["sklearn", "onnx_fp32"],
@@ -209,7 +209,7 @@ def test_tflite_files_go_in_with_one_add_and_are_judged_against_the_file_as_it_s
     """A float file at a fixed batch of 1 and a full-integer one: the tflite baseline runs each as it ships,
     the ONNX export and OpenVINO's own TFLite front end are measured beside it, and the deploy folder predicts."""
     root, _, shown = project
-    assert "a full-integer (INT8) model (image scale" in shown["tfl_int8"]
+    assert "a full-integer (INT8) TFLite model (image scale" in shown["tfl_int8"]
     assert "its baseline is the file itself in the LiteRT interpreter" in shown["tfl_float"]
     assert "batch fixed to 1 by the file" in shown["tfl_float"]
     for name in ("tfl_float", "tfl_int8"):
@@ -220,6 +220,11 @@ def test_tflite_files_go_in_with_one_add_and_are_judged_against_the_file_as_it_s
     openvino = metrics(root, "tfl_float", "openvino_fp32")
     assert openvino["status"] == "ok" and openvino["build"]["frontend"] == "source"
     assert metrics(root, "tfl_int8", "tflite")["build"]["full_integer"] is True
+    for variant in ("onnx_int8_static", "openvino_int8"):  # each says why, before any process started
+        skipped = metrics(root, "tfl_int8", variant)
+        assert skipped["kind"] == "skipped-not-applicable", variant
+        assert skipped["reason"].startswith("tfl_int8 is already a full-integer (INT8) TFLite model (image scale")
+        assert f"{variant} would quantize it again" in skipped["reason"]
     image = np.random.default_rng(0).random((1, 16, 16, 3), dtype=np.float32)
     np.savez(root / "image.npz", image=image)
     run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "tfl_float"), "image.npz", "--output",

@@ -274,13 +274,31 @@ def test_the_registry_imports_only_the_bottom_of_core():
 def test_an_onnx_ml_model_gets_stages_only_for_the_variants_that_run_its_operators():
     from types import SimpleNamespace
 
-    forest = SimpleNamespace(source="onnx", skip=[], generates=False, onnx_ml=True)
+    forest = SimpleNamespace(source="onnx", skip=[], generates=False, onnx_ml=True, inputs={})
     from pipeline.optimize.applicability import never_applies
 
     applies = [name for name, v in VARIANTS.items() if not never_applies(v, "forest", forest, v.device)]
     assert applies == ["onnx_fp32", "onnx_opt", "onnx_cuda_fp32"]
     reason = never_applies(VARIANTS["openvino_int8"], "forest", forest, "cpu").reason
     assert reason == "forest uses ONNX-ML operators (ai.onnx.ml), which openvino cannot read"
+
+
+def test_a_string_model_gets_no_stage_from_a_runtime_that_cannot_feed_strings():
+    """A text graph of standard operators (StringNormalizer, TfIdfVectorizer, MatMul; no ONNX-ML): ONNX Runtime's
+    variants run it, OpenVINO's would fail in its converter (and TensorRT's engines take no strings): skipped with
+    the reason instead."""
+    from types import SimpleNamespace
+
+    from pipeline.optimize.applicability import never_applies
+
+    inputs = {"text": SimpleNamespace(dtype="str"), "n": SimpleNamespace(dtype="int64")}
+    text = SimpleNamespace(source="onnx", skip=[], generates=False, onnx_ml=False, inputs=inputs)
+    applies = {name for name, v in VARIANTS.items() if not never_applies(v, "reviews", text, v.device)}
+    assert applies == {name for name, v in VARIANTS.items() if v.runtime == "onnxruntime" and v.sources is None}
+    reason = never_applies(VARIANTS["openvino_fp32"], "reviews", text, "cpu").reason
+    assert reason.startswith("reviews takes strings (text: dtype str), which openvino cannot feed")
+    numbers = SimpleNamespace(**{**vars(text), "inputs": {"n": SimpleNamespace(dtype="int64")}})
+    assert never_applies(VARIANTS["openvino_fp32"], "reviews", numbers, "cpu") is None
 
 
 def test_the_schemas_source_kinds_are_the_registrys():

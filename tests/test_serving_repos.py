@@ -21,7 +21,7 @@ from pipeline.core.records import manifest as manifest_record
 from pipeline.core.records.manifest import Manifest
 from pipeline.serve.repositories import triton
 from pipeline.serve.repositories.check import check_analyzer, check_kserve, check_ovms, check_triton
-from pipeline.serve.repositories.write import write_serving
+from pipeline.serve.repositories.write import locales_asked, readme, write_serving
 from pipeline.serve.signature import numpy_dtype, read_signature, triton_type, v2_datatype
 from tests.helpers import metric
 from tests.pipeline_runs import write_tiny_onnx
@@ -145,6 +145,24 @@ def test_an_onnx_artifact_gets_its_measured_settings_in_every_engine(tmp_path: P
     }
     readme = (folder / "serving" / "README.md").read_text()
     assert "tritonserver --model-repository=$PWD/triton" in readme and "ovms --config_path" in readme
+
+
+def test_the_readme_names_the_locale_a_string_graph_asks_for(tmp_path: Path):
+    """ONNX Runtime opens a StringNormalizer's graph only where its locale exists: the image serving it must have it."""
+    import onnx
+
+    folder = deploy(tmp_path)
+    report = write_serving(folder, UNCHECKED)
+    assert "locale" not in (folder / "serving" / "README.md").read_text()  # no string operator: nothing to say
+    model = onnx.load(str(folder / "model.onnx"))
+    model.graph.node.append(onnx.helper.make_node("StringNormalizer", ["text"], ["lowered"], locale="C.UTF-8"))
+    model.graph.node.append(onnx.helper.make_node("StringNormalizer", ["text"], ["kept"]))  # none: en_US.UTF-8
+    onnx.save(model, str(folder / "model.onnx"))
+    manifest = manifest_record.load(folder)
+    assert locales_asked(folder, manifest) == ["C.UTF-8", "en_US.UTF-8"]
+    text = readme(manifest, report.engines, locales_asked(folder, manifest))
+    assert "asks ONNX Runtime for locale C.UTF-8 and en_US.UTF-8: the image an engine runs in must have it" in text
+    assert locales_asked(folder, manifest.model_copy(update={"entry": "model.xml"})) == []  # OpenVINO IR
 
 
 def test_a_fixed_batch_keeps_the_batch_in_dims_and_batches_nothing(tmp_path: Path):

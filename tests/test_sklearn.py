@@ -62,17 +62,40 @@ def test_a_locale_the_machine_lacks_is_set_to_one_it_has_and_said(text_model, tm
     """The real ONNX Runtime error, made by asking for a locale no machine has."""
     root, config, rows = text_model
     load_source("reviews", config, root).export_onnx(tmp_path / "model.onnx", ExportConfig())
-    model = onnx.load(str(tmp_path / "model.onnx"))
-    (node,) = [n for n in model.graph.node if n.op_type == "StringNormalizer"]
-    del node.attribute[:]
-    node.attribute.extend([onnx.helper.make_attribute("case_change_action", "LOWER"),
-                           onnx.helper.make_attribute("locale", "xx_NOWHERE.UTF-8")])  # fmt: skip
+    model = nowhere_locale(onnx.load(str(tmp_path / "model.onnx")))
+    assert onnx_files.string_locales(model) == ["xx_NOWHERE.UTF-8"]
     record = onnx_files.with_available_locale(model)
     assert record["rescue"] == "string_normalizer_locale" and "Failed to construct locale" in record["seen"]
     assert record["locale"] in onnx_files.LOCALES and record["nodes"] == 1
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     assert session.run(None, {"text": rows["text"][:2]})[0].shape == (2, 2)
     assert onnx_files.with_available_locale(model) is None  # it opens now: nothing to rescue
+
+
+def nowhere_locale(model: onnx.ModelProto) -> onnx.ModelProto:
+    onnx_files.set_locale(model, "xx_NOWHERE.UTF-8")  # ONNX Runtime cannot open it on any machine
+    return model
+
+
+def test_an_onnx_file_whose_locale_the_machine_lacks_goes_in_through_the_rescue(text_model, tmp_path):
+    """As the issue met it: a user's own skl2onnx file, a source of its own (source: onnx). Its session, its
+    export and the serving files' locale line all come from the rescued graph."""
+    root, config, rows = text_model
+    load_source("reviews", config, root).export_onnx(tmp_path / "exported.onnx", ExportConfig())
+    folder = tmp_path / "models" / "text_onnx"
+    folder.mkdir(parents=True)
+    onnx.save(nowhere_locale(onnx.load(str(tmp_path / "exported.onnx"))), str(folder / "model.onnx"))
+    with pytest.raises(Exception, match="Failed to construct locale"):
+        ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    as_file = ModelConfig(
+        source="onnx", file="model.onnx", inputs=config.inputs, outputs=["probabilities"], onnx_ml=True
+    )
+    source = load_source("text_onnx", as_file, tmp_path)
+    assert source.predict({"text": rows["text"][:3]})["probabilities"].shape == (3, 2)
+    report = source.export_onnx(tmp_path / "model.onnx", ExportConfig())
+    (rescue,) = report["rescues"]
+    assert rescue["rescue"] == "string_normalizer_locale" and rescue["locale"] in onnx_files.LOCALES
+    assert onnx_files.string_locales(onnx.load(str(tmp_path / "model.onnx"))) == [rescue["locale"]]
 
 
 def test_text_comes_in_as_bytes_or_strings_and_anything_else_is_one_line():

@@ -43,6 +43,8 @@ def test_a_tflite_file_exports_to_onnx_that_agrees_with_the_interpreter(files, k
     expected = ["output_0", "output_1"] if kind == "float" else ["output_0"]  # the signature's keys
     assert source.output_names == expected
     assert ("full-integer" in "".join(source.notes)) == (kind == "int8")
+    assert (source.full_integer or "").startswith("a full-integer (INT8) TFLite model (image scale" if kind == "int8"
+                                                  else "")  # fmt: skip
     x = rows(kind, 1 if kind == "float" else 3)
     want = source.predict(x)
     report = source.export_onnx(tmp_path / "model.onnx", ExportConfig())
@@ -125,3 +127,22 @@ def test_openvino_variants_are_built_from_the_file_where_the_onnx_export_failed(
     openvino = build_variant("tfl", "openvino_fp32", params, tiny_project)
     assert openvino.status == "ok", openvino.reason
     assert openvino.build.model_dump()["frontend"] == "source"
+
+
+def test_an_int8_variant_of_a_full_integer_source_is_not_built_and_says_why():
+    """Its quantization is kept by the export and by OpenVINO's reading of the file: an INT8 pass would only
+    quantize INT8 again; the float variants are built (they run the INT8 graph as it is)."""
+    from types import SimpleNamespace
+
+    from pipeline.core.registry import VARIANTS
+    from pipeline.optimize.applicability import already_integer
+
+    integer = SimpleNamespace(export=SimpleNamespace(full_integer="a full-integer (INT8) TFLite model (x scale 0.5)"))
+    skipped = {name for name, v in VARIANTS.items() if already_integer(v, "m", integer)}
+    assert skipped == {name for name, v in VARIANTS.items() if v.precision in ("int8", "int4")}
+    reason = already_integer(VARIANTS["openvino_int8"], "m", integer).reason
+    assert reason.startswith("m is already a full-integer (INT8) TFLite model (x scale 0.5): the float variants run")
+    assert (
+        already_integer(VARIANTS["openvino_int8"], "m", SimpleNamespace(export=SimpleNamespace(full_integer=None)))
+        is None
+    )

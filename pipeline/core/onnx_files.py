@@ -156,10 +156,13 @@ def with_available_locale(model: onnx.ModelProto) -> dict[str, object] | None:
     """Rescue string_normalizer_locale: where ONNX Runtime cannot open `model` for want of a StringNormalizer's
     locale, set those nodes' locale to the first of LOCALES that it opens with; returns the rescue's record
     (None: the graph opened as it was). Any other failure to open is left for the caller to meet."""
-    import onnx
     import onnxruntime as ort
 
     from pipeline.core import rescues
+
+    nodes = [node for node in model.graph.node if node.op_type == "StringNormalizer"]
+    if not nodes:
+        return None
 
     def opens() -> Exception | None:
         try:
@@ -172,15 +175,30 @@ def with_available_locale(model: onnx.ModelProto) -> dict[str, object] | None:
     rescue = rescues.find("string_normalizer_locale", error) if error is not None else None
     if rescue is None:
         return None
-    nodes = [node for node in model.graph.node if node.op_type == "StringNormalizer"]
     for locale in LOCALES:
-        for node in nodes:
-            kept = [a for a in node.attribute if a.name != "locale"]
-            del node.attribute[:]
-            node.attribute.extend([*kept, onnx.helper.make_attribute("locale", locale)])
+        set_locale(model, locale)
         if opens() is None:
             return rescue.record(error, locale=locale, nodes=len(nodes))
     raise error
+
+
+def set_locale(model: onnx.ModelProto, locale: str) -> None:
+    """Every StringNormalizer of the graph asks for `locale`."""
+    import onnx
+
+    for node in model.graph.node:
+        if node.op_type == "StringNormalizer":
+            kept = [a for a in node.attribute if a.name != "locale"]
+            del node.attribute[:]
+            node.attribute.extend([*kept, onnx.helper.make_attribute("locale", locale)])
+
+
+def string_locales(model: onnx.ModelProto) -> list[str]:
+    """The locales the graph's StringNormalizers ask ONNX Runtime for (one that names none asks for en_US.UTF-8):
+    the locales a serving image must have."""
+    asked = (next((a.s.decode() for a in node.attribute if a.name == "locale"), "en_US.UTF-8")
+             for node in model.graph.node if node.op_type == "StringNormalizer")  # fmt: skip
+    return sorted(set(asked))
 
 
 def name_inputs(model: onnx.ModelProto, names: dict[str, str]) -> None:

@@ -20,7 +20,8 @@ class Kind(StrEnum):
     OK = "ok"
     FAILED = "failed"
     # The variant cannot help this model, whatever the machine: its catalog entry's skip list, its task,
-    # its source kind, ONNX-ML operators, no configured target of its device (the plan: no stages); the
+    # its source kind, ONNX-ML operators or string inputs, no configured target of its device (the plan: no
+    # stages); an INT8 variant of a full-integer source; the
     # pass's own questions about the export's model family (Pass.not_for) or, for a fallback, about the
     # records of the variants it rescues (Pass.nothing_to_gain); or what the pass finds while running
     # (NotApplicable: nothing was quantized, an architecture its converter does not support).

@@ -113,6 +113,7 @@ class Runtime:
     module: str  # under pipeline.runtimes
     requires: tuple[str, ...]  # the packages (PACKAGES) it imports; the first is the version a deployment records
     devices: tuple[str, ...] = ("cpu",)  # target kinds its adapter can run on
+    strings: bool = False  # it feeds string tensors (dtype: str) and runs the graphs that read them
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -126,13 +127,13 @@ class Runtime:
 
 
 RUNTIMES: dict[str, Runtime] = {
-    "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",), ("cpu", "cuda")),
+    "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",), ("cpu", "cuda"), strings=True),
     "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",), ("cpu", "cuda")),
     "tensorrt": Runtime("pipeline.runtimes.trt", ("tensorrt-cu13", "cuda-python"), ("cuda",)),
     "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),
-    "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow-cpu",)),
+    "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow-cpu",), strings=True),
     "litert": Runtime("pipeline.runtimes.litert", ("ai-edge-litert",)),
-    "sklearn": Runtime("pipeline.runtimes.sklearn_rt", ("scikit-learn",)),
+    "sklearn": Runtime("pipeline.runtimes.sklearn_rt", ("scikit-learn",), strings=True),
     "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
     # generators (pipeline.runtimes.generator): text-generation variants
     "transformers": Runtime("pipeline.runtimes.lm_torch", ("transformers", "torch")),

@@ -31,7 +31,7 @@ from pipeline.core.layout import PARAMS_FILE
 from pipeline.core.outcome import Kind, Skip
 from pipeline.core.quality import quality_violations
 from pipeline.core.records.env import Probe
-from pipeline.core.records.source import Family
+from pipeline.core.records.source import Family, SourceRecord
 from pipeline.core.registry import (
     PACKAGES,
     RUNTIMES,
@@ -73,6 +73,8 @@ RULES = (
     Rule("the model's source kind is not one the variant takes (its `sources`)", Kind.NOT_APPLICABLE, PLAN,
          "never_applies"),
     Rule("the model uses ONNX-ML operators the variant cannot run", Kind.NOT_APPLICABLE, PLAN, "never_applies"),
+    Rule("the model takes string inputs, which the variant's runtime cannot feed", Kind.NOT_APPLICABLE, PLAN,
+         "never_applies"),
     Rule("`targets` names no target of the variant's device", Kind.NOT_APPLICABLE, PLAN, "never_applies"),
     Rule("the target is not usable on this machine (reports/env.json's probe)", Kind.UNAVAILABLE, BUILD,
          "unavailable"),
@@ -84,6 +86,8 @@ RULES = (
          "runtime_unavailable: the adapter's unavailable_on"),
     Rule("the pass does not suit the export's model family (dynamic INT8 for a CNN)", Kind.NOT_APPLICABLE, BUILD,
          "not_for_family: Pass.not_for"),
+    Rule("an INT8 variant of a source that is already INT8 throughout (a full-integer TFLite file)",
+         Kind.NOT_APPLICABLE, BUILD, "already_integer"),
     Rule("a fallback whose rescued variant, measured here, meets the model's quality constraints",
          Kind.NOT_NEEDED, BUILD, "not_needed"),
     Rule("a fallback whose work could not improve on the rescued variants' records", Kind.NOT_APPLICABLE, BUILD,
@@ -102,7 +106,7 @@ def task_of(config: ModelConfig) -> str:
 
 def never_applies(variant: Variant, model: str, config: ModelConfig, target: str | None) -> Skip | None:
     """Why `variant` can never apply to `model` as params.yaml describes it (its catalog entry's skip
-    list, its task, its source kind, ONNX-ML operators; `target`: the configured target of the
+    list, its task, its source kind, ONNX-ML operators, string inputs; `target`: the configured target of the
     variant's device, None when there is none), or None.
 
     Decided from data before any process starts: such a pair gets no stage at all (pipeline.stagefile),
@@ -128,6 +132,12 @@ def never_applies(variant: Variant, model: str, config: ModelConfig, target: str
             else "which this variant's pass leaves as they are (it converts standard operators only)"
         )
         return Skip(Kind.NOT_APPLICABLE, f"{model} uses ONNX-ML operators (ai.onnx.ml), {which}")
+    if not RUNTIMES[variant.runtime].strings and (texts := [n for n, s in config.inputs.items() if s.dtype == "str"]):
+        return Skip(
+            Kind.NOT_APPLICABLE,
+            f"{model} takes strings ({', '.join(texts)}: dtype str), which {variant.runtime} cannot feed or run the "
+            "graph's string operators on",
+        )
     if target is None:
         return Skip(
             Kind.NOT_APPLICABLE,
@@ -202,6 +212,19 @@ def not_for_family(the_pass: Pass, knob_values: Any, family: Family) -> Skip | N
     return Skip(Kind.NOT_APPLICABLE, why) if why else None
 
 
+def already_integer(variant: Variant, model: str, source: SourceRecord) -> Skip | None:
+    """An integer variant of a source that is INT8 throughout (the export's `full_integer`): its quantization is
+    kept by the export (QDQ) and by OpenVINO's reading of the file, so the float variants already run it as INT8;
+    quantizing again would only swap its authors' scales for ones calibrated here."""
+    if variant.precision not in ("int8", "int4") or not (what := source.export.full_integer):
+        return None
+    return Skip(
+        Kind.NOT_APPLICABLE,
+        f"{model} is already {what}: the float variants run its INT8 graph as it is; {variant.name} would "
+        "quantize it again with scales calibrated here instead of its own",
+    )
+
+
 def rescued_records(variant: Variant, model: str, params: Params, root: Path) -> dict[str, records.VariantRecord]:
     """The measured records of the variants fallback `variant` rescues (deciding_records). Its build
     stage depends on them (pipeline.stagefile), so they are this run's."""
@@ -242,18 +265,23 @@ def why_not_built(
     params: Params,
     the_pass: Pass,
     knob_values: Any,
-    family: Family,
+    source: SourceRecord,
     probe: Probe,
     root: Path = Path("."),
 ) -> Skip | None:
     """The build stage's question, before any process: the first rule of RULES that rules `variant` out
-    for `model` on its configured target (probed as `probe`), or None to build it. `family`: the
-    export's model family; `the_pass`, `knob_values`: the variant's pass and its checked knobs."""
+    for `model` on its configured target (probed as `probe`), or None to build it. `source`: the export's
+    record (its model family, whether it is INT8 already); `the_pass`, `knob_values`: the variant's pass and
+    its checked knobs."""
     target = target_for(variant.device, params.targets)
     if skip := never_applies(variant, model, params.model(model), target):
         return skip
     assert target is not None  # never_applies rules out a variant without a target
-    skip = unavailable(variant, target, probe) or not_for_family(the_pass, knob_values, family)
+    skip = (
+        unavailable(variant, target, probe)
+        or not_for_family(the_pass, knob_values, source.family)
+        or already_integer(variant, model, source)
+    )
     if skip is None and variant.rescues:  # a fallback: is it needed, and could it gain anything?
         rescued = rescued_records(variant, model, params, root)
         skip = not_needed(model, params, rescued) or nothing_to_gain(the_pass, knob_values, rescued)

@@ -147,7 +147,7 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
     )
     source = source_record.load(model, root)
     with atomic_dir(layout.variant_dir(model, variant, root)) as tmp:
-        skip = why_not_built(spec, model, params, the_pass, knob_values, source.family, probe, root)
+        skip = why_not_built(spec, model, params, the_pass, knob_values, source, probe, root)
         if skip:
             ended = {"status": "skipped", "kind": skip.kind, "reason": skip.reason}
         elif not source.ok:

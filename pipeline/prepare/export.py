@@ -307,6 +307,7 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
             "source_predict_ms_per_sample": 1000 * reference_s / len(evaluation),
             **exported,
             **({"rescues": source.rescues} if source.rescues else {}),
+            **({"full_integer": source.full_integer} if source.full_integer else {}),
         }
         evaluation.save(tmp / layout.REFERENCE)
         calibration.save(tmp / layout.CALIBRATION)

@@ -80,6 +80,14 @@ def quantized(tensors: list[Tensor]) -> bool:
     return bool(tensors) and all(t.scale > 0 and t.dtype in ("int8", "uint8", "int16") for t in tensors)
 
 
+def full_integer(tensors: list[Tensor]) -> str | None:
+    """A full-integer model said with its inputs' and outputs' scales and zero points, else None."""
+    if not quantized(tensors):
+        return None
+    scales = ", ".join(f"{t.name} scale {t.scale:.6g} zero point {t.zero_point}" for t in tensors)
+    return f"a full-integer (INT8) TFLite model ({scales})"
+
+
 class TfliteRunner:
     """Calls of one interpreter on arrays by input name: the batch axis resized where the file leaves it open
     (the interpreter keeps its tensors allocated while the shapes stay the same)."""

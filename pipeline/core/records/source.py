@@ -77,6 +77,7 @@ class ExportReport(Part):
     source: str | None = None
     declared_shape_notes: dict[str, str] | None = None  # by output: declared otherwise than it returns
     rescues: list[dict[str, Any]] | None = None  # how the source was loaded around a known failure (core.rescues)
+    full_integer: str | None = None  # the source is INT8 throughout (a full-integer TFLite file): what says so
 
 
 class SourceRecord(Part):

@@ -86,6 +86,12 @@ class SourceModel(ABC):
         return []
 
     @property
+    def full_integer(self) -> str | None:
+        """What shows the model is already INT8 throughout (a full-integer TFLite file's scales), or None: its
+        INT8 variants would only quantize it again (pipeline.optimize.applicability)."""
+        return None
+
+    @property
     def output_batch_axes(self) -> dict[str, int]:
         """The outputs whose batch axis is not the first (a state [layers, batch, hidden]), by name:
         `predict` returns them rows first, and the variants' runtimes are told (pipeline.runtimes.layout)."""

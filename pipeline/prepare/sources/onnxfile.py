@@ -261,7 +261,8 @@ class OnnxSource(SourceModel):
             raise ConfigError(
                 f"{PARAMS_FILE}: {self.field}.outputs: {self._names} do not match the outputs of {path}: {found}"
             )
-        self._session = _session(self._graph().SerializeToString() if self._zipmaps else path)
+        self._locale = onnx_files.with_available_locale(model)  # a StringNormalizer's locale this machine lacks
+        self._session = _session(model.SerializeToString() if self._zipmaps or self._locale else path)
         self._declared = {o.name: declared_shape(o) for o in model.graph.output}
         self._returned: dict[str, tuple[int, ...]] = {}  # what each output returns, where a run was needed
         self.rows = self._find_rows(model)
@@ -390,9 +391,12 @@ class OnnxSource(SourceModel):
         }
 
     def _graph(self) -> onnx.ModelProto:
-        """The user's graph with its weights, ZipMaps read as tensors."""
+        """The user's graph with its weights, ZipMaps read as tensors, StringNormalizers at a locale this machine
+        has."""
         model = onnx.load(str(self.path))
         zipmap_as_tensor(model)
+        if self._locale:
+            onnx_files.set_locale(model, str(self._locale["locale"]))
         return model
 
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
@@ -400,6 +404,8 @@ class OnnxSource(SourceModel):
         model = self._graph()
         external = onnx_files.uses_external_data(self.path)
         report: dict[str, Any] = {"exporter": "none (ONNX source copied)", "export_s": 0.0}
+        if self._locale:
+            report["rescues"] = [self._locale]
         if self._zipmaps:
             report["zipmap"] = f"{', '.join(self._zipmaps)}: the ZipMap's probabilities as a tensor, first"
         if notes := self.declared_shape_notes:

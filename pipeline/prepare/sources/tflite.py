@@ -17,7 +17,7 @@ from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
 from pipeline.core.data import Arrays
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
 from pipeline.prepare.sources.base import SourceModel, output_names
-from pipeline.runtimes.litert import TfliteRunner, quantized, spec_names
+from pipeline.runtimes.litert import TfliteRunner, full_integer, spec_names
 
 TF2ONNX_MAX_OPSET = 18  # the newest opset tf2onnx 1.17 emits
 
@@ -53,10 +53,15 @@ class TfliteSource(SourceModel):
 
     @property
     def notes(self) -> list[str]:
-        if quantized(self._runner.inputs + self._runner.outputs):
-            return ["a full-integer (INT8) TFLite model: its quantization is kept (tf2onnx writes QDQ); its "
-                    "outputs are compared as the integers it returns"]  # fmt: skip
+        if self.full_integer:
+            return [f"{self.full_integer}: its quantization is kept (tf2onnx writes QDQ); its outputs are "
+                    "compared as the integers it returns; its INT8 variants are not built (they would quantize it "
+                    "again)"]  # fmt: skip
         return []
+
+    @property
+    def full_integer(self) -> str | None:
+        return full_integer(self._runner.inputs + self._runner.outputs)
 
     def predict(self, inputs: Arrays) -> Arrays:
         outputs = self._runner.run(inputs)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pipeline.core import engines
+from pipeline.core import engines, onnx_files
 from pipeline.core.config import ServingConfig
 from pipeline.core.data import Arrays
 from pipeline.core.engines import Release
@@ -93,7 +93,7 @@ def write_serving(folder: Path, config: ServingConfig | None = None, rows: Array
             results = [EngineResult(engine=engine, reason=str(why)) for engine in ENGINES]
         else:
             results, served = _write_engines(folder, manifest, signature, serving, config or ServingConfig(), rows)
-        write_text(serving / README, readme(manifest, results))
+        write_text(serving / README, readme(manifest, results, locales_asked(folder, manifest)))
         problems = check_serving(serving, manifest, signature, results, served)
         if problems:
             raise ModelFileError("; ".join(f"{folder / SERVING}/{problem}" for problem in problems))
@@ -193,8 +193,19 @@ def check_serving(
     return problems
 
 
-def readme(manifest: Manifest, results: list[EngineResult]) -> str:
-    """What each folder is and the one command that starts each engine; why not, for the others."""
+def locales_asked(folder: Path, manifest: Manifest) -> list[str]:
+    """The locales an ONNX artifact's StringNormalizers ask ONNX Runtime for: it opens the model only in an
+    image that has them."""
+    if not manifest.entry.endswith(".onnx") or not (folder / manifest.entry).is_file():
+        return []
+    import onnx
+
+    return onnx_files.string_locales(onnx.load(str(folder / manifest.entry), load_external_data=False))
+
+
+def readme(manifest: Manifest, results: list[EngineResult], locales: list[str] = ()) -> str:
+    """What each folder is and the one command that starts each engine; why not, for the others; the locales
+    the image must have."""
     served = [r.engine for r in results if r.written and r.engine != "kserve"]
     lines = [f"# Serving {manifest.model}", ""]
     if served:
@@ -216,4 +227,8 @@ def readme(manifest: Manifest, results: list[EngineResult]) -> str:
             lines.append(f"- {result.engine}: cannot serve {manifest.model} as is: {result.reason}")
     if manifest.text and served:
         lines += ["", f"Clients tokenize text with ../{manifest.text.tokenizer}/ (not served): the engines take ids."]
+    if locales and served:
+        lines += ["", f"The graph's StringNormalizer asks ONNX Runtime for locale {' and '.join(locales)}: the image "
+                  "an engine runs in must have it (`locale -a` lists it there), or ONNX Runtime will not open the "
+                  "model (\"Failed to construct locale\")."]  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ def reads(path: Path) -> bool:
 def inspect_tflite(name: str, path: Path, flags: Flags) -> Inferred:
     """The entry of a .tflite file: its inputs' names, dtypes and shapes (an open axis after the batch becomes
     a symbol, `--dim` giving its value); `name` is the model's."""
-    from pipeline.runtimes.litert import interpreter, quantized, signature_tensors
+    from pipeline.runtimes.litert import full_integer, interpreter, signature_tensors
 
     try:
         inputs, outputs = signature_tensors(interpreter(path))
@@ -36,10 +36,9 @@ def inspect_tflite(name: str, path: Path, flags: Flags) -> Inferred:
     first = next(iter(specs.values()), None)
     if first and first.shape and isinstance(first.shape[0], int):
         notes.append(f"batch fixed to {first.shape[0]} by the file: run at that batch")
-    if quantized(inputs + outputs):
-        scales = ", ".join(f"{t.name} scale {t.scale:.6g} zero point {t.zero_point}" for t in inputs + outputs)
-        notes.append(f"a full-integer (INT8) model ({scales}): its quantization is kept through the ONNX "
-                     "export (QDQ); the INT8 variants quantize it again; its baseline runs it as is")  # fmt: skip
+    if integer := full_integer(inputs + outputs):
+        notes.append(f"{integer}: its quantization is kept through the ONNX export (QDQ); the INT8 variants are "
+                     "not built (they would quantize it again); its baseline runs it as is")  # fmt: skip
     notes.append("its baseline is the file itself in the LiteRT interpreter (variant tflite): every speed-up is "
                  "stated against what its users run")  # fmt: skip
     notes += axes_notes(path, flags.dims, used)
