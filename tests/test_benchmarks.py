@@ -31,6 +31,7 @@ SMOKE = [
     smoke("foreign_models"),
     smoke("serving_load"),
     smoke("foreign_corpus", ["{tmp}"], "smoke.json"),
+    smoke("package_decisions"),
     smoke("openvino_crosscheck"),
     smoke("pipeline_timing", slow=True),
     smoke("transformer_int8", slow=True),
