@@ -180,10 +180,10 @@ def test_a_sigmoid_output_that_flips_4_percent_of_its_decisions_is_rejected_at_a
     assert stricter["onset"]["decision_threshold"] == 0.9
 
 
-def test_logits_declared_class_scores_are_judged_per_position_not_by_their_cosine():
-    """CTC logits [batch, positions, classes] (a recogniser's): raw values, so only the entry can say they are
-    class scores; a variant whose cosine falls to 0.96 while 99% of the positions keep their character keeps
-    the answers."""
+def test_raw_ctc_logits_are_read_by_argmax_per_position_not_by_their_cosine():
+    """CTC logits [batch, positions, classes] (a recogniser's, no softmax in the graph): their values say it
+    (both signs, a confident class at most positions, many classes picked), and so can the entry; a variant
+    whose cosine falls to 0.96 while 99% of the positions keep their character keeps the answers."""
     from pipeline.core.config import Constraints
     from pipeline.core.quality import quality_violations
 
@@ -191,12 +191,15 @@ def test_logits_declared_class_scores_are_judged_per_position_not_by_their_cosin
     logits = rng.normal(size=(16, 40, 100))
     logits[np.arange(16)[:, None], np.arange(40)[None], rng.integers(0, 100, size=(16, 40))] += 8.0
     noisy = logits + 0.35 * rng.normal(size=logits.shape)
-    plain = fidelity_block({"387": logits}, {"387": noisy}, None)["387"]
-    assert plain["output_kind"] == "values" and plain["cosine_min"] < 0.98  # what a cosine would reject
+    found = fidelity_block({"387": logits}, {"387": noisy}, None)
+    plain = found["387"]
+    assert plain["output_kind"] == "class_logits" and "logits read by argmax" in plain["kind_from"]
+    assert plain["cosine_min"] < 0.98 and plain["top1_agreement"] > 0.99  # a cosine would have rejected it
+    assert not quality_violations(Measured(fidelity=found), Constraints())
     declared = fidelity_block({"387": logits}, {"387": noisy}, None, judging=Judging(declared={"387": "class_scores"}))
     block = declared["387"]
     assert block["output_kind"] == "class_scores" and block["kind_from"] == "declared (judged_as)"
-    assert block["top1_agreement"] > 0.99
+    assert block["top1_agreement"] == plain["top1_agreement"]
     assert not quality_violations(Measured(fidelity=declared), Constraints())
 
 

@@ -83,13 +83,16 @@ def peak(record: VariantRecord) -> str:
 
 def judging_figure(record: VariantRecord) -> str:
     """The quality figure a variant is judged by: the task metric's delta, else its decisions kept (the
-    worst output's decision F1, then top-1 agreement), else a grid's worst channel error, else the worst cosine."""
+    worst output's decision F1, then top-1 agreement, then the rows whose points stayed), else a grid's worst
+    channel error, else the worst cosine."""
     if record.accuracy_delta is not None:
         return f"{record.accuracy_delta:+.4f}"
     if record.decision_f1 is not None:
         return f"F1 {record.decision_f1:.4f}"
     if record.top1_agreement is not None:
         return f"top-1 {record.top1_agreement:.4f}"
+    if record.rows_within is not None:
+        return f"points {record.rows_within:.4f}"
     if record.worst_channel_error is not None:
         return f"channel err {record.worst_channel_error:.3g}"
     return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
