@@ -38,7 +38,8 @@ class Validation:
     model has one and the rows carry labels (1 - it when lower is better: NNCF takes higher as better),
     otherwise the worst output's decision score against the FP32 source (top-1 agreement of class
     scores, the F1 of probabilities' decisions at their threshold, a grid's worse of its scores' F1 and
-    1 - its coordinates' error; the worst row's cosine of plain values). The aggregate is that figure
+    1 - its coordinates' error, the rows whose points stay; the worse of the worst row's cosine and 1 - the
+    largest error of values no reading fits). The aggregate is that figure
     over all the items' rows together (an F1 or an error rate is not a mean of per-row figures), each
     item's value the figure on its own rows: `max_drop: 0.005` asks for a decision score of 0.995.
 
