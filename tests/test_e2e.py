@@ -150,6 +150,8 @@ def assert_budget(m: dict, numbers: dict, batches: set[str]) -> None:
 
 
 def test_every_variant_writes_schema_metrics(project):
+    """Slow (its project, about 4 min: the real pipeline on a tiny zoo through DVC). The only test that checks
+    every variant's metrics record, as the bench stage writes it and DVC tracks it, field by field."""
     root, output = project
     assert {f"bench@spam_fnn-{v}" for v in VARIANTS} <= stages_run(output)
     for variant in VARIANTS:
@@ -474,6 +476,8 @@ def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
 
 
 def test_noop_then_one_variant_param_reruns_only_that_variant(project):
+    """Slow (about 90 s: two `dvc repro` runs of the e2e project). The only test that a no-op `dvc repro` reruns
+    no stage and that one variant's knob reruns that variant's stages and the selection, nothing else."""
     root, _ = project
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first run"], root)
