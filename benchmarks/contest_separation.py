@@ -1,7 +1,8 @@
-"""Does one runtime's spinning thread pool tax the next contender's block (issue 67)? One model's ONNX file in ONNX
-Runtime and in OpenVINO (f32, as onnx_fp32 and openvino_fp32), loaded in one process with the pipeline's own
-adapters (pipeline.runtimes, 2 threads each unless --threads), timed in blocks of ~10 ms (the contest's block) in rounds. Each round times the same
-contender's block three ways, in turns:
+"""Does one runtime's spinning thread pool tax the next contender's block (issue 67)?
+
+One model's ONNX file in ONNX Runtime and in OpenVINO (f32, as onnx_fp32 and openvino_fp32), loaded in one
+process with the pipeline's own adapters (pipeline.runtimes, 2 threads each unless --threads), timed in blocks of
+~10 ms (the contest's block) in rounds. Each round times the same contender's block three ways, in turns:
   - right after the other runtime's block (what the contest did before issue 67),
   - after the other runtime's block and the contest's settle (pipeline.measure.interleaved.settle: what it does
     now),
@@ -95,11 +96,12 @@ def measure(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, Any]:
                 found[name][way].append(block(calls[name], per_block[name]))
     result = {}
     for name, ways in found.items():
-        alone = np.asarray(ways["after a pause"])
-        result[name] = {
-            way: ratio_figures(np.asarray(ways[way]) / alone) for way in WAYS[:2]
-        } | {"alone_ms": round(float(np.median(alone)) * 1e3, 4), "calls_per_block": per_block[name],
-             "other_settle_ms": round(float(np.median(settled[next(n for n in names if n != name)])) * 1e3, 2)}  # fmt: skip
+        alone, other = np.asarray(ways["after a pause"]), next(n for n in names if n != name)
+        result[name] = {way: ratio_figures(np.asarray(ways[way]) / alone) for way in WAYS[:2]} | {
+            "alone_ms": round(float(np.median(alone)) * 1e3, 4),
+            "calls_per_block": per_block[name],
+            "other_settle_ms": round(float(np.median(settled[other])) * 1e3, 2),
+        }
     return result
 
 
@@ -132,7 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     for model, contenders in figures.items():
         for name, row in contenders.items():
             cells = [f"x{row[w]['center']:.3f} ({row[w]['low']:.3f}-{row[w]['high']:.3f})" for w in WAYS[:2]]
-            lines.append(f"{Path(model).name[:40]:<40} {name:<12} {row['alone_ms']:>9.4g} {cells[0]:>22} {cells[1]:>22}")
+            lines.append(
+                f"{Path(model).name[:40]:<40} {name:<12} {row['alone_ms']:>9.4g} {cells[0]:>22} {cells[1]:>22}"
+            )
     lines += notes(f"{result['machine']}, {result['measured_utc']}; {args.threads} threads each; {result['how']}.")
     write_table(out, result, lines)
 
