@@ -51,7 +51,7 @@ def outputs(project: Path, name: str, out: Path) -> None:
     deployed = json.loads((project / "reports" / "selection" / f"{name}.json").read_text()).get("chosen")
     verdicts = {"deployed": deployed, "variants": {}}
     for artifact in sorted((project / "artifacts" / name).iterdir()):
-        if artifact.name == "source" or build.load(artifact).status != "ok":
+        if not artifact.is_dir() or artifact.name == "source" or build.load(artifact).status != "ok":
             continue
         loaded = load_variant(name, layout.variant_dir(name, artifact.name, project), project)
         rows = loaded.reference

@@ -103,8 +103,9 @@ def test_raw_time_major_logits_are_judged_per_position_by_argmax():
     changed[0, :3] = reference[0, :3, ::-1]  # 3 of 30 positions read another character
     block = judged(reference, changed, "output")
     assert block["output_kind"] == "class_logits" and block["top1_agreement"] == pytest.approx(0.9)
-    (violation,) = quality_violations(Measured(fidelity={"output": block}), Constraints(min_top1_agreement=0.99))
-    assert violation.constraint == "min_top1_agreement"
+    assert block["sequences_kept"] == 0.0  # the one string read whole: changed
+    broken = quality_violations(Measured(fidelity={"output": block}), Constraints(min_top1_agreement=0.99))
+    assert {violation.constraint for violation in broken} == {"min_top1_agreement"} and len(broken) == 2
 
 
 def test_an_output_no_reading_fits_is_rejected_by_its_largest_error_when_one_value_moves():

@@ -26,8 +26,8 @@ from pipeline.serve.predict import Predictor, load
 from pipeline.serve.tensors import BadRequest
 from tests.protocol_model import (
     SLOW_SPIN,
-    assert_closed_form,
     assert_as_predict,
+    assert_closed_form,
     call,
     growth,
     json_request,

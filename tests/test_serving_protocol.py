@@ -27,9 +27,9 @@ from pipeline.serve.predict import load
 from pipeline.serve.signature import TensorSpec
 from tests.protocol_model import (
     SLOW_SPIN,
-    assert_closed_form,
     answered,
     assert_as_predict,
+    assert_closed_form,
     call,
     growth,
     json_request,

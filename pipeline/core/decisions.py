@@ -16,7 +16,8 @@ change, and can fall to 0.96 while 99.7% of them stay: users act on the decision
 - raw logits read through a sigmoid (a detector's per-anchor scores before the package's sigmoid): the
   decisions at the logit of the threshold (0 for 0.5), counted as probabilities' are;
 - raw logits read by an argmax (a CTC recogniser's [positions, classes] before its greedy decode): the
-  class picked at every position, as class scores';
+  class picked at every position, as class scores'; for both, over a sequence of positions, the rows
+  whose every position kept its class (a string is read whole: `sequences_kept`);
 - points (landmarks, keypoints: groups of 2 or 3 coordinates in the output's own units): how far each
   point moved, the largest displacement, the share of points within a tolerance, and the share of rows
   (faces, hands) whose every point stayed within it (`rows_within`): a mesh with one point 5 px off is a
@@ -73,6 +74,20 @@ def class_axis(reference: np.ndarray) -> int | None:
             if np.abs(probabilities.sum(axis=axis) - 1.0).max() <= PROBABILITY_TOLERANCE:
                 return axis
     return None
+
+
+MAX_SEQUENCE = 256  # positions a row's classes are read together over (a recognised string); more: a map
+
+
+def sequences_kept(reference: np.ndarray, output: np.ndarray, axis: int = -1) -> float | None:
+    """Share of rows whose class at every position is the source's, for class scores over positions
+    ([batch, positions, classes], at most MAX_SEQUENCE positions): a recogniser's string is read whole, and
+    99% of positions kept left 2 of 16 CAPTCHA strings changed. None for one position per row, or a map."""
+    picked, kept = reference.argmax(axis=axis), output.argmax(axis=axis)
+    positions = picked.reshape(len(picked), -1).shape[1] if picked.size else 0
+    if not 2 <= positions <= MAX_SEQUENCE:
+        return None
+    return float(np.mean((picked == kept).reshape(len(picked), -1).all(axis=1)))
 
 
 def top1_agreement(reference: np.ndarray, output: np.ndarray, axis: int = -1) -> float:

@@ -46,6 +46,7 @@ from pipeline.core.decisions import (
     class_axis,
     logit,
     probability_channels,
+    sequences_kept,
     top1_agreement,
     within_unit_interval,
 )
@@ -305,10 +306,11 @@ def decision_figures(
     """The decisions an output's users make, kept or not (pipeline.core.decisions), by its kind; `points`:
     a points output's coordinates per point and tolerance (None: their defaults)."""
     block: dict[str, Any] = {}
-    if kind == "class_scores" and ref.ndim >= 2 and ref.shape[-1] > 1:
-        block["top1_agreement"] = top1_agreement(ref, got, class_axis(ref) or -1)
-    elif kind == "class_logits" and ref.ndim >= 2 and ref.shape[-1] > 1:
-        block["top1_agreement"] = top1_agreement(ref, got, -1)
+    if kind in ("class_scores", "class_logits") and ref.ndim >= 2 and ref.shape[-1] > 1:
+        axis = (class_axis(ref) or -1) if kind == "class_scores" else -1
+        block["top1_agreement"] = top1_agreement(ref, got, axis)
+        if (whole := sequences_kept(ref, got, axis)) is not None:
+            block["sequences_kept"] = whole
     elif kind == "probabilities":
         block |= _decisions(Decisions.count(ref, got, threshold))
     elif kind == "logits":

@@ -53,6 +53,8 @@ def output_violations(name: str, block: OutputFidelity, constraints: Constraints
     per row, where a cosine over the column hides a flipped row)."""
     found = _floor(block.top1_agreement, constraints.min_top1_agreement, "min_top1_agreement",
                    f"output {name}: top-1 agreement")  # fmt: skip
+    found += _floor(block.sequences_kept, constraints.min_top1_agreement, "min_top1_agreement",
+                    f"output {name}: rows whose class at every position is kept (a sequence read whole)")  # fmt: skip
     if block.decision_f1 is not None:
         where = f"; {block.worst_decision_channel}" if block.worst_decision_channel else ""
         at = f"{block.decision_threshold:g}" + (

@@ -131,6 +131,7 @@ class OutputFidelity(Part):
     values_per_row: int | None = None
     top1_agreement: float | None = None
     top1_agreement_min: float | None = None  # decoders: the worst row's next-token agreement
+    sequences_kept: float | None = None  # class scores over positions: rows whose every position kept its class
     # embeddings (several values per row, not class scores): the source's 10 nearest rows kept, and
     # Spearman's correlation of every pair's similarity (pipeline.core.evaluate.neighbour_agreement)
     neighbour_recall: float | None = None
@@ -175,7 +176,7 @@ class OutputFidelity(Part):
         makes no decision); else 1 - the error relative to the output's range for one value per row, the worse
         of the worst row's cosine and 1 - that error for values no reading fits, or the worst row's cosine."""
         if self.decides:
-            figures = [self.top1_agreement, self.decision_f1, self.rows_within]
+            figures = [self.top1_agreement, self.sequences_kept, self.decision_f1, self.rows_within]
             figures += [] if self.channel_error is None else [1.0 - self.channel_error]
             return min((f for f in figures if f is not None), default=1.0)
         if self.channel_error is not None:  # records written before decisions were
