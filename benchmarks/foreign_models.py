@@ -87,9 +87,10 @@ def judged(record: dict[str, Any]) -> dict[str, Any]:
     """Each output of a measured record: what it was judged as (and how that was known), its decisions kept
     (top-1 agreement, decision F1 and flips at its threshold, a grid's coordinates' error) and the
     similarity figures beside them."""
-    keys = ("output_kind", "kind_from", "top1_agreement", "decision_threshold", "decision_f1", "decision_flips",
-            "decision_positives", "worst_decision_channel", "channel_error", "worst_channel", "cosine_min",
-            "max_rel_diff", "neighbour_recall")  # fmt: skip
+    keys = ("output_kind", "kind_from", "top1_agreement", "sequences_kept", "decision_threshold", "decision_logit",
+            "decision_f1", "decision_flips", "decision_positives", "worst_decision_channel", "channel_error",
+            "worst_channel", "rows_within", "points_within", "max_displacement", "worst_point", "point_tolerance",
+            "cosine_min", "max_rel_diff", "neighbour_recall")  # fmt: skip
     return {name: {k: v for k, v in block.items() if k in keys and v is not None}
             for name, block in (record.get("fidelity") or {}).items()}  # fmt: skip
 

@@ -1,14 +1,16 @@
-"""What each package's own post-processing decides on a deployed variant's outputs, against what it decides on the
-FP32 source's outputs for the same rows (issue 64): the check, by hand, behind the pipeline's readings, for the
-corpus models whose decision is no operator in the graph (a detector's boxes after its decode and NMS, a face's
-mesh, a hand's presence and handedness, a CAPTCHA's string).
+"""What each package's own post-processing decides on a variant's outputs, against what it decides on the FP32
+source's outputs for the same rows (issue 64): the check, by hand, behind the pipeline's readings, for the corpus
+models whose decision is no operator in the graph (a detector's boxes after its decode and NMS, a face's mesh, a
+hand's presence and handedness, a CAPTCHA's string). Every variant built in a kept project is run on the scoring
+rows (held out from calibration, as the bench stage scores them), and beside the package's figures stand the
+pipeline's verdict on the same outputs with this checkout's readings and the project's constraints.
 
-Two steps, in two environments: the deployed artifact runs in the project's (its runtime: OpenVINO, ONNX Runtime,
+Two steps, in two environments: the variants run in the project's (their runtimes: OpenVINO, ONNX Runtime,
 LiteRT), the packages' post-processing in the corpus venv (ddddocr, the makers' decoders of MediaPipe's graphs).
 
     python -m benchmarks.foreign_models CORPUS --only NAME --keep        # prints the kept project
-    python -m benchmarks.package_decisions outputs PROJECT NAME OUT.npz  # source and deployed outputs, all eval rows
-    CORPUS/venv/bin/python -m benchmarks.package_decisions decide NAME OUT.npz   # into the figures (OUT below)
+    python -m benchmarks.package_decisions outputs PROJECT NAME DIR      # DIR/NAME/<variant>.npz and readings.json
+    CORPUS/venv/bin/python -m benchmarks.package_decisions decide NAME DIR/NAME   # into the figures (OUT below)
 
 Matching: a detection is kept when the other side has one of IoU >= 0.5 (greedy, best first); F1 over all rows.
 Writes reports/benchmarks/package_decisions.json (by model; `--out` elsewhere). `--smoke` decides on a made-up
@@ -31,23 +33,40 @@ PIXEL_TOLERANCES = (1.0, 2.0)  # landmark displacement thresholds reported (pixe
 
 
 def outputs(project: Path, name: str, out: Path) -> None:
-    """Run the FP32 source (its own runtime: LiteRT for a .tflite, ONNX Runtime for an ONNX file) and the deployed
-    artifact (pipeline.serve.predict) on every eval row; save both, rows first, with the deployed variant's name."""
+    """Every variant built in `project` for model `name`, run on the export's scoring rows (their FP32 outputs
+    beside): DIR/NAME/<variant>.npz each, and readings.json: each variant's outputs judged by this checkout's
+    readings (pipeline.core.evaluate) under the project's constraints, and its verdict then."""
+    from pipeline.core import layout
     from pipeline.core.config import load_params
     from pipeline.core.data import run_batched
-    from pipeline.prepare.sources import load_source
-    from pipeline.serve.predict import load
+    from pipeline.core.evaluate import Judging, fidelity_block
+    from pipeline.core.quality import quality_violations
+    from pipeline.core.records import Measured, build
+    from pipeline.measure.loading import load_variant
 
-    config = load_params(project / "params.yaml").model(name)
-    with np.load(project / "models" / name / str(config.eval_data)) as data:
-        inputs = {key: data[key] for key in config.inputs}
-    source = load_source(name, config, project)
-    reference = run_batched(source.predict, inputs, config.fixed_batch or 16, config.fixed_batch is not None)
-    deployed = load(project / "deploy" / name)
-    got = deployed(inputs)
-    saved = {f"source:{k}": v for k, v in reference.items()} | {f"deployed:{k}": v for k, v in got.items()}
-    np.savez(out, variant=deployed.manifest.variant, names=np.array(list(reference)), **saved)
-    print(f"{out}: {deployed.manifest.variant}, {len(next(iter(inputs.values())))} rows, outputs {list(reference)}")
+    params = load_params(project / "params.yaml")
+    config, constraints = params.model(name), params.select.constraints_for(name)
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    deployed = json.loads((project / "reports" / "selection" / f"{name}.json").read_text()).get("chosen")
+    verdicts = {"deployed": deployed, "variants": {}}
+    for artifact in sorted((project / "artifacts" / name).iterdir()):
+        if not artifact.is_dir() or artifact.name == "source" or build.load(artifact).status != "ok":
+            continue
+        loaded = load_variant(name, layout.variant_dir(name, artifact.name, project), project)
+        rows = loaded.reference
+        got = run_batched(loaded.session.run, rows.inputs, config.fixed_batch or 16, config.fixed_batch is not None)
+        saved = {f"source:{k}": v for k, v in rows.outputs.items()} | {f"variant:{k}": got[k] for k in rows.outputs}
+        np.savez(folder / f"{artifact.name}.npz", variant=artifact.name, names=np.array(list(rows.outputs)), **saved)
+        fidelity = fidelity_block(rows.outputs, got, judging=Judging.of(config))
+        broken = [v.message for v in quality_violations(Measured(fidelity=fidelity), constraints)]
+        verdicts["variants"][artifact.name] = {
+            "readings": {o: [f["output_kind"], f["kind_from"]] for o, f in fidelity.items()},
+            "verdict": "; ".join(broken) or "meets the constraints",
+            "rows": len(rows),
+        }
+        print(f"{name} {artifact.name}: {verdicts['variants'][artifact.name]['verdict']}")
+    (folder / "readings.json").write_text(json.dumps(verdicts, indent=1) + "\n")
 
 
 def matched_f1(reference: list[list[np.ndarray]], found: list[list[np.ndarray]]) -> dict[str, Any]:
@@ -89,12 +108,24 @@ def points_moved(reference: np.ndarray, found: np.ndarray, rows: np.ndarray | No
     return figures
 
 
+def decide_all(name: str, folder: Path) -> dict[str, Any]:
+    """The package's decisions for every variant saved in `folder`, beside the pipeline's verdict on it."""
+    verdicts = json.loads((folder / "readings.json").read_text())
+    found = {"model": name, "deployed": verdicts["deployed"], "variants": {}}
+    for saved in sorted(folder.glob("*.npz")):
+        figures = decide(name, saved)
+        found["variants"][saved.stem] = {k: v for k, v in figures.items() if k not in ("model", "variant")} | {
+            "pipeline": verdicts["variants"][saved.stem]
+        }
+    return found
+
+
 def decide(name: str, saved: Path) -> dict[str, Any]:
     """The package's decisions on the source's outputs and on the deployed variant's, compared."""
     with np.load(saved) as data:
         names = [str(n) for n in data["names"]]
         source = [data[f"source:{n}"] for n in names]
-        variant = [data[f"deployed:{n}"] for n in names]
+        variant = [data[f"variant:{n}"] for n in names]
         figures: dict[str, Any] = {"model": name, "variant": str(data["variant"]), "outputs": names}
     if name in ("mediapipe_face_detection", "mediapipe_palm_detection"):
         if name == "mediapipe_face_detection":
@@ -157,18 +188,21 @@ def ddddocr_strings(logits: np.ndarray) -> list[str]:
 
 
 def smoke(out: Path) -> None:
-    """A made-up landmark pair through `decide` (numpy only: runs in the project's venv)."""
+    """A made-up landmark pair through `decide_all` (numpy only: runs in the project's venv)."""
     rng = np.random.default_rng(0)
     mesh = rng.uniform(40, 150, size=(4, 1, 1, 1404))
     moved = mesh.copy()
     moved[2, ..., 0] += 3.0  # one point of one face, 3 px
     presence = np.full((4, 1, 1, 1), 5.0)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    saved = out.with_suffix(".npz")
-    np.savez(saved, variant="smoke", names=np.array(["mesh", "presence"]), **{"source:mesh": mesh,
-             "source:presence": presence, "deployed:mesh": moved, "deployed:presence": presence})  # fmt: skip
-    figures = decide("mediapipe_face_landmark", saved)
-    assert figures["rows_over_2px"] == 1 and figures["max_px"] == 3.0, figures
+    folder = out.parent / "mediapipe_face_landmark"
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(folder / "smoke.npz", variant="smoke", names=np.array(["mesh", "presence"]), **{"source:mesh": mesh,
+             "source:presence": presence, "variant:mesh": moved, "variant:presence": presence})  # fmt: skip
+    pipeline = {"readings": {"mesh": ["points", "smoke"]}, "verdict": "smoke", "rows": 4}
+    (folder / "readings.json").write_text(json.dumps({"deployed": "smoke", "variants": {"smoke": pipeline}}))
+    figures = decide_all("mediapipe_face_landmark", folder)
+    smoked = figures["variants"]["smoke"]
+    assert smoked["rows_over_2px"] == 1 and smoked["max_px"] == 3.0, figures
     record(figures, out)
 
 
@@ -189,17 +223,17 @@ def main(argv: list[str] | None = None) -> None:
     run = commands.add_parser("outputs", help="source and deployed outputs on every eval row (the project's venv)")
     run.add_argument("project", type=Path)
     run.add_argument("name")
-    run.add_argument("saved_to", metavar="OUT.npz", type=Path)
-    read = commands.add_parser("decide", help="the package's decisions on both (the corpus venv)")
+    run.add_argument("saved_to", metavar="DIR", type=Path)
+    read = commands.add_parser("decide", help="the package's decisions on each variant (the corpus venv)")
     read.add_argument("name")
-    read.add_argument("saved", type=Path)
+    read.add_argument("saved", metavar="DIR/NAME", type=Path)
     args = parser.parse_args(argv)
     if args.smoke:
         return smoke(args.out or Path(tempfile.mkdtemp()) / "smoke.json")
     if args.command == "outputs":
         outputs(args.project, args.name, args.saved_to)
     elif args.command == "decide":
-        record(decide(args.name, args.saved), args.out or OUT)
+        record(decide_all(args.name, args.saved), args.out or OUT)
     else:
         parser.error("a command: outputs or decide (or --smoke)")
 

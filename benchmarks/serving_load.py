@@ -44,7 +44,7 @@ from pipeline.core.data import Arrays, generate_inputs
 from pipeline.core.records import manifest as manifest_record
 from pipeline.machine.naming import current
 from pipeline.measure.harness import measure_concurrent
-from pipeline.serve import server
+from pipeline.serve import server, service
 from pipeline.serve.admission import RETRY_AFTER_S
 from pipeline.serve.predict import Predictor, load
 
@@ -200,7 +200,7 @@ def client_loop(
 def in_process_concurrent(predictor: Predictor, valid: Arrays, seconds: float) -> dict[str, Any]:
     """The bench stage's concurrent figure for this artifact, measured now: its recorded requests and
     threads (the server's too), `seconds` of batch-1 calls kept in flight."""
-    requests, threads = server.measured_instances(predictor.manifest)
+    requests, threads = service.measured_instances(predictor.manifest)
     queue = predictor.session.async_queue(predictor.check(valid), requests, threads)
     sps = measure_concurrent(queue, 1, seconds)
     return {"sps": sps, **queue.details()}
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = smoke_deploy(Path("smoke-deploy"))
         args.clients, args.seconds, args.warmup, args.in_process_seconds, args.bad_every = 2, 2, 0.5, 0.5, 3
     # one predictor with the threads the server and the bench's concurrent figure use
-    predictor = load(folder, server.measured_instances(manifest_record.load(folder))[1])
+    predictor = load(folder, service.measured_instances(manifest_record.load(folder))[1])
     manifest = predictor.manifest
     work = payloads(predictor, 16)
     before = in_process_concurrent(predictor, work[0][0], args.in_process_seconds)

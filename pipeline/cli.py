@@ -107,7 +107,8 @@ def _add(args: argparse.Namespace) -> int:
                   parse_assignments("--batch-axis", args.batch_axis, int),
                   parse_assignments("--output-rows", args.output_rows, int),
                   parse_assignments("--threshold", args.threshold, float),
-                  {k: v for k, _, v in (a.partition("=") for a in args.judged_as)}, args.trust_pickle)  # fmt: skip
+                  {k: v for k, _, v in (a.partition("=") for a in args.judged_as)}, args.trust_pickle,
+                  parse_assignments("--tolerance", args.tolerance, float))  # fmt: skip
     try:  # add_model leaves nothing written whatever failed; a case it did not foresee is still one line
         inferred = add_model(args.name, args.path, Path("."), flags)
     except PipelineError:
@@ -228,8 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "own FILE.py:FUNCTION(outputs, labels) -> float (copied beside the model)")  # fmt: skip
     add.add_argument("--threshold", action="append", default=[], help="an output's decision threshold, e.g. "
                      "scores=0.25 (repeatable; default 0.5)")  # fmt: skip
-    add.add_argument("--judged-as", action="append", default=[], help="an output's kind where its values cannot tell, "
-                     "e.g. logits=class_scores (repeatable)")  # fmt: skip
+    add.add_argument("--judged-as", action="append", default=[], help="an output's reading where its values and name "
+                     "cannot tell, e.g. classificators=logits, mesh=points, ctc=class_logits (repeatable)")  # fmt: skip
+    add.add_argument("--tolerance", action="append", default=[], help="how far a points output's point may move, "
+                     "in its own units, e.g. landmarks=2.0 (default: 1%% of the coordinates' span)")  # fmt: skip
     add.add_argument("--weights", type=Path, help="FILE.py:FUNCTION: its state_dict (.pt) or Flax params (.msgpack)")
     add.add_argument("--sample", type=Path, help="FILE.py:FUNCTION: an .npz of inputs (batch first) giving their "
                      "names, dtypes and shapes")  # fmt: skip

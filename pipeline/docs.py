@@ -163,7 +163,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "record-schema": ("docs/metrics.md", record_schema),
     "roofline-schema": ("docs/metrics.md", roofline_schema),
     "decision": ("README.md", decision_table),
-    "code-layout": ("docs/development.md", code_layout),
+    "code-layout": ("docs/code-layout.md", code_layout),
 }
 
 

@@ -472,9 +472,53 @@ def test_add_takes_the_users_metric_file_and_the_outputs_threshold(project, tmp_
     assert "task" not in entry  # a user's metric makes no classifier
     assert (project / "models" / "tagger" / "tag_metric.py").is_file()
     printed = capsys.readouterr().out
-    assert "output 'tags' comes from a sigmoid: probabilities, judged by the decisions at 0.3" in printed
+    assert "output 'tags' comes from a sigmoid: probabilities" in printed
+    assert (
+        "output 'tags' read as probabilities: every value in [0, 1], rows not summing to 1 (a sigmoid's) (on 12 "
+        "eval rows); decisions at 0.3 (--threshold tags=V to read them elsewhere)" in printed
+    )
     assert "metric: missed from tag_metric.py (copied beside the model; lower is better)" in printed
     assert "labelled rows (tags_true [12, 3])" in printed
+
+
+def face_model(folder: Path) -> Path:
+    """A face model from elsewhere, its outputs named as exporters keep them: raw per-anchor scores
+    ('classificators', no sigmoid), 'landmarks' in pixels, and an 'Identity' nothing tells."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    weights = {"w1": rng.normal(0, 3, (4, 1)), "w2": rng.normal(0, 5, (4, 6)), "w3": rng.normal(0, 1, (4, 4))}
+    initializers = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()]
+    initializers.append(numpy_helper.from_array(np.full(6, 96.0, np.float32), "centre"))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["classificators"]),
+             helper.make_node("MatMul", ["x", "w2"], ["offsets"]), helper.make_node("Add", ["offsets", "centre"],
+                                                                                   ["landmarks"]),
+             helper.make_node("MatMul", ["x", "w3"], ["Identity"])]  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", n])
+               for name, n in (("classificators", 1), ("landmarks", 6), ("Identity", 4))]  # fmt: skip
+    path = folder / "face.onnx"
+    graph = helper.make_graph(nodes, "face", [x], outputs, initializers)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return path
+
+
+def test_add_says_each_outputs_reading_and_never_decisions_for_values(project, tmp_path, monkeypatch, capsys):
+    path = face_model(tmp_path / "elsewhere")
+    np.savez(tmp_path / "faces.npz", x=np.random.default_rng(1).normal(size=(20, 4)).astype(np.float32))
+    assert run_add(project, monkeypatch, "face", str(path), "--eval", str(tmp_path / "faces.npz"),
+                   "--tolerance", "landmarks=2") == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "eval data: 20 rows, no labels: each output judged by its reading (below)" in printed
+    assert (
+        "output 'classificators' read as logits: its name 'classificators', one unbounded score per position "
+        "(logits read through a sigmoid) (on 20 eval rows); decisions at 0.5 (--threshold classificators=V" in printed
+    )
+    assert "output 'landmarks' read as points: its name 'landmarks'" in printed
+    assert "output 'landmarks': a point may move 2 (--tolerance)" in printed
+    (values,) = [line for line in printed.splitlines() if "output 'Identity'" in line]
+    assert "none of the above: no decision found, judged by cosine and its largest error" in values
+    assert "decisions at" not in values and "--judged-as Identity=KIND if users read decisions from it" in values
+    assert params_of(project)["catalog"]["face"]["point_tolerance"] == {"landmarks": 2.0}
 
 
 @pytest.mark.parametrize(
@@ -484,7 +528,8 @@ def test_add_takes_the_users_metric_file_and_the_outputs_threshold(project, tmp_
         (["--metric", "{tmp}/m.py:absent"], "defines no function 'absent'"),
         (["--threshold", "tags=1.5"], "--threshold tags=1.5: a threshold lies between 0 and 1"),
         (["--judged-as", "tags=scores"], "--judged-as tags=scores: the kind is one of"),
-        (["--threshold", "other=0.2"], "--judged-as/--threshold other: no such output (outputs: tags)"),
+        (["--threshold", "other=0.2"], "--judged-as/--threshold/--tolerance other: no such output (outputs: tags)"),
+        (["--tolerance", "tags=0"], "--tolerance tags=0: a tolerance is a distance above 0"),
     ],
 )
 def test_bad_judging_flags_are_one_line_and_leave_nothing(project, tmp_path, monkeypatch, capsys, flags, message):

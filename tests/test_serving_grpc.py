@@ -27,6 +27,7 @@ from pipeline.serve.tensors import BadRequest
 from tests.protocol_model import (
     SLOW_SPIN,
     assert_as_predict,
+    assert_closed_form,
     call,
     growth,
     json_request,
@@ -101,6 +102,7 @@ def test_every_datatype_through_tritonclient_grpc_is_what_predict_returns(served
     assert response.id == "req-7" and response.model_name == "proto" and response.model_version == "1"
     assert [o.datatype for o in response.outputs] == ["FP32", "INT64", "BYTES", "BF16", "FP32"]
     assert_as_predict(got, served.predict(inputs))
+    assert_closed_form(got, inputs)  # and not only predict's answer: the graph's own
     some = grpc_infer(served.grpc_url, inputs, ["text", "y"])
     assert [o.name for o in some.pop("").outputs] == ["text", "y"]
     assert_as_predict(some, {k: v for k, v in served.predict(inputs).items() if k in some})

@@ -29,6 +29,7 @@ from tests.protocol_model import (
     SLOW_SPIN,
     answered,
     assert_as_predict,
+    assert_closed_form,
     call,
     growth,
     json_request,
@@ -263,6 +264,7 @@ def test_every_datatype_through_tritonclient_is_what_predict_returns(proto, bina
     got = triton_infer(url, inputs, binary)
     assert got["x_bf16"].dtype.name == "bfloat16" and got["text"].dtype == object
     assert_as_predict(got, expected)
+    assert_closed_form(got, inputs)  # and not only predict's answer: the graph's own
 
 
 @pytest.mark.parametrize("compression", ["gzip", "deflate"])

@@ -24,7 +24,6 @@ from pipeline.core.config import ServingConfig, load_params
 from pipeline.core.errors import ConfigError, Unavailable
 from pipeline.core.files import sha256
 from pipeline.core.records import manifest as manifest_record
-from pipeline.serve import side_by_side
 from pipeline.serve.repositories.write import write_serving
 from pipeline.serve.runtime_env import runtime_python
 from tests.conftest import REPO
@@ -99,13 +98,16 @@ def test_a_release_that_reads_the_artifact_is_named_in_the_files_with_what_it_an
     assert triton_latency and ovms_latency, report.lines()
     assert (triton_latency["release_version"], triton_latency["pipeline_version"]) == ("1.27.0", ort.__version__)
     assert (ovms_latency["release_version"], ovms_latency["runtime"]) == ("2026.1.0", "openvino")
-    for latency in (triton_latency, ovms_latency):
-        assert latency["release_p50_ms"] > 0 and latency["pipeline_p50_ms"] > 0
-        assert latency["ratio_ci"]["low"] <= latency["ratio"] <= latency["ratio_ci"]["high"]
-        assert latency["ratio_ci"]["blocks"] >= side_by_side.MIN_ROUNDS
-    timed = r"batch-1 p50 \S+ ms there against \S+ ms on onnxruntime \S+ \(this pipeline's\), x[\d.]+ "
-    assert re.search(timed, header)
-    assert "ms on openvino" in readme(folder)
+    for latency in (triton_latency, ovms_latency):  # a tiny MatMul: microseconds in any runtime version
+        assert 1e-4 < latency["release_p50_ms"] < 5 and 1e-4 < latency["pipeline_p50_ms"] < 5, latency
+        assert 0.1 < latency["ratio"] < 10, latency  # two versions of one runtime on one graph: not 10x apart
+    # the files carry the figures measured, not others
+    timed = r"batch-1 p50 (\S+) ms there against (\S+) ms on onnxruntime \S+ \(this pipeline's\), x([\d.]+) "
+    release_ms, pipeline_ms, ratio = map(float, re.search(timed, header).groups())
+    assert (release_ms, pipeline_ms) == (float(f"{triton_latency['release_p50_ms']:.3g}"),
+                                         float(f"{triton_latency['pipeline_p50_ms']:.3g}"))  # fmt: skip
+    assert ratio == round(triton_latency["ratio"], 2)
+    assert f"{ovms_latency['pipeline_p50_ms']:.3g} ms on openvino" in readme(folder)
 
 
 def test_a_release_that_cannot_read_the_opset_gets_it_converted_and_checked_again(tmp_path: Path):

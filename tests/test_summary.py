@@ -70,3 +70,23 @@ def test_wide_shows_every_column_and_every_note_in_full(measured, capsys, monkey
     assert BROKEN.split()[-1] in text and SHORT["reason"] in text
     assert "whose worst bounds the rest" in " ".join(text.split())  # the how-measured line wraps at the width
     assert WIDE_HINT not in text
+
+
+def test_a_status_mark_every_row_has_is_said_once_under_the_table(tmp_path, machine, capsys, monkeypatch):
+    """Every measured variant's p99 rests on fewer than 1000 calls: one note, not "ok (p99 < 1000 calls)" in
+    every row; a mark only one row has stays in its row."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text()) | {"models": ["spam_fnn"]}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    folder = tmp_path / "reports" / "details" / "spam_fnn"
+    folder.mkdir(parents=True)
+    found = {"torch_eager": metric(3.0, p99_low_confidence=True), "onnx_fp32": metric(1.0, p99_low_confidence=True),
+             "onnx_opt": metric(0.9, noise=25.0, p99_low_confidence=True)}  # fmt: skip
+    for name, record in found.items():
+        (folder / f"{name}.json").write_text(record.model_dump_json(exclude_none=True))
+    record_this_machine(tmp_path)
+    record_choice("spam_fnn", load_params(tmp_path / "params.yaml"), tmp_path)
+    lines = printed(tmp_path, 100, capsys, monkeypatch).splitlines()
+    assert any(line.startswith("onnx_fp32") and line.rstrip().endswith(" ok") for line in lines), lines
+    assert any(line.startswith("onnx_opt") and line.rstrip().endswith("ok (noisy)") for line in lines), lines
+    assert sum("p99" in line for line in lines) == 1
+    assert "  every variant's p99 is read from fewer than 1000 calls: a rough figure" in lines

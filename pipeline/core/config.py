@@ -38,7 +38,8 @@ DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
 BUILT_IN_METRICS = ("accuracy", "binary_accuracy", "f1", "cer", "none")
 # What an output is judged as (pipeline.core.evaluate.output_kind), when its values cannot tell
-OutputKindName = Literal["class_scores", "probabilities", "embedding", "channels", "values"]
+OutputKindName = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "points",
+                         "values"]  # fmt: skip
 
 
 class Strict(BaseModel):
@@ -166,7 +167,19 @@ class ModelConfig(Strict):
     )
     judged_as: dict[str, OutputKindName] = Field(
         default_factory=dict,
-        description="an output's kind by name, when its values cannot tell (e.g. raw logits: class_scores)",
+        description="an output's reading by name, when its values and name cannot tell: class_scores, "
+        "probabilities, embedding, channels (a detector's grid), logits (read through a sigmoid), class_logits "
+        "(read by argmax over the last axis), points (landmarks), values (no decision: cosine and largest error)",
+    )
+    point_tolerance: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict,
+        description="how far a point of a points output may move, in the output's own units (pixels, say), by "
+        "name (default: 1% of the span of the source's coordinates)",
+    )
+    point_dims: dict[str, Literal[2, 3]] = Field(
+        default_factory=dict,
+        description="coordinates per point of a points output, by name (default: 3 where its values per row "
+        "divide by 3, else 2)",
     )
     decision_threshold: dict[str, Annotated[float, Field(gt=0, lt=1)]] = Field(
         default_factory=dict,
@@ -474,6 +487,12 @@ class Constraints(Strict):
     # one value per row (a probability), where a cosine over the column hides a row that flipped.
     min_cosine: float | None = Field(default=0.98, gt=0, le=1)
     max_rel_error: float | None = Field(default=0.1, gt=0)
+    # An output no reading fits (values: no decision found) is judged by its cosine and by its largest error
+    # against its own largest magnitude, so that one moved value (a point, a raw score) shows
+    max_value_error: float | None = Field(default=0.03, gt=0)
+    # Points (landmarks, keypoints): the share of rows (faces, hands) whose every point stays within its
+    # tolerance of the source's (point_tolerance in the catalog entry; default 1% of the coordinates' span)
+    min_rows_within: float | None = Field(default=0.99, gt=0, le=1)
     # What the model is for: a classifier's top-1 class kept (share of scoring rows), an embedding's
     # nearest rows kept (recall@10 of the source's neighbours among the scoring rows)
     min_top1_agreement: float | None = Field(default=None, gt=0, le=1)

@@ -10,16 +10,27 @@ it (pipeline.core.decisions):
     the output's threshold, flips and F1 against the source's;
   - an embedding (a declared `task: embedding`): whether each row's nearest neighbours among the
     scored rows stay the same (recall@10) and the rank correlation of all pairwise similarities;
-  - a grid of mixed-scale channels (a detector's [batch, 4 + classes, anchors]: box coordinates in
-    the hundreds beside probabilities under 1): its probability channels by their decisions, pooled,
-    its coordinate channels by their worst error relative to their own peak (`channel_error`);
-  - anything else: worst-row cosine and relative error.
-Cosine and relative error are kept for every output as context. The task metric (labels) is
-pipeline.core.task_metrics.
+  - a grid of channels (a detector's [batch, 4 + classes, anchors] or [batch, anchors, 4 + 1 + classes]:
+    box coordinates beside scores in [0, 1], at any scale, or channels on scales 50x apart): its
+    probability channels by their decisions (the worst channel's), its coordinate channels by their worst error
+    relative to their own peak (`channel_error`);
+  - raw logits read through a sigmoid (`logits`: a detector's per-anchor scores, a presence flag): the
+    decisions at the logit of the threshold; raw logits read by an argmax (`class_logits`: a CTC
+    recogniser's [T, classes]): the class at every position;
+  - points (`points`: landmarks, keypoints, in the output's own units): the largest displacement and the
+    share of points within a tolerance;
+  - anything else (`values`: no decision found): the worst row's cosine and the largest error against the
+    output's own magnitude, so that one moved value shows.
+How a reading is found, in this order: the entry's word for the output (`judged_as`), the task, the
+source's values on the scoring rows (an operator in the graph shows in them: a sigmoid's values in [0, 1], a
+softmax's rows summing to 1), then the output's name where the exporter kept a telling one ('landmarks',
+'logits', 'classificators'). Cosine and relative error are kept for every output as context. The task
+metric (labels) is pipeline.core.task_metrics.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,9 +40,13 @@ from pipeline.core.data import Arrays, DataSet
 from pipeline.core.decisions import (
     DEFAULT_THRESHOLD,
     Decisions,
+    Points,
+    argmax_logits,
     channel_decisions,
     class_axis,
+    logit,
     probability_channels,
+    sequences_kept,
     top1_agreement,
     within_unit_interval,
 )
@@ -99,7 +114,8 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
-OutputKind = Literal["class_scores", "probabilities", "embedding", "channels", "values"]
+OutputKind = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "points",
+                     "values"]  # fmt: skip
 SCALE_RATIO = 50.0  # channels whose reference peaks differ by more than this are judged one by one
 MAX_CHANNELS = 256  # an axis longer than this holds positions or features, not channels
 
@@ -119,6 +135,31 @@ def mixed_scale_channels(reference: np.ndarray) -> tuple[int, np.ndarray] | None
         live = peaks[peaks > 0]
         if len(live) >= 2 and live.max() > SCALE_RATIO * live.min():
             return axis, peaks
+    return None
+
+
+def score_grid(reference: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(axis, each channel's peak |value|) when an axis after the batch holds a detector's channels at any
+    scale: some channels all in [0, 1] (objectness, class scores) beside others that are not (boxes), and
+    more positions than channels (anchors: a hidden state [batch, 8 tokens, 128] is no grid), else None."""
+    if reference.ndim < 3 or not reference.size:
+        return None
+    for axis in dict.fromkeys((1, reference.ndim - 1)):
+        channels = reference.shape[axis]
+        if not 2 <= channels <= MAX_CHANNELS or reference[0].size // channels < channels:
+            continue
+        bounded = probability_channels(reference, axis)
+        if bounded.any() and not bounded.all():
+            return axis, channel_peaks(reference, axis)
+    return None
+
+
+def grid_channels(reference: np.ndarray) -> tuple[int, np.ndarray, str] | None:
+    """(axis, peaks, why) of a grid of channels: mixed scales, else scores beside boxes."""
+    if (mixed := mixed_scale_channels(reference)) is not None:
+        return (*mixed, f"axis {mixed[0]} holds channels on scales over {SCALE_RATIO:g}x apart")
+    if (scored := score_grid(reference)) is not None:
+        return (*scored, f"axis {scored[0]} holds score channels in [0, 1] beside unbounded ones (boxes)")
     return None
 
 
@@ -157,10 +198,13 @@ class Judging:
     embedding: bool = False
     declared: dict[str, str] = field(default_factory=dict)
     thresholds: dict[str, float] = field(default_factory=dict)
+    tolerances: dict[str, float] = field(default_factory=dict)  # points: how far a point may move (its units)
+    point_dims: dict[str, int] = field(default_factory=dict)  # points: coordinates per point
 
     @classmethod
     def of(cls, config: ModelConfig) -> Judging:
-        return cls(config.class_scores, config.embedding, dict(config.judged_as), dict(config.decision_threshold))
+        return cls(config.class_scores, config.embedding, dict(config.judged_as), dict(config.decision_threshold),
+                   dict(config.point_tolerance), dict(config.point_dims))  # fmt: skip
 
     def threshold(self, name: str) -> float:
         return self.thresholds.get(name, DEFAULT_THRESHOLD)
@@ -169,16 +213,50 @@ class Judging:
         """What output `name`, at `position` among the outputs, is judged as (output_kind): the entry's class
         scores are the first output's."""
         class_scores = self.class_scores if position == 0 else None
-        return output_kind(reference, class_scores, self.embedding, self.declared.get(name))
+        return output_kind(reference, class_scores, self.embedding, self.declared.get(name), name)
+
+    def read(self, position: int, name: str, reference: np.ndarray, output: np.ndarray) -> dict[str, Any]:
+        """Output `name`'s fidelity block, read as kind() finds (output_fidelity)."""
+        kind, why = self.kind(position, name, reference.astype(np.float64))
+        points = (self.point_dims.get(name), self.tolerances.get(name))
+        return output_fidelity(reference, output, kind, why, self.threshold(name), points)
+
+
+# Names exporters keep that tell a reading (tokens of the output's name: 'face_landmarks', 'classificators')
+POINT_NAMES = {"landmark", "landmarks", "keypoint", "keypoints", "kpt", "kpts", "kps", "joints", "pose", "mesh",
+               "points", "coords", "lmk", "lmks"}  # fmt: skip
+LOGIT_NAMES = {"logit", "logits", "classificator", "classificators", "objectness", "presence", "conf", "confidence",
+               "score", "scores"}  # fmt: skip
+NO_DECISION = "none of the above: no decision found, judged by cosine and its largest error"
+
+
+def name_tokens(name: str) -> set[str]:
+    """The words of an output name: 'Identity_1:0' -> identity, 1, 0; 'faceLandmarks' -> face, landmarks."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name)
+    return {token.lower() for token in re.split(r"[^A-Za-z0-9]+", spaced) if token}
+
+
+def reading_by_name(name: str | None, reference: np.ndarray) -> tuple[OutputKind, str] | None:
+    """A reading the output's name tells, where its values could not: points, or raw logits (one score per
+    position: read through a sigmoid; several: by an argmax over the last axis)."""
+    words = name_tokens(name or "")
+    if words & POINT_NAMES and not words & LOGIT_NAMES and reference.size:  # 'keypoint_scores' are scores
+        return "points", f"its name {name!r} (points: each point's displacement in the output's units)"
+    if words & LOGIT_NAMES:
+        if reference.ndim < 2 or reference.shape[-1] == 1:
+            return "logits", f"its name {name!r}, one unbounded score per position (logits read through a sigmoid)"
+        return "class_logits", f"its name {name!r}, unbounded scores over its last axis (logits read by argmax)"
+    return None
 
 
 def output_kind(
-    reference: np.ndarray, class_scores: str | None, embedding: bool, declared: str | None = None
-) -> tuple[OutputKind, str]:
+    reference: np.ndarray, class_scores: str | None, embedding: bool, declared: str | None = None,
+    name: str | None = None,
+) -> tuple[OutputKind, str]:  # fmt: skip
     """What an output is judged as, and how that was known: the entry's word for this output first
     (`judged_as`), then the task (class scores, an embedding), then the source's own values (a softmax or
-    log-softmax over an axis; rows of unit norm, an embedding; values in [0, 1], a sigmoid's; channels on
-    mixed scales), else plain values."""
+    log-softmax over an axis; rows of unit norm, an embedding; values in [0, 1], a sigmoid's; a grid of
+    channels; raw logits over a class axis), then the output's `name`, else values (no decision found)."""
     one_score = reference.ndim < 2 or reference.shape[-1] == 1  # nothing to pick a class among
     if declared is not None:
         if declared == "class_scores" and one_score:
@@ -196,9 +274,17 @@ def output_kind(
         return "embedding", "every row has unit L2 norm (a normalised embedding: compared by cosine, not thresholded)"
     if within_unit_interval(reference):
         return "probabilities", "every value in [0, 1], rows not summing to 1 (a sigmoid's)"
-    if (mixed := mixed_scale_channels(reference)) is not None:
-        return "channels", f"axis {mixed[0]} holds channels on scales over {SCALE_RATIO:g}x apart"
-    return "values", "none of the above"
+    if (grid := grid_channels(reference)) is not None:
+        return "channels", grid[2]
+    if argmax_logits(reference):
+        return (
+            "class_logits",
+            "unbounded scores of both signs over a last axis of classes, one confident at most "
+            "positions (logits read by argmax)",
+        )
+    if (by_name := reading_by_name(name, reference)) is not None:
+        return by_name
+    return "values", NO_DECISION
 
 
 def unit_rows(reference: np.ndarray) -> bool:
@@ -210,19 +296,38 @@ def unit_rows(reference: np.ndarray) -> bool:
     return bool(np.allclose(norms, 1.0, atol=1e-3))
 
 
-def decision_figures(ref: np.ndarray, got: np.ndarray, kind: str, threshold: float) -> dict[str, Any]:
-    """The decisions an output's users make, kept or not (pipeline.core.decisions), by its kind."""
+def decision_figures(
+    ref: np.ndarray,
+    got: np.ndarray,
+    kind: str,
+    threshold: float,
+    points: tuple[int | None, float | None] = (None, None),
+) -> dict[str, Any]:
+    """The decisions an output's users make, kept or not (pipeline.core.decisions), by its kind; `points`:
+    a points output's coordinates per point and tolerance (None: their defaults)."""
     block: dict[str, Any] = {}
-    if kind == "class_scores" and ref.ndim >= 2 and ref.shape[-1] > 1:
-        block["top1_agreement"] = top1_agreement(ref, got, class_axis(ref) or -1)
+    if kind in ("class_scores", "class_logits") and ref.ndim >= 2 and ref.shape[-1] > 1:
+        axis = (class_axis(ref) or -1) if kind == "class_scores" else -1
+        block["top1_agreement"] = top1_agreement(ref, got, axis)
+        if (whole := sequences_kept(ref, got, axis)) is not None:
+            block["sequences_kept"] = whole
     elif kind == "probabilities":
         block |= _decisions(Decisions.count(ref, got, threshold))
+    elif kind == "logits":
+        at = logit(threshold)
+        block |= _decisions(Decisions.count(ref, got, at)) | {"decision_threshold": threshold, "decision_logit": at}
+    elif kind == "points":
+        moved = Points.measure(ref, got, *points)
+        block |= {"point_dims": moved.dims, "point_tolerance": moved.tolerance, "points_within": moved.within,
+                  "rows_within": moved.rows_within, "max_displacement": moved.max_displacement,
+                  "worst_point": moved.worst}  # fmt: skip
     elif kind == "channels" and ref.ndim >= 3:
-        axis, peaks = mixed_scale_channels(ref) or (1, channel_peaks(ref, 1))  # declared: channels on axis 1
+        grid = grid_channels(ref)
+        axis, peaks = grid[:2] if grid else (1, channel_peaks(ref, 1))  # declared: channels on axis 1
         scores = probability_channels(ref, axis)
         if scores.any():
-            pooled, worst = channel_decisions(ref, got, axis, scores, threshold)
-            block |= _decisions(pooled) | {"worst_decision_channel": worst}
+            decided, worst = channel_decisions(ref, got, axis, scores, threshold)
+            block |= _decisions(decided) | {"worst_decision_channel": worst}
         if not scores.all():  # coordinates: error against their own scale
             block["channel_error"], block["worst_channel"] = channel_errors(ref, got, axis, peaks, ~scores)
     return block
@@ -238,8 +343,9 @@ def _decisions(found: Decisions) -> dict[str, Any]:
 
 
 def output_fidelity(
-    reference: np.ndarray, output: np.ndarray, kind: OutputKind, why: str, threshold: float = DEFAULT_THRESHOLD
-) -> dict[str, Any]:
+    reference: np.ndarray, output: np.ndarray, kind: OutputKind, why: str, threshold: float = DEFAULT_THRESHOLD,
+    points: tuple[int | None, float | None] = (None, None),
+) -> dict[str, Any]:  # fmt: skip
     """One output's fidelity block: what it was judged as (`kind`) and why, its decisions kept (by its
     kind), and the similarity figures beside them (cosine, relative error) as context."""
     ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
@@ -259,7 +365,7 @@ def output_fidelity(
         "max_rel_diff": max_abs / largest if largest > 0 else (0.0 if max_abs == 0 else float("inf")),
         "values_per_row": values_per_row,
         "top1_agreement": None,
-        **decision_figures(ref, got, kind, threshold),
+        **decision_figures(ref, got, kind, threshold, points),
     }
     if kind == "embedding" and values_per_row > 1:
         block |= neighbour_agreement(ref, got)
@@ -283,24 +389,17 @@ def fidelity_block(
         got = np.asarray(outputs[name])
         if got.shape != ref.shape:
             raise ValueError(f"output {name!r} has shape {got.shape}, the source gave {ref.shape}")
-        kind, why = judging.kind(i, name, ref.astype(np.float64))
-        block[name] = output_fidelity(ref, got, kind, why, judging.threshold(name))
+        block[name] = judging.read(i, name, ref, got)
     return block
 
 
-def decision_score(reference: np.ndarray, output: np.ndarray, kind: str, threshold: float) -> float:
-    """The figure a search raises on one output, 1 = every decision kept: the decision F1 of
-    probabilities, the top-1 agreement of class scores, a grid's worse of its decisions' F1 and 1 - its
-    coordinates' worst error, and the worst row's cosine of anything else."""
-    ref, got = reference.astype(np.float64), np.asarray(output).astype(np.float64)
-    decided = OutputFidelity(output_kind=kind, **decision_figures(ref, got, kind, threshold))
-    return decided.score if decided.decides else float(cosine_per_sample(ref, got).min())  # type: ignore[return-value]
-
-
 def search_score(reference: Arrays, outputs: Arrays, judging: Judging) -> float:
-    """The worst output's decision score (decision_score) on the rows a search tunes on."""
+    """The worst output's fidelity score (OutputFidelity.score, 1 = every decision kept: the decision F1 of
+    probabilities and logits, the top-1 agreement of class scores, a grid's worse of its decisions' F1 and
+    1 - its coordinates' worst error, the share of points kept; the worst of cosine and 1 - the largest error
+    of plain values) on the rows a search tunes on."""
     return min(
-        decision_score(ref, outputs[name], judging.kind(i, name, ref.astype(np.float64))[0], judging.threshold(name))
+        OutputFidelity.model_validate(judging.read(i, name, ref, np.asarray(outputs[name]))).score or 0.0
         for i, (name, ref) in enumerate(reference.items())
     )
 

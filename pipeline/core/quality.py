@@ -53,10 +53,15 @@ def output_violations(name: str, block: OutputFidelity, constraints: Constraints
     per row, where a cosine over the column hides a flipped row)."""
     found = _floor(block.top1_agreement, constraints.min_top1_agreement, "min_top1_agreement",
                    f"output {name}: top-1 agreement")  # fmt: skip
+    found += _floor(block.sequences_kept, constraints.min_top1_agreement, "min_top1_agreement",
+                    f"output {name}: rows whose class at every position is kept (a sequence read whole)")  # fmt: skip
     if block.decision_f1 is not None:
         where = f"; {block.worst_decision_channel}" if block.worst_decision_channel else ""
+        at = f"{block.decision_threshold:g}" + (
+            "" if block.decision_logit is None else f" (logit {block.decision_logit:g})"
+        )
         found += _floor(block.decision_f1, constraints.min_decision_f1, "min_decision_f1",
-                        f"output {name}: F1 of the decisions at {block.decision_threshold:g}",
+                        f"output {name}: F1 of the decisions at {at}",
                         f" ({block.decision_flips} flips against the source's {block.decision_positives} positives"
                         f"{where})")  # fmt: skip
     if block.channel_error is not None:  # a mixed-scale grid: the row's cosine follows its largest channels
@@ -64,6 +69,11 @@ def output_violations(name: str, block: OutputFidelity, constraints: Constraints
         if cap is not None and error > cap:
             found.append(Violation("max_channel_error", f"output {name} {block.worst_channel} ({error:.3g} > {cap:g})",
                                    excess(error, cap)))  # fmt: skip
+    if block.rows_within is not None:
+        found += _floor(block.rows_within, constraints.min_rows_within, "min_rows_within",
+                        f"output {name}: share of rows whose every point stays within {block.point_tolerance:.3g} of "
+                        "the source's", f" (largest displacement {block.max_displacement:.3g} at {block.worst_point}; "
+                        f"{block.points_within:.4f} of all points within)")  # fmt: skip
     if block.decides:
         return found
     found += _floor(block.neighbour_recall, constraints.min_neighbour_recall, "min_neighbour_recall",
@@ -75,6 +85,11 @@ def output_violations(name: str, block: OutputFidelity, constraints: Constraints
             over = float("inf") if error is None else excess(error, cap)
             found.append(Violation("max_rel_error", f"output {name}: worst row's error {shown} > {cap:g}", over))
     else:
+        error, cap = block.max_rel_diff, constraints.max_value_error
+        if block.output_kind == "values" and cap is not None and error is not None and error > cap:
+            found.append(Violation("max_value_error", f"output {name}: largest error {error:.4g} of its largest "
+                                   f"magnitude > {cap:g} (no decision found: judged by cosine and its largest error)",
+                                   excess(error, cap)))  # fmt: skip
         cosine, floor = block.cosine_min, constraints.min_cosine
         if floor is not None and (cosine is None or cosine < floor):
             shown = "unknown" if cosine is None else f"{cosine:.4f}"

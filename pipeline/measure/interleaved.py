@@ -20,10 +20,18 @@ cost, and at most `max_block_seconds` (one call at least) so that a slow model (
 call) still gets rounds: its time cap also waits for `cap_min_rounds` rounds, up to
 `cap_max_seconds` (with 10-call blocks and a flat 30 s cap VGG19 got 3 rounds and every pair was
 called a tie).
+
+Each block measures its contender alone: a runtime's thread pool spins for a while after a call (ONNX
+Runtime's intra-op threads, OpenVINO's TBB workers, XNNPACK's pthreadpool), and on 2 cores that spinning
+taxed the next contender's block (an OpenVINO block 12% slower right after an ONNX Runtime block than after
+a pause). So after every block the contest waits until the process is quiet (settle: its CPU time, all
+threads together, grows by under a tenth of one core over a 2 ms window), however long this runtime on this
+machine spins, at most 250 ms; the record says how long each contender's pool took (`separation`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +48,22 @@ from pipeline.measure.loading import load_variant
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99}
 WARM_CALLS = 2  # untimed calls at the start of every block: caches and thread pools after the switch
+QUIET_WINDOW_S = 0.002  # how often a settling process's CPU time is read
+QUIET_SHARE = 0.1  # quiet: the process's threads used less than this share of one core over a window
+MAX_SETTLE_S = 0.25  # a pool that spins longer than this is waited for this long (the record shows it)
+
+
+def settle(window: float = QUIET_WINDOW_S, share: float = QUIET_SHARE, cap: float = MAX_SETTLE_S) -> float:
+    """Wait until this process's threads stop spinning after a block: its CPU time (every thread's, as
+    CLOCK_PROCESS_CPUTIME_ID counts it) grows by less than `share` of one core over a `window`, or `cap`
+    seconds pass. Returns the seconds waited: how long the last runtime's pool kept spinning, measured on
+    this machine rather than guessed."""
+    start = time.perf_counter()
+    while True:
+        cpu, wall = time.process_time(), time.perf_counter()
+        time.sleep(window)
+        if time.process_time() - cpu < share * (time.perf_counter() - wall) or time.perf_counter() - start >= cap:
+            return time.perf_counter() - start
 
 
 def verdict(interval: Interval, tie_pct: float) -> str:
@@ -133,6 +157,7 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
     per_block = {v: block_calls(seconds_per_call(c), settings) for v, c in calls.items()}
     q = PERCENTILES[percentile]
     stats: dict[str, list[float]] = {v: [] for v in variants}
+    settled: dict[str, list[float]] = {v: [] for v in variants}  # seconds each block's pool spun after it
     with no_gc():
         start, rounds, stopped_by = clock(), 0, ""
         while True:
@@ -148,6 +173,7 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
                     times[i] = own_figure_ns(result, wall)
                     del result
                 stats[variant].append(float(np.percentile(times, q)) / 1e6)
+                settled[variant].append(settle())
             rounds += 1
             elapsed = (clock() - start) / 1e9
             long_enough = rounds >= rounds_needed(rounds, elapsed, settings) and elapsed >= settings.min_seconds
@@ -174,10 +200,16 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
         "ratio_to_leader": {
             v: {"ratio": r.center, "low": r.low, "high": r.high, "verdict": verdicts[v]} for v, r in ratios.items()
         },
+        "separation": {
+            "how": f"after every block, waited until the process's CPU time grew by under {QUIET_SHARE:g} of one core "
+            f"over {QUIET_WINDOW_S * 1e3:g} ms (its threads quiet), at most {MAX_SETTLE_S * 1e3:g} ms",
+            "settle_ms": {v: round(float(np.median(s)) * 1e3, 2) for v, s in settled.items()},
+            "capped_blocks": {v: int(sum(w >= MAX_SETTLE_S for w in s)) for v, s in settled.items()},
+        },
         "how": (
             f"{len(variants)} variants loaded in one process, {rounds} rounds of one block each"
             f" (~{settings.block_seconds:g} s, at most {settings.max_block_seconds:g} s; up to {WARM_CALLS} untimed"
-            f" calls first) in turning order;"
+            f" calls first) in turning order, each after the process went quiet (separation);"
             f" block {percentile}s; median contender/leader ratio over the rounds, its 95% interval"
             f" the order statistics' joined with a t interval over 5 stretches of the contest;"
             f" equivalent within ±{settings.tie_pct:g}%; decided early once every interval starts above"

@@ -28,6 +28,7 @@ from pipeline.core import layout, onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig, Params
 from pipeline.core.data import Arrays, DataSet, run_batched, sample_batch
 from pipeline.core.errors import ConfigError, PipelineError, first_line
+from pipeline.core.evaluate import Judging
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.inputs import (
     declared_bounds,
@@ -308,6 +309,7 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
             **exported,
             **({"rescues": source.rescues} if source.rescues else {}),
             **({"full_integer": source.full_integer} if source.full_integer else {}),
+            "readings": readings_of(config, evaluation.outputs),
         }
         evaluation.save(tmp / layout.REFERENCE)
         calibration.save(tmp / layout.CALIBRATION)
@@ -370,6 +372,14 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
     report["export_stage_s"] = time.perf_counter() - began  # the reference outputs and checks included
     write_json(layout.export_report(name, root), report)
     return report
+
+
+def readings_of(config: ModelConfig, outputs: Arrays) -> dict[str, dict[str, str]]:
+    """Each output's reading on the scoring rows and how it was found (pipeline.core.evaluate.output_kind): what
+    its variants are judged by."""
+    judging = Judging.of(config)
+    found = (judging.kind(i, name, values.astype(np.float64)) for i, (name, values) in enumerate(outputs.items()))
+    return {name: {"reading": kind, "how": how} for name, (kind, how) in zip(outputs, found, strict=True)}
 
 
 def check_output_names(name: str, config: ModelConfig, outputs: list[str]) -> None:

@@ -125,14 +125,21 @@ JUDGED = {
     "class_scores": "class scores: the class picked at every position kept (top-1 agreement, min_top1_agreement)",
     "probabilities": "probabilities: the decisions at {threshold} kept (F1 against the source's, min_decision_f1)",
     "embedding": "an embedding (task: embedding): neighbour recall@10 beside the worst row's cosine (min_cosine)",
-    "channels": "a grid of mixed-scale channels: its score channels' decisions at {threshold} (min_decision_f1), its "
-    "coordinates' worst error against their own peak (max_channel_error)",
-    "values": "plain values: the worst row's cosine and relative error (min_cosine, max_rel_error)",
+    "channels": "a grid of channels (a detector's): its score channels' decisions at {threshold} (min_decision_f1), "
+    "its coordinates' worst error against their own peak (max_channel_error)",
+    "logits": "raw logits read through a sigmoid: the decisions at {threshold} (logit {logit}) kept (F1 against the "
+    "source's, min_decision_f1)",
+    "class_logits": "raw logits read by argmax: the class picked at every position kept (top-1 agreement, "
+    "min_top1_agreement)",
+    "points": "points: each point's displacement in the output's units, the rows whose every point stays within "
+    "{tolerance} kept (min_rows_within)",
+    "values": "no decision found: judged by the worst row's cosine and its largest error (min_cosine, "
+    "max_value_error; one value per row: max_rel_error)",
 }
 DECLARE = (
-    "another reading is declared in the model's catalog entry: `judged_as: {{{name}: class_scores}}` (or "
-    "probabilities, embedding, channels, values), `decision_threshold: {{{name}: 0.25}}`, or a task metric on "
-    "labelled eval data (`metric:`, your function included)"
+    "another reading is declared in the model's catalog entry: `judged_as: {{{name}: logits}}` (or class_scores, "
+    "probabilities, embedding, channels, class_logits, points, values), `decision_threshold: {{{name}: 0.25}}`, "
+    "`point_tolerance: {{{name}: 2.0}}`, or a task metric on labelled eval data (`metric:`, your function included)"
 )
 
 
@@ -148,7 +155,9 @@ def judged_outputs(found: Records, metric_decides: bool = True) -> list[str]:
         if not block.output_kind:
             continue
         threshold = f"{block.decision_threshold:g}" if block.decision_threshold is not None else "its threshold"
-        judged = JUDGED[block.output_kind].format(threshold=threshold)
+        tolerance = f"{block.point_tolerance:.3g}" if block.point_tolerance is not None else "its tolerance"
+        logit = f"{block.decision_logit:g}" if block.decision_logit is not None else "0"
+        judged = JUDGED[block.output_kind].format(threshold=threshold, logit=logit, tolerance=tolerance)
         why = f"; known from: {block.kind_from}" if block.kind_from else ""
         if metric and (first.metric_reads_every_output or i == 0):
             also = "and" if not metric_decides else "context:"

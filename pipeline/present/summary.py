@@ -46,11 +46,31 @@ NAMES = 3  # the default names at most this many variants in a note
 WIDE_HINT = "--wide: every column, every note in full, and how the figures were measured"
 
 
-def _status(record: VariantRecord) -> str:
-    marks = ["noisy"] if record.noisy else []
-    marks += ["p99 < 1000 calls"] if record.p99_low_confidence else []
-    marks += ["in-sample"] if record.in_sample else []
-    return f"ok ({', '.join(marks)})" if record.ok and marks else record.status
+MARKS = {  # a status mark, and what it says when every measured row of a model has it (said once, under the table)
+    "noisy": "every variant's p50 interval stayed wider than its target (noisy)",
+    "p99 < 1000 calls": "every variant's p99 is read from fewer than 1000 calls: a rough figure",
+    "in-sample": "every variant was scored on rows it was calibrated on (in-sample)",
+}
+
+
+def marks(record: VariantRecord) -> list[str]:
+    """What qualifies an ok record's figures (MARKS' keys)."""
+    found = ["noisy"] if record.noisy else []
+    found += ["p99 < 1000 calls"] if record.p99_low_confidence else []
+    return found + (["in-sample"] if record.in_sample else [])
+
+
+def shared_marks(found: Records) -> list[str]:
+    """The marks every ok record of a model carries (two or more of them): said once, not in each row."""
+    measured = [record for record in found.values() if record.ok]
+    if len(measured) < 2:
+        return []
+    return [mark for mark in MARKS if all(mark in marks(record) for record in measured)]
+
+
+def _status(record: VariantRecord, shared: list[str] | tuple[str, ...] = ()) -> str:
+    own = [mark for mark in marks(record) if mark not in shared]
+    return f"ok ({', '.join(own)})" if record.ok and own else record.status
 
 
 def peak(record: VariantRecord) -> str:
@@ -63,13 +83,16 @@ def peak(record: VariantRecord) -> str:
 
 def judging_figure(record: VariantRecord) -> str:
     """The quality figure a variant is judged by: the task metric's delta, else its decisions kept (the
-    worst output's decision F1, then top-1 agreement), else a grid's worst channel error, else the worst cosine."""
+    worst output's decision F1, then top-1 agreement, then the rows whose points stayed), else a grid's worst
+    channel error, else the worst cosine."""
     if record.accuracy_delta is not None:
         return f"{record.accuracy_delta:+.4f}"
     if record.decision_f1 is not None:
         return f"F1 {record.decision_f1:.4f}"
     if record.top1_agreement is not None:
         return f"top-1 {record.top1_agreement:.4f}"
+    if record.rows_within is not None:
+        return f"points {record.rows_within:.4f}"
     if record.worst_channel_error is not None:
         return f"channel err {record.worst_channel_error:.3g}"
     return f"cos {record.worst_cosine:.4f}" if record.worst_cosine is not None else ""
@@ -82,8 +105,15 @@ def of_bound(distance: Distance | None) -> str:
     return f"{distance.of_bound:.0%} {distance.bound_by}"
 
 
-def cells(variant: str, r: VariantRecord, baseline: VariantRecord | None, distance: Distance | None = None) -> dict:
-    """Every cell of one variant's row, by column name: COLUMNS and BRIEF pick theirs."""
+def cells(
+    variant: str,
+    r: VariantRecord,
+    baseline: VariantRecord | None,
+    distance: Distance | None = None,
+    shared: list[str] | tuple[str, ...] = (),
+) -> dict:
+    """Every cell of one variant's row, by column name: COLUMNS and BRIEF pick theirs; `shared`: the status
+    marks every row has, said once under the table instead (shared_marks)."""
     latency = r.latency_ms
     p50 = num(latency.p50 if latency else None)
     interval = num(r.p50_ci_pct, ".1f") + ("%" if r.p50_ci_pct is not None else "")
@@ -109,7 +139,7 @@ def cells(variant: str, r: VariantRecord, baseline: VariantRecord | None, distan
         "nn recall@10": num(r.neighbour_recall, ".4f"),
         "Δ / fidelity": judging_figure(r),
         "of bound": of_bound(distance),
-        "status": _status(r),
+        "status": _status(r, shared),
     }
 
 
@@ -129,7 +159,11 @@ def rows(
         return found[variant].device, order.index(variant) if variant in order else len(order)
 
     shown = [variant for variant in sorted(found, key=place) if found[variant].status != "skipped"]
-    return [[cells(variant, found[variant], baseline, distances.get(variant))[c] for c in columns] for variant in shown]
+    shared = shared_marks(found)
+    return [
+        [cells(variant, found[variant], baseline, distances.get(variant), shared)[c] for c in columns]
+        for variant in shown
+    ]
 
 
 def rich_table(title: str, body: list[list[str]], columns: tuple[str, ...] = COLUMNS, brief: bool = False) -> Table:
@@ -233,9 +267,11 @@ def terminal_columns(wide: bool) -> int:
 
 def model_notes(found: Records, choice: Choice | None, model: str, wide: bool) -> list[str]:
     """What the table leaves out, one line each: the deployed choice, one line per reason variants were
-    skipped or failed (the select record's not-applicable ones with them), the short budgets."""
+    skipped or failed (the select record's not-applicable ones with them), the short budgets, the status marks
+    every row has."""
     notes = not_ok_notes(found, choice.not_applicable_skips() if choice else {}, None if wide else NAMES)
     notes += short_budget_notes(found) if wide else short_budget_line(found)
+    notes += [MARKS[mark] for mark in shared_marks(found)]
     if choice:
         manifest = layout.deploy_dir(model) / layout.MANIFEST
         notes.insert(0, f"deploy: {choice.chosen}" + (

@@ -1,5 +1,5 @@
 """The Open Inference Protocol's gRPC form (KServe's `grpc-v2`) beside REST in `python -m pipeline serve`
-(`--grpc-port`, 8001 by default as Triton's), on the same model, queue and counters (server.Service).
+(`--grpc-port`, 8001 by default as Triton's), on the same model, queue and counters (service.Service).
 
 Triton's `inference.GRPCInferenceService` is KServe v2's gRPC service (the same package, messages and
 method names) with more methods. Its generated stubs ship in the base tritonclient package
@@ -46,7 +46,7 @@ from pipeline.serve.tensors import BadRequest
 if TYPE_CHECKING:
     import numpy as np
 
-    from pipeline.serve.server import Model, Service
+    from pipeline.serve.service import Model, Service
 
 GRACE_S = 5  # on shutdown, how long calls in flight may finish
 SERVICE = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"]

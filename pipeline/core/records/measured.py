@@ -131,6 +131,7 @@ class OutputFidelity(Part):
     values_per_row: int | None = None
     top1_agreement: float | None = None
     top1_agreement_min: float | None = None  # decoders: the worst row's next-token agreement
+    sequences_kept: float | None = None  # class scores over positions: rows whose every position kept its class
     # embeddings (several values per row, not class scores): the source's 10 nearest rows kept, and
     # Spearman's correlation of every pair's similarity (pipeline.core.evaluate.neighbour_agreement)
     neighbour_recall: float | None = None
@@ -145,6 +146,15 @@ class OutputFidelity(Part):
     decision_flips: int | None = None
     decision_positives: int | None = None
     worst_decision_channel: str | None = None
+    decision_logit: float | None = None  # logits: the raw score the threshold's probability maps to (0 for 0.5)
+    # points: coordinates per point, the tolerance (output's units), the share of points within it and of rows
+    # whose every point is, the largest displacement and where (pipeline.core.decisions.Points)
+    point_dims: int | None = None
+    point_tolerance: float | None = None
+    points_within: float | None = None
+    rows_within: float | None = None
+    max_displacement: float | None = None
+    worst_point: str | None = None
     rows: int | None = None
 
     @property
@@ -157,21 +167,24 @@ class OutputFidelity(Part):
     def decides(self) -> bool:
         """Judged by the decisions read off it (class scores, probabilities, a grid's channels), not by
         similarity: its cosine and relative error are context."""
-        return self.output_kind in ("class_scores", "probabilities", "channels")
+        return self.output_kind in ("class_scores", "probabilities", "channels", "logits", "class_logits", "points")
 
     @property
     def score(self) -> float | None:
         """Fidelity, 1 = identical: for an output judged by its decisions the worst of its decision figures
-        (top-1 agreement, decision F1, 1 - a grid's worst coordinate error; 1 when it makes no decision);
-        else 1 - the error relative to the output's range for one value per row, or the worst row's cosine."""
+        (top-1 agreement, decision F1, 1 - a grid's worst coordinate error, the share of rows whose points stay; 1 if it
+        makes no decision); else 1 - the error relative to the output's range for one value per row, the worse
+        of the worst row's cosine and 1 - that error for values no reading fits, or the worst row's cosine."""
         if self.decides:
-            figures = [self.top1_agreement, self.decision_f1]
+            figures = [self.top1_agreement, self.sequences_kept, self.decision_f1, self.rows_within]
             figures += [] if self.channel_error is None else [1.0 - self.channel_error]
             return min((f for f in figures if f is not None), default=1.0)
         if self.channel_error is not None:  # records written before decisions were
             return 1.0 - self.channel_error
         if self.one_value_per_row:
             return None if self.max_rel_diff is None else 1.0 - self.max_rel_diff
+        if self.output_kind == "values" and self.max_rel_diff is not None and self.cosine_min is not None:
+            return min(self.cosine_min, 1.0 - self.max_rel_diff)
         return self.cosine_min
 
 
@@ -432,6 +445,11 @@ class Measured(Part):
     def decision_f1(self) -> float | None:
         """The lowest decision F1 over the outputs read at a threshold (probabilities, a grid's scores)."""
         return self._lowest("decision_f1")
+
+    @property
+    def rows_within(self) -> float | None:
+        """The lowest share of rows whose every point stays within its tolerance, over the points outputs."""
+        return self._lowest("rows_within")
 
     @property
     def neighbour_recall(self) -> float | None:

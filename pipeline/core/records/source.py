@@ -78,6 +78,7 @@ class ExportReport(Part):
     declared_shape_notes: dict[str, str] | None = None  # by output: declared otherwise than it returns
     rescues: list[dict[str, Any]] | None = None  # how the source was loaded around a known failure (core.rescues)
     full_integer: str | None = None  # the source is INT8 throughout (a full-integer TFLite file): what says so
+    readings: dict[str, dict[str, str]] | None = None  # by output: its reading and how it was found (evaluate)
 
 
 class SourceRecord(Part):

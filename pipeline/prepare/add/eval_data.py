@@ -62,12 +62,12 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
         if metric is not None:
             raise AddError(f"{eval_file}: --metric {metric} needs labels: a `labels` array, or arrays that are "
                            "no input")  # fmt: skip
-        inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: judged by each output's decisions")
+        inferred.notes.append(f"eval data: {len(loaded)} rows, no labels: each output judged by its reading (below)")
         return
     named = ", ".join(f"{k} {list(v.shape)}" for k, v in loaded.targets.items())
     if LABELS not in loaded.targets and metric is None:  # labels only a user's metric can read
-        inferred.notes.append(f"eval data: {len(loaded)} rows with labels ({named}) no built-in metric reads: "
-                              "judged by each output's decisions; --metric FILE.py:FUNCTION scores them")  # fmt: skip
+        inferred.notes.append(f"eval data: {len(loaded)} rows with labels ({named}) no built-in metric reads: each "
+                              "output judged by its reading (below); --metric FILE.py:FUNCTION scores it")  # fmt: skip
         return
     if LABELS not in loaded.targets and metric in BUILT_IN_METRICS:
         raise AddError(f"{eval_file}: the built-in metric {metric} reads a `labels` array (found {named}): name "

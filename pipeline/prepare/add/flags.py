@@ -30,6 +30,7 @@ class Flags:
     thresholds: dict[str, float] = field(default_factory=dict)  # --threshold: outputs' decision thresholds
     judged_as: dict[str, str] = field(default_factory=dict)  # --judged-as: outputs' kinds
     trust_pickle: bool = False  # --trust-pickle: a scikit-learn pickle may be loaded (it runs code from the file)
+    tolerances: dict[str, float] = field(default_factory=dict)  # --tolerance: how far a points output's point may move
 
 
 def parse_assignments(flag: str, values: list[str], kind: type) -> dict[str, Any]:

@@ -58,6 +58,7 @@ class Entry:
     metric: str | None = None
     judged_as: dict[str, str] | None = None  # --judged-as: an output's kind, where its values cannot tell
     decision_threshold: dict[str, float] | None = None  # --threshold: where an output's probabilities are read
+    point_tolerance: dict[str, float] | None = None  # --tolerance: how far a points output's point may move
     task_from_labels: bool = False  # not written: where `task` goes
 
     def labelled(self, metric: str) -> None:

@@ -18,7 +18,8 @@ from pipeline.prepare.add.inferred import AddError, Inferred
 from pipeline.prepare.add.params_text import with_entry
 
 # proven by loading the model as the export stage will: a factory's entry built, an ONNX file's outputs read
-LOADED_SOURCES = ("torch", "jax", "onnx")
+# (and, run on the eval rows, each output's reading said); the others' readings are found at export
+LOADED_SOURCES = ("torch", "jax", "onnx", "tflite", "sklearn")
 
 
 def write_model(name: str, inferred: Inferred, root: Path) -> list[str]:
@@ -56,14 +57,21 @@ def check(name: str, params_file: Path, root: Path) -> list[str]:
     except PipelineError as error:
         raise AddError(str(error).replace(params_file.name, PARAMS_FILE)) from None
     dims = check_model(name, params, root)
-    if params.model(name).source not in LOADED_SOURCES:
-        return []
+    config = params.model(name)
+    if config.source not in LOADED_SOURCES:
+        return [] if config.generates else [READ_AT_EXPORT.format(name=name)]
     import importlib
 
+    from pipeline.prepare.add.judging import readings
     from pipeline.prepare.sources import load_source
 
     importlib.invalidate_caches()  # models/NAME/ is new to this process's import system
-    return load_source(name, params.model(name), root, dims).notes
+    source = load_source(name, config, root, dims)
+    return source.notes + readings(source, config, model_dir(name, root))
+
+
+READ_AT_EXPORT = ("its outputs' readings are found at export, from the source's values on the eval rows: "
+                  "`python -m pipeline summary {name}` lists them; --judged-as OUT=KIND sets one")  # fmt: skip
 
 
 def _large(folder: Path, file: str) -> list[str]:

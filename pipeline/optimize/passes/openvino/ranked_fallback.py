@@ -24,7 +24,7 @@ from pipeline.optimize.passes.base import BuildContext
 if TYPE_CHECKING:
     import openvino as ov
 
-    from pipeline.optimize.passes.openvino.accuracy_control import Int8AccuracyConfig, Validation
+    from pipeline.optimize.passes.openvino.accuracy_search import Int8AccuracyConfig, Validation
 
 MAX_EXCLUDED = 16  # ranked activations kept in float at most, as the ORT search's max_excluded
 

@@ -115,9 +115,7 @@ def inspect_onnx(name: str, path: Path, flags: Flags) -> Inferred:
         notes.append(f"output {softmax!r} comes from a softmax: class scores (task: classification), judged by "
                      "top-1 agreement, not as an embedding")  # fmt: skip
     for output in sigmoid_outputs(model):
-        threshold = flags.thresholds.get(output, 0.5)
-        notes.append(f"output {output!r} comes from a sigmoid: probabilities, judged by the decisions at {threshold:g} "
-                     f"(--threshold {output}=V to read them elsewhere)")  # fmt: skip
+        notes.append(f"output {output!r} comes from a sigmoid: probabilities")
     files = {f.name: f for f in [path, *onnx_files.external_files(path)]}
     return Inferred(entry, files, list(files), notes, output_names=outputs)
 
