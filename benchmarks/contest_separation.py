@@ -45,7 +45,7 @@ def calls_for(model: Path, threads: int, rows: int = 1) -> dict[str, Callable[[]
     import onnx
 
     from pipeline.core.config import InputSpec, WarmupConfig
-    from pipeline.core.inputs import generate_inputs
+    from pipeline.core.data import generate_inputs
     from pipeline.runtimes import load
 
     graph = onnx.load(str(model), load_external_data=False)
@@ -57,7 +57,7 @@ def calls_for(model: Path, threads: int, rows: int = 1) -> dict[str, Callable[[]
         dims = [d.dim_value if d.dim_value else rows for d in value.type.tensor_type.shape.dim]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type).name
         specs[value.name] = {"shape": dims, "dtype": dtype}
-    inputs = generate_inputs({k: InputSpec.model_validate(v) for k, v in specs.items()}, rows, 0, {}, None, "inputs")
+    inputs = generate_inputs({k: InputSpec.model_validate(v) for k, v in specs.items()}, rows, seed=0)
     prepared = {}
     settings = {"onnxruntime": {}, "openvino": {"inference_precision": "f32"}}  # onnx_fp32's and openvino_fp32's
     for runtime, config in settings.items():
