@@ -124,7 +124,10 @@ def project(tmp_path_factory, tiny_onnx):
     folder = write_hf_folder(root.parent / "hf_clf", "BertForSequenceClassification")
     run([sys.executable, "-m", "pipeline", "add", "hf_clf", str(folder), "--eval", str(texts), "--dim", "seq=8"], root)
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5, "min_neighbour_recall": 0.5}
+    # seeded random weights: its 'scores' (a name that reads as logits by argmax) are declared plain values, judged
+    # by a loose cosine alone, so that every variant of it goes through
+    params["select"]["models"]["byo_fixed"] = {"min_cosine": 0.5, "min_neighbour_recall": 0.5, "max_value_error": None}
+    params["catalog"]["byo_fixed"]["judged_as"] = {"scores": "values"}
     params["catalog"]["byo_fixed"]["skip"] = keeping("onnx", *ONNX_VARIANTS, "openvino_int8_acc")
     # a CNN gets no dynamic INT8 by default (Pass.not_for); op_types builds it: external weights through ORT's quantizer
     params["catalog"]["byo_fixed"]["overrides"] = {"onnx_int8_dynamic": {"op_types": ["Conv", "MatMul"]}}
@@ -542,7 +545,9 @@ def test_fixed_batch_onnx_with_external_weights_goes_through_every_variant(proje
         assert_budget(m, tracked(root, "byo_fixed", variant), {"b1"})
         short = m["screen"]["budget"] == "short"  # out of contention: the looser bound's 59 rows
         assert m["eval_rows"]["used"] == min(59 if short else 299, m["eval_rows"]["available"])  # no labels
-        assert m["fidelity"]["scores"]["cosine_mean"] > 0.9 and m["fidelity"]["scores"]["top1_agreement"] is None
+        scores = m["fidelity"]["scores"]
+        assert scores["cosine_mean"] > 0.9 and scores["top1_agreement"] is None
+        assert (scores["output_kind"], scores["kind_from"]) == ("values", "declared (judged_as)")
     fallback = metrics(root, "byo_fixed", "openvino_int8_acc")  # openvino_int8 met min_cosine 0.5: no search
     assert fallback["kind"] == "skipped-not-needed" and fallback["reason"].startswith(
         "not needed: openvino_int8 meets byo_fixed's quality constraints (worst-output fidelity 0."
