@@ -59,6 +59,9 @@ DET_SIZE, STRIDES, NUM_BOXES, SCALE = 128, [8, 16, 16, 16], 896, 128.0
 MIN_SCORE, CLIP, NMS_IOU = 0.5, 100.0, 0.3  # FaceMesh(min_detection_confidence=0.5); score_clipping_thresh; NMS
 # face_detection_front_detection_to_roi.pbtxt, face_landmark_cpu.pbtxt
 ROI_SCALE, MESH_SIZE, PRESENCE = 1.5, 192, 0.5  # scale_x/y, ImageToTensor 192x192, min_tracking_confidence
+# what a user passes `add` once it says no decision was found on these outputs: the landmarks are points in crop
+# pixels, the face flag a raw logit (the package's face_landmark_cpu applies the sigmoid)
+MESH_FLAGS = ["--judged-as", "conv2d_21=points", "--judged-as", "conv2d_31=logits"]
 KEYPOINTS = ["right eye", "left eye", "nose tip", "mouth center", "right ear tragion", "left ear tragion"]
 
 
@@ -281,7 +284,7 @@ float32 [{len(mesh_inputs)},192,192,3]. 'roi' (a label, no input) float32 [{len(
         "float32 TFLite face mesh (fp16 weights via DEQUANTIZE), NHWC [1,192,192,3] in [0,1], batch fixed to 1; "
         "468x3 landmarks in crop pixels "
         "[1,1,1,1404] and a face-presence logit [1,1,1,1]",
-        ["input_1"], producer="TFLite (TOCO-era flatbuffer)", run=mesh_run,
+        ["input_1"], MESH_FLAGS, producer="TFLite (TOCO-era flatbuffer)", run=mesh_run,
     )  # fmt: skip
 
 

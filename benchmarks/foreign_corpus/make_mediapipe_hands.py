@@ -297,7 +297,7 @@ run the landmark model on them too, and drop them by the presence score.
         f"{file_facts(det_dst, [det_file])}\n{tflite_facts(det_dst / det_file)}", det_how, det_notes,
         "float32 TFLite BlazePalm (full, fp16 weights via DEQUANTIZE), NHWC [1,192,192,3] in [0,1], batch 1; raw "
         "SSD: per-anchor logits [1,2016,1] and box+7 keypoint offsets [1,2016,18], anchors not in the file",
-        ["input_1"], producer="TFLite (TOCO-era flatbuffer)", run=det_run,
+        ["input_1"], ["--judged-as", "Identity_1=logits"], producer="TFLite (TOCO-era flatbuffer)", run=det_run,
     )  # fmt: skip
     write_model_readme(
         mark_dst, mark_file, (DIST, LANDMARKS), "tflite",
@@ -305,7 +305,8 @@ run the landmark model on them too, and drop them by the presence score.
         "float32 TFLite hand landmarks (full, fp16 weights via DEQUANTIZE), NHWC [1,224,224,3] in [0,1], batch 1; "
         "four heads: 21x3 landmarks in crop pixels [1,63], presence and handedness probabilities [1,1] each "
         "(sigmoid inside), world landmarks in meters [1,63]",
-        ["input_1"], producer="TFLite (TOCO-era flatbuffer)", run=mark_run,
+        ["input_1"], ["--judged-as", "Identity=points", "--judged-as", "Identity_3=points"],
+        producer="TFLite (TOCO-era flatbuffer)", run=mark_run,
     )  # fmt: skip
 
 
