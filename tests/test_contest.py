@@ -230,3 +230,22 @@ def test_a_gap_beyond_any_drift_ends_the_race_early_and_a_close_one_does_not():
     assert far["ratio_to_leader"]["slow"]["low"] > 1.6
     near = interleaved.race({"fast": busy(0.0004), "slow": busy(0.0005)}, "p50", patient)
     assert near["rounds"] == 30 and near["ratio_to_leader"]["slow"]["verdict"] == "slower"
+
+
+def test_settle_waits_for_a_spinning_pool_and_then_a_quiet_stretch():
+    """A thread that spins for 80 ms after the block (a runtime's pool): the contest's next block starts only once
+    the process has been quiet for QUIET_FOR_S after it stopped; a quiet process waits that stretch alone."""
+    import threading
+    import time
+
+    def spin(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    spinner = threading.Thread(target=spin, args=(0.08,))
+    spinner.start()
+    waited = interleaved.settle()
+    spinner.join()
+    assert 0.07 + interleaved.QUIET_FOR_S <= waited < interleaved.MAX_SETTLE_S, waited  # it spun from before
+    assert interleaved.QUIET_FOR_S <= interleaved.settle() < 0.08, "a quiet process waits the quiet stretch alone"
