@@ -65,22 +65,27 @@ MESH_FLAGS = ["--judged-as", "conv2d_21=points", "--judged-as", "conv2d_31=logit
 KEYPOINTS = ["right eye", "left eye", "nose tip", "mouth center", "right ear tragion", "left ear tragion"]
 
 
-def anchors() -> np.ndarray:
-    """SsdAnchorsCalculator with the short-range options (num_layers 4, strides 8,16,16,16, aspect_ratios 1.0,
+def ssd_anchors(size: int, strides: list[int], count: int) -> np.ndarray:
+    """SsdAnchorsCalculator as MediaPipe's short-range face and full palm detectors set it (aspect_ratios 1.0,
     interpolated_scale_aspect_ratio 1.0, anchor_offset 0.5, fixed_anchor_size): consecutive layers of one stride
     share a grid, two anchors per layer and cell; centers only (fixed size: w = h = 1)."""
     centers, layer = [], 0
-    while layer < len(STRIDES):
+    while layer < len(strides):
         last = layer
-        while last < len(STRIDES) and STRIDES[last] == STRIDES[layer]:
+        while last < len(strides) and strides[last] == strides[layer]:
             last += 1
-        grid, per_cell = math.ceil(DET_SIZE / STRIDES[layer]), 2 * (last - layer)
+        grid, per_cell = math.ceil(size / strides[layer]), 2 * (last - layer)
         for y in range(grid):
             for x in range(grid):
                 centers += [((x + 0.5) / grid, (y + 0.5) / grid)] * per_cell
         layer = last
-    assert len(centers) == NUM_BOXES
+    assert len(centers) == count
     return np.array(centers, np.float32)
+
+
+def anchors() -> np.ndarray:
+    """The short-range face detector's anchors (num_layers 4, strides 8,16,16,16, 128x128)."""
+    return ssd_anchors(DET_SIZE, STRIDES, NUM_BOXES)
 
 
 def warp(rgb: np.ndarray, center: tuple[float, float], size: tuple[float, float], rotation: float, out: int,
@@ -104,30 +109,36 @@ def detector_tensor(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     return pixels.astype(np.float32) * (2.0 / 255.0) - 1.0, side
 
 
-def decode(regressors: np.ndarray, scores: np.ndarray, centers: np.ndarray) -> list[dict]:
-    """TensorsToDetectionsCalculator (num_coords 16, reverse_output_order: x before y, box_coord_offset 0,
-    keypoint_coord_offset 4, 6 keypoints, x/y/w/h_scale 128, sigmoid_score, score_clipping_thresh 100,
-    min_score_thresh 0.5) then NonMaxSuppressionCalculator (WEIGHTED, IoU 0.3). Coordinates are fractions of
-    the 128x128 tensor."""
-    raw = regressors.reshape(NUM_BOXES, 16).astype(np.float64)
-    score = 1.0 / (1.0 + np.exp(-np.clip(scores.reshape(NUM_BOXES).astype(np.float64), -CLIP, CLIP)))
-    xc, yc = raw[:, 0] / SCALE + centers[:, 0], raw[:, 1] / SCALE + centers[:, 1]
-    bw, bh = raw[:, 2] / SCALE, raw[:, 3] / SCALE
+def ssd_decode(regressors: np.ndarray, scores: np.ndarray, centers: np.ndarray, scale: float, keypoints: int,
+               min_score: float, nms_iou: float) -> list[dict]:  # fmt: skip
+    """TensorsToDetectionsCalculator (reverse_output_order: x before y, box_coord_offset 0, keypoint_coord_offset
+    4, x/y/w/h_scale `scale`, sigmoid_score, score_clipping_thresh CLIP, min_score_thresh `min_score`) then
+    NonMaxSuppressionCalculator (WEIGHTED at `nms_iou`). Coordinates are fractions of the input tensor."""
+    boxes_n = len(centers)
+    raw = regressors.reshape(boxes_n, 4 + 2 * keypoints).astype(np.float64)
+    score = 1.0 / (1.0 + np.exp(-np.clip(scores.reshape(boxes_n).astype(np.float64), -CLIP, CLIP)))
+    xc, yc = raw[:, 0] / scale + centers[:, 0], raw[:, 1] / scale + centers[:, 1]
+    bw, bh = raw[:, 2] / scale, raw[:, 3] / scale
     boxes = np.stack([xc - bw / 2, yc - bh / 2, xc + bw / 2, yc + bh / 2], 1)
-    kps = raw[:, 4:].reshape(NUM_BOXES, 6, 2) / SCALE + centers[:, None, :]
-    keep = np.nonzero(score >= MIN_SCORE)[0]
+    kps = raw[:, 4:].reshape(boxes_n, keypoints, 2) / scale + centers[:, None, :]
+    keep = np.nonzero(score >= min_score)[0]
     order = list(keep[np.argsort(-score[keep], kind="stable")])
     found = []
     while order:
         top = order[0]
         ious = np.array([iou(boxes[top], boxes[i]) for i in order])
-        group = [i for i, v in zip(order, ious, strict=True) if v > NMS_IOU]
+        group = [i for i, v in zip(order, ious, strict=True) if v > nms_iou]
         weights = score[group][:, None]
         box = (boxes[group] * weights).sum(0) / weights.sum()
         kp = (kps[group] * weights[:, :, None]).sum(0) / weights.sum()
         found.append({"score": float(score[top]), "box": box, "keypoints": kp, "merged": len(group)})
         order = [i for i in order if i not in group]
     return found
+
+
+def decode(regressors: np.ndarray, scores: np.ndarray, centers: np.ndarray) -> list[dict]:
+    """The face detector's decode (num_coords 16, 6 keypoints, scale 128, min_score_thresh 0.5, NMS IoU 0.3)."""
+    return ssd_decode(regressors, scores, centers, SCALE, len(KEYPOINTS), MIN_SCORE, NMS_IOU)
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> float:

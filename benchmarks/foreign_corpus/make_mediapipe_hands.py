@@ -40,7 +40,7 @@ from benchmarks.foreign_corpus._common import (
     wheel_file,
     write_model_readme,
 )
-from benchmarks.foreign_corpus.make_mediapipe import iou, run, warp
+from benchmarks.foreign_corpus.make_mediapipe import run, ssd_anchors, ssd_decode, warp
 
 DIST = "mediapipe"
 DETECTOR = "mediapipe/modules/palm_detection/palm_detection_full.tflite"
@@ -72,47 +72,13 @@ MARK_SIZE, PRESENCE, NORMALIZE_Z = 224, 0.5, 0.4  # ImageToTensor 224x224; min_t
 
 
 def anchors() -> np.ndarray:
-    """SsdAnchorsCalculator with PalmDetectionCpu's options (num_layers 4, strides 8,16,16,16, aspect_ratios 1.0,
-    anchor_offset 0.5, fixed_anchor_size, 192x192): consecutive layers of one stride share a grid, two anchors per
-    layer and cell; centers only (fixed size: w = h = 1)."""
-    centers, layer = [], 0
-    while layer < len(STRIDES):
-        last = layer
-        while last < len(STRIDES) and STRIDES[last] == STRIDES[layer]:
-            last += 1
-        grid, per_cell = math.ceil(DET_SIZE / STRIDES[layer]), 2 * (last - layer)
-        for y in range(grid):
-            for x in range(grid):
-                centers += [((x + 0.5) / grid, (y + 0.5) / grid)] * per_cell
-        layer = last
-    assert len(centers) == NUM_BOXES
-    return np.array(centers, np.float32)
+    """The full palm detector's anchors (PalmDetectionCpu: num_layers 4, strides 8,16,16,16, 192x192)."""
+    return ssd_anchors(DET_SIZE, STRIDES, NUM_BOXES)
 
 
 def decode(regressors: np.ndarray, scores: np.ndarray, centers: np.ndarray) -> list[dict]:
-    """TensorsToDetectionsCalculator (num_coords 18, reverse_output_order: x before y, box_coord_offset 0,
-    keypoint_coord_offset 4, 7 keypoints, x/y/w/h_scale 192, sigmoid_score, score_clipping_thresh 100,
-    min_score_thresh 0.5) then NonMaxSuppressionCalculator (WEIGHTED, IoU 0.3). Coordinates are fractions of the
-    192x192 tensor."""
-    raw = regressors.reshape(NUM_BOXES, 4 + 2 * NUM_KEYPOINTS).astype(np.float64)
-    score = 1.0 / (1.0 + np.exp(-np.clip(scores.reshape(NUM_BOXES).astype(np.float64), -CLIP, CLIP)))
-    xc, yc = raw[:, 0] / DET_SIZE + centers[:, 0], raw[:, 1] / DET_SIZE + centers[:, 1]
-    bw, bh = raw[:, 2] / DET_SIZE, raw[:, 3] / DET_SIZE
-    boxes = np.stack([xc - bw / 2, yc - bh / 2, xc + bw / 2, yc + bh / 2], 1)
-    kps = raw[:, 4:].reshape(NUM_BOXES, NUM_KEYPOINTS, 2) / DET_SIZE + centers[:, None, :]
-    keep = np.nonzero(score >= MIN_SCORE)[0]
-    order = list(keep[np.argsort(-score[keep], kind="stable")])
-    found = []
-    while order:
-        top = order[0]
-        ious = np.array([iou(boxes[top], boxes[i]) for i in order])
-        group = [i for i, v in zip(order, ious, strict=True) if v > NMS_IOU]
-        weights = score[group][:, None]
-        box = (boxes[group] * weights).sum(0) / weights.sum()
-        kp = (kps[group] * weights[:, :, None]).sum(0) / weights.sum()
-        found.append({"score": float(score[top]), "box": box, "keypoints": kp, "merged": len(group)})
-        order = [i for i in order if i not in group]
-    return found
+    """The palm detector's decode (num_coords 18, 7 keypoints, scale 192, min_score_thresh 0.5, NMS IoU 0.3)."""
+    return ssd_decode(regressors, scores, centers, DET_SIZE, NUM_KEYPOINTS, MIN_SCORE, NMS_IOU)
 
 
 def hand_roi(det: dict, w: int, h: int, side: float) -> tuple[tuple[float, float], float, float]:
