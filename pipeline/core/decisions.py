@@ -113,19 +113,18 @@ def channel_decisions(
     thousands of positives), the rarer ones pooled; and which it is (None when nothing flipped)."""
     ref = np.moveaxis(reference, axis, 0)[mask].reshape(int(mask.sum()), -1)
     got = np.moveaxis(output, axis, 0)[mask].reshape(len(ref), -1)
-    channels = np.flatnonzero(mask)
+    channels, rows = np.flatnonzero(mask), np.arange(len(ref))
     common = (ref >= threshold).sum(axis=1) >= MIN_CHANNEL_POSITIVES
-    groups = [([int(channels[i])], Decisions.count(ref[i], got[i], threshold)) for i in np.flatnonzero(common)]
-    if not common.all():
-        groups.append(([int(c) for c in channels[~common]], Decisions.count(ref[~common], got[~common], threshold)))
-    worst, found = min(groups, key=lambda group: 2.0 if group[1].f1 is None else group[1].f1)
+    groups = [rows[i : i + 1] for i in rows[common]] + ([rows[~common]] if not common.all() else [])
+    decided = [Decisions.count(ref[group], got[group], threshold) for group in groups]
+    worst = min(range(len(groups)), key=lambda i: 2.0 if decided[i].f1 is None else decided[i].f1)
+    group, found = groups[worst], decided[worst]
     if not found.flips:
         return found, None
-    which = f"channel {worst[0]}"
-    if len(worst) > 1:  # the pooled rare channels: the one that flipped most, named
-        flips = ((ref >= threshold) != (got >= threshold)).sum(axis=1)
-        most = max(worst, key=lambda c: flips[int(np.flatnonzero(channels == c)[0])])
-        which = f"channel {most} (pooled with {len(worst) - 1} channels of under {MIN_CHANNEL_POSITIVES} positives)"
+    flips = ((ref[group] >= threshold) != (got[group] >= threshold)).sum(axis=1)
+    which = f"channel {int(channels[group[np.argmax(flips)]])}"  # of a pooled group: the one that flipped most
+    if len(group) > 1:
+        which += f" (pooled with {len(group) - 1} channels of under {MIN_CHANNEL_POSITIVES} positives)"
     return found, f"axis {axis} {which}: {found.flips} flips against {found.positives} positives"
 
 
