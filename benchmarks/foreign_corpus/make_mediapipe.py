@@ -99,6 +99,20 @@ def warp(rgb: np.ndarray, center: tuple[float, float], size: tuple[float, float]
     return cv2.warpPerspective(rgb, matrix, (out, out), flags=cv2.INTER_LINEAR, borderMode=border, borderValue=0)
 
 
+Roi = tuple[tuple[float, float], float, float]  # center (px), side (px), rotation (radians)
+
+
+def roi_crop(rgb: np.ndarray, roi: Roi, size: int) -> tuple[np.ndarray, list[float], str]:
+    """A landmark model's input from one ROI (center and side in pixels, rotation in radians), as
+    ImageToTensorCalculator crops it (rotated, BORDER_REPLICATE, `size` x `size`, RGB in [0, 1]); the ROI as
+    fractions of the image; and how the listing says it."""
+    (center, side, rotation), (h, w) = roi, rgb.shape[:2]
+    pixels = warp(rgb, center, (side, side), rotation, size, cv2.BORDER_REPLICATE)
+    where = (f"ROI center ({center[0]:.1f},{center[1]:.1f}) px, side {side:.1f} px, "
+             f"rotation {math.degrees(rotation):+.1f} deg")  # fmt: skip
+    return pixels.astype(np.float32) / 255.0, [center[0] / w, center[1] / h, side / w, side / h, rotation], where
+
+
 def detector_tensor(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     """FaceDetection's ImageToTensorCalculator: the whole image as ROI, padded to the tensor's (square) aspect
     ratio (keep_aspect_ratio), BORDER_ZERO, 128x128, output_tensor_float_range [-1, 1]. Returns the tensor and
@@ -194,15 +208,10 @@ def main(out: Path) -> None:
             listing.append(f"  row {len(det_rows) - 1}: {what}: {len(found)} face(s)"
                            + "".join(f" {d['score']:.3f}" for d in found))  # fmt: skip
             for d in found:
-                center, long_side, rotation = face_roi(d, w, h, side)
-                crop = warp(rgb, center, (long_side, long_side), rotation, MESH_SIZE, cv2.BORDER_REPLICATE)
-                crops.append(crop.astype(np.float32) / 255.0)
-                rois.append([center[0] / w, center[1] / h, long_side / w, long_side / h, rotation])
-                crop_listing.append(
-                    f"  row {len(crops) - 1}: {what}, detection score {d['score']:.3f}, ROI center "
-                    f"({center[0]:.1f},{center[1]:.1f}) px, side {long_side:.1f} px, "
-                    f"rotation {math.degrees(rotation):+.1f} deg"
-                )
+                pixels, roi, where = roi_crop(rgb, face_roi(d, w, h, side), MESH_SIZE)
+                crops.append(pixels)
+                rois.append(roi)
+                crop_listing.append(f"  row {len(crops) - 1}: {what}, detection score {d['score']:.3f}, {where}")
     det_inputs = np.stack(det_rows).astype(np.float32)
     mesh_inputs = np.stack(crops).astype(np.float32)
     save_eval(det_dst, {"input": det_inputs, "faces_found": np.array(det_count, np.int64)}, compressed=True)

@@ -40,7 +40,7 @@ from benchmarks.foreign_corpus._common import (
     wheel_file,
     write_model_readme,
 )
-from benchmarks.foreign_corpus.make_mediapipe import run, ssd_anchors, ssd_decode, warp
+from benchmarks.foreign_corpus.make_mediapipe import roi_crop, run, ssd_anchors, ssd_decode, warp
 
 DIST = "mediapipe"
 DETECTOR = "mediapipe/modules/palm_detection/palm_detection_full.tflite"
@@ -140,15 +140,10 @@ def main(out: Path) -> None:
             listing.append(f"  row {len(det_rows) - 1}: {what}: {len(found)} palm(s)"
                            + "".join(f" {d['score']:.3f}" for d in found))  # fmt: skip
             for d in found:
-                center, long_side, rotation = hand_roi(d, w, h, side)
-                pixels = warp(rgb, center, (long_side, long_side), rotation, MARK_SIZE, cv2.BORDER_REPLICATE)
-                crops.append(pixels.astype(np.float32) / 255.0)
-                rois.append([center[0] / w, center[1] / h, long_side / w, long_side / h, rotation])
-                crop_listing.append(
-                    f"  row {len(crops) - 1}: {what}, palm score {d['score']:.3f}, ROI center "
-                    f"({center[0]:.1f},{center[1]:.1f}) px, side {long_side:.1f} px, "
-                    f"rotation {math.degrees(rotation):+.1f} deg"
-                )
+                pixels, roi, where = roi_crop(rgb, hand_roi(d, w, h, side), MARK_SIZE)
+                crops.append(pixels)
+                rois.append(roi)
+                crop_listing.append(f"  row {len(crops) - 1}: {what}, palm score {d['score']:.3f}, {where}")
     det_inputs = np.stack(det_rows).astype(np.float32)
     mark_inputs = np.stack(crops).astype(np.float32)
     kmax = max(1, *map(len, palms))
