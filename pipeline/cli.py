@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument("--threshold", action="append", default=[], help="an output's decision threshold, e.g. "
                      "scores=0.25 (repeatable; default 0.5)")  # fmt: skip
     add.add_argument("--judged-as", action="append", default=[], help="an output's reading where its values and name "
-                     "cannot tell, e.g. classificators=logits, mesh=points, ctc=class_logits (repeatable)")  # fmt: skip
+                     "cannot tell, e.g. classificators=logits, mesh=points, logits=ctc (repeatable)")  # fmt: skip
     add.add_argument("--tolerance", action="append", default=[], help="how far a points output's point may move, "
                      "in its own units, e.g. landmarks=2.0 (default: 1%% of the coordinates' span)")  # fmt: skip
     add.add_argument("--weights", type=Path, help="FILE.py:FUNCTION: its state_dict (.pt) or Flax params (.msgpack)")

@@ -63,7 +63,7 @@ def test_nncf_int8_inserts_fake_quantize(context):
 def test_accuracy_control_tunes_on_validation_rows_and_records_what_it_reached(context):
     result = build(context, "openvino_int8_acc", max_drop=0.05, subset_size=16)
     details = result.details
-    assert details["validation_metric"] == "task metric accuracy" and details["validation_samples"] == 48
+    assert details["validation_metric"] == "the task metric accuracy" and details["validation_samples"] == 48
     assert details["validation_origin"] == "validation"  # never the scoring rows (reference.npz)
     drop = details["validation_fp32"] - details["validation_int8"]
     assert details["validation_drop"] == pytest.approx(drop)
@@ -224,7 +224,7 @@ def test_accuracy_control_raises_the_users_own_metric_from_the_model_folder(cont
     ctx = dataclasses.replace(context, config=tiny_config(metric="models.tiny.metric:errors"))
     with models_from(context.root):
         validation = Validation(ctx)
-        assert validation.metric == "task metric models.tiny.metric:errors (1 - it: lower is better)"
+        assert validation.metric == "the task metric models.tiny.metric:errors (1 - it: lower is better)"
         assert validation.goal.source_figure == 1.0  # the validation rows' labels are the source's own classes
         result = build(ctx, "openvino_int8_acc", subset_size=16, max_drop=0.5)
     details = result.details

@@ -108,6 +108,39 @@ def test_raw_time_major_logits_are_judged_per_position_by_argmax():
     assert {violation.constraint for violation in broken} == {"min_top1_agreement"} and len(broken) == 2
 
 
+def ctc_scores(rng: np.random.Generator, rows: int = 12, positions: int = 40, classes: int = 30) -> np.ndarray:
+    """Softmax scores [rows, positions, classes]: each row spells a few characters, each over a run of
+    positions with blanks (class 0) between, the winner confident but not alone."""
+    logits = rng.normal(size=(rows, positions, classes))
+    for row in logits:
+        picked = np.zeros(positions, int)
+        for start in range(2, positions - 4, 6):
+            picked[start : start + 3] = rng.integers(1, classes)
+        row[np.arange(positions), picked] += 6.0
+    return np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+
+
+def test_a_ctc_recogniser_declared_is_judged_by_its_decoded_string_not_each_position():
+    """Half the rows see a character's edge move onto the blank (its string is the same: a position-wise
+    reading would reject it); one row reads another character (rejected, naming the decoded string)."""
+    rng = np.random.default_rng(8)
+    reference = ctc_scores(rng)
+    edges = reference.copy()
+    for row in edges[::2]:
+        row[4] = row[5]  # the first run's last position: its character becomes the blank after it
+    ctc = Judging(declared={"rec": "ctc"})
+    assert judged(reference, edges, "rec")["sequences_kept"] == 0.5  # read position by position: 6 of 12 changed
+    kept = judged(reference, edges, "rec", ctc)
+    assert kept["output_kind"] == "ctc" and kept["sequences_kept"] == 1.0 and not violations(kept, "rec")
+
+    misread = edges.copy()
+    misread[3, 2:5] = np.roll(misread[3, 2:5], 1, axis=-1)  # row 3's first character: another class
+    block = {"rec": judged(reference, misread, "rec", ctc)}
+    (violation,) = quality_violations(Measured(fidelity=block), Constraints(min_top1_agreement=0.99))
+    assert violation.constraint == "min_top1_agreement" and "decoded string is kept (CTC greedy" in violation.message
+    assert "0.9167 < 0.99" in violation.message  # 11 of 12 strings
+
+
 def test_an_output_no_reading_fits_is_rejected_by_its_largest_error_when_one_value_moves():
     rng = np.random.default_rng(4)
     reference = rng.normal(size=(32, 256))

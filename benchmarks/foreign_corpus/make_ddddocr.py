@@ -263,7 +263,8 @@ rows. Drawn -> decoded: {", ".join(f"{t}->{d}" for t, d in zip(texts, decoded, s
         "torch.onnx CTC recogniser: batch fixed to 1, width symbolic, output declared [1,'seqlen'] but [T,1,8210] "
         "raw logits at run time (time-major); the package takes the argmax per position"
     )
-    write_readme(ocr_dst, ocr_file, (DIST, RECOGNISER), ocr_how, ocr_notes, ocr_note, ocr_extra)
+    write_readme(ocr_dst, ocr_file, (DIST, RECOGNISER), ocr_how, ocr_notes, ocr_note, ocr_extra,
+                 add_flags=["--judged-as", "387=ctc"])  # fmt: skip
 
     # ---- detector ----
     det_dst = out / "ddddocr_det"

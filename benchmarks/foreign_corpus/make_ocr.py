@@ -208,7 +208,8 @@ at 192, x/255, (x-0.5)/0.5, right-pad 0).""",
         ),
     ]
     user_metric = {
-        "ppocr_det": ("ppocr_det.py", ["--metric", "metric.py:text_f1", "--threshold", "sigmoid_0.tmp_0=0.3"])
+        "ppocr_det": ("ppocr_det.py", ["--metric", "metric.py:text_f1", "--threshold", "sigmoid_0.tmp_0=0.3"]),
+        "ppocr_rec": (None, ["--judged-as", "softmax_11.tmp_0=ctc"]),  # what add names for a CTC recogniser
     }
     for folder, relpath, x, how, notes, note, extra in models:
         dst = out / folder

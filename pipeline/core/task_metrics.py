@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.data import LABELS, Arrays
+from pipeline.core.decisions import ctc_greedy
 from pipeline.core.errors import PipelineError
 
 METRIC_TIMEOUT_S = 120.0  # one call over the scoring rows; a metric slower than this is a broken one
-BLANK = 0  # the CTC blank class (PaddleOCR, torch.nn.CTCLoss and warp-ctc all default to 0)
 
 
 class MetricError(PipelineError):
@@ -123,16 +123,6 @@ def f1(outputs: Arrays, labels: Arrays) -> float:
     return float(
         f1_score(truth.reshape(rows, -1) > 0.5, output.reshape(rows, -1) >= 0.5, average="micro", zero_division=1.0)
     )
-
-
-def ctc_greedy(logits: np.ndarray) -> list[list[int]]:
-    """Each row's best class per position [batch, positions, classes], repeats merged, blanks dropped."""
-    best = logits.argmax(axis=-1)
-    decoded = []
-    for row in best:
-        kept = row[np.r_[True, row[1:] != row[:-1]]]
-        decoded.append([int(c) for c in kept if c != BLANK])
-    return decoded
 
 
 def cer(outputs: Arrays, labels: Arrays) -> float:

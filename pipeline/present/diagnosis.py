@@ -131,6 +131,8 @@ JUDGED = {
     "source's, min_decision_f1)",
     "class_logits": "raw logits read by argmax: the class picked at every position kept (top-1 agreement, "
     "min_top1_agreement)",
+    "ctc": "a CTC recogniser's scores: each row's greedy-decoded string kept (repeats merged, blank 0 dropped; "
+    "min_top1_agreement)",
     "points": "points: each point's displacement in the output's units, the rows whose every point stays within "
     "{tolerance} kept (min_rows_within)",
     "values": "no decision found: judged by the worst row's cosine and its largest error (min_cosine, "
@@ -138,7 +140,7 @@ JUDGED = {
 }
 DECLARE = (
     "another reading is declared in the model's catalog entry: `judged_as: {{{name}: logits}}` (or class_scores, "
-    "probabilities, embedding, channels, class_logits, points, values), `decision_threshold: {{{name}: 0.25}}`, "
+    "probabilities, embedding, channels, class_logits, ctc, points, values), `decision_threshold: {{{name}: 0.25}}`, "
     "`point_tolerance: {{{name}: 2.0}}`, or a task metric on labelled eval data (`metric:`, your function included)"
 )
 

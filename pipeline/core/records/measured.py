@@ -167,7 +167,8 @@ class OutputFidelity(Part):
     def decides(self) -> bool:
         """Judged by the decisions read off it (class scores, probabilities, a grid's channels), not by
         similarity: its cosine and relative error are context."""
-        return self.output_kind in ("class_scores", "probabilities", "channels", "logits", "class_logits", "points")
+        return self.output_kind in ("class_scores", "probabilities", "channels", "logits", "class_logits", "ctc",
+                                    "points")  # fmt: skip
 
     @property
     def score(self) -> float | None:

@@ -110,6 +110,8 @@ def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str
             found = f"output {name!r} read as {kind}: {how} (on {len(values)} {what})"
         if kind in ("probabilities", "logits", "channels"):
             found += f"; decisions at {judging.threshold(name):g} (--threshold {name}=V to read them elsewhere)"
+        if kind in ("class_scores", "class_logits") and values.ndim >= 3:
+            found += f"; each row read whole, position by position (a CTC recogniser's: --judged-as {name}=ctc)"
         change = "if users read decisions from it" if kind == "values" else "to read it otherwise"
         lines.append(f"{found}; --judged-as {name}=KIND {change}")
     return lines

@@ -106,7 +106,7 @@ class NncfInt8AccuracyControl(ConvertsSource):
             fp32_value, reached = validation.fp32_value, validation.whole[-1][1]
             raise PipelineError(
                 f"accuracy control stopped ({validation.stop_reason}) after "
-                f"{time.monotonic() - validation.started:.0f} s, the {validation.metric} on the validation rows at "
+                f"{time.monotonic() - validation.started:.0f} s, {validation.metric} on the validation rows at "
                 f"{reached:.4g} against FP32's {fp32_value:.4g} (max_drop {config.max_drop:g}); raise "
                 f"variants.openvino_int8_acc.max_seconds, seconds_per_group or max_drop"
             ) from None
