@@ -26,6 +26,7 @@ from pipeline.core.files import sha256
 from pipeline.core.records import manifest as manifest_record
 from pipeline.serve.repositories.write import write_serving
 from pipeline.serve.runtime_env import runtime_python
+from pipeline.serve.side_by_side import MIN_ROUNDS, side_by_side
 from tests.conftest import REPO
 from tests.test_serving_repos import MODEL, deploy
 
@@ -108,6 +109,44 @@ def test_a_release_that_reads_the_artifact_is_named_in_the_files_with_what_it_an
                                          float(f"{triton_latency['pipeline_p50_ms']:.3g}"))  # fmt: skip
     assert ratio == round(triton_latency["ratio"], 2)
     assert f"{ovms_latency['pipeline_p50_ms']:.3g} ms on openvino" in readme(folder)
+
+
+STUB = """import json, sys
+name, ms = {name!r}, {ms!r}
+print(json.dumps({{"version": name}}), flush=True)
+for line in sys.stdin:
+    with open({log!r}, "a") as log:
+        log.write(name + "\\n")
+    print(json.dumps({{"ms": ms}}), flush=True)
+"""
+
+
+def stub_python(folder: Path, name: str, ms: list[float]) -> Path:
+    """An executable that answers side_by_side's protocol (pipeline/serve/in_runtime.py `time`) with block
+    times the test chooses, and logs each block it was asked for."""
+    stub = folder / f"{name}-python"
+    stub.write_text(f"#!{sys.executable}\n" + STUB.format(name=name, ms=ms, log=str(folder / "blocks.log")))
+    stub.chmod(0o755)
+    return stub
+
+
+def test_side_by_side_reports_each_sides_own_times_and_their_ratio_release_over_pipeline(tmp_path, monkeypatch):
+    """Both sides stubbed with known block times (the release 3x slower in every block): the figures are the
+    stubs', the ratio is release / pipeline, and the blocks alternate in turned order (AB, BA, ...)."""
+    release = stub_python(tmp_path, "release", [6.0, 6.0, 9.0])
+    monkeypatch.setattr(sys, "executable", str(stub_python(tmp_path, "pipeline", [2.0, 2.0, 3.0])))
+
+    timed = side_by_side(release, "onnxruntime", tmp_path / "model.onnx", {"x": np.zeros(1)}, {}, 1, seconds=0)
+
+    assert (timed.release_version, timed.pipeline_version) == ("release", "pipeline")
+    assert (timed.release_ms, timed.pipeline_ms) == (6.0, 2.0)
+    assert [timed.ratio.center, timed.ratio.low, timed.ratio.high] == pytest.approx([3.0, 3.0, 3.0])
+    blocks = (tmp_path / "blocks.log").read_text().split()
+    assert timed.ratio.blocks == MIN_ROUNDS and len(blocks) == 2 * MIN_ROUNDS
+    assert blocks[:4] == ["release", "pipeline", "pipeline", "release"]
+    assert (
+        "batch-1 p50 6 ms there against 2 ms on onnxruntime pipeline (this pipeline's), x3.00 (3.00-3.00" in timed.text
+    )
 
 
 def test_a_release_that_cannot_read_the_opset_gets_it_converted_and_checked_again(tmp_path: Path):
