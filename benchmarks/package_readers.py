@@ -239,20 +239,20 @@ def db_boxes(module: str, maps: np.ndarray) -> list[list[Detection]]:
     return found
 
 
-@reads("ppocr_det")
-def ppocr_det(pair: Pair) -> dict[str, Any]:
-    source, variant = pair.only()
-    reading = "rapidocr_onnxruntime DBPostProcess (config.yaml Det): map > 0.3, box score >= 0.5, unclip 1.6"
-    module = "rapidocr_onnxruntime.ch_ppocr_det.utils"
-    return {"reads": reading} | matched_f1(db_boxes(module, source), db_boxes(module, variant))
+def text_boxes(package: str) -> Reader:
+    """A reader of rapidocr's text detector as `package` (rapidocr_onnxruntime 1.4, rapidocr 3.10) ships it."""
+
+    def reader(pair: Pair) -> dict[str, Any]:
+        source, variant = pair.only()
+        module = f"{package}.ch_ppocr_det.utils"
+        reading = f"{package} DBPostProcess (config.yaml Det): map > 0.3, box score >= 0.5, unclip 1.6"
+        return {"reads": reading} | matched_f1(db_boxes(module, source), db_boxes(module, variant))
+
+    return reader
 
 
-@reads("ppocrv6_det")
-def ppocrv6_det(pair: Pair) -> dict[str, Any]:
-    source, variant = pair.only()
-    reading = "rapidocr 3.10 DBPostProcess (config.yaml Det): map > 0.3, box score >= 0.5, unclip 1.6"
-    module = "rapidocr.ch_ppocr_det.utils"
-    return {"reads": reading} | matched_f1(db_boxes(module, source), db_boxes(module, variant))
+READERS["ppocr_det"] = text_boxes("rapidocr_onnxruntime")
+READERS["ppocrv6_det"] = text_boxes("rapidocr")
 
 
 # --- sequences and classes -------------------------------------------------------------------------------------
@@ -277,18 +277,18 @@ def ctc_texts(package: str, model: str, preds: np.ndarray) -> list[str | None]:
     return [text if score >= floor else None for text, score in lines]
 
 
-@reads("ppocr_rec")
-def ppocr_rec(pair: Pair) -> dict[str, Any]:
-    source, variant = pair.only()
-    texts = [ctc_texts("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx", o) for o in (source, variant)]
-    return {"reads": "rapidocr_onnxruntime CTCLabelDecode, lines kept at score >= 0.5"} | changed(*texts, "lines")
+def text_lines(package: str, model: str) -> Reader:
+    """A reader of rapidocr's recogniser as `package` ships it, with the charset of its own `model` file."""
+
+    def reader(pair: Pair) -> dict[str, Any]:
+        texts = [ctc_texts(package, model, outputs) for outputs in pair.only()]
+        return {"reads": f"{package} CTCLabelDecode, lines kept at score >= 0.5"} | changed(*texts, "lines")
+
+    return reader
 
 
-@reads("ppocrv6_rec")
-def ppocrv6_rec(pair: Pair) -> dict[str, Any]:
-    source, variant = pair.only()
-    texts = [ctc_texts("rapidocr", "models/PP-OCRv6_rec_small.onnx", o) for o in (source, variant)]
-    return {"reads": "rapidocr 3.10 CTCLabelDecode, lines kept at score >= 0.5"} | changed(*texts, "lines")
+READERS["ppocr_rec"] = text_lines("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx")
+READERS["ppocrv6_rec"] = text_lines("rapidocr", "models/PP-OCRv6_rec_small.onnx")
 
 
 @reads("ddddocr_ocr")
