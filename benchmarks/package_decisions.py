@@ -13,6 +13,9 @@ LiteRT), the packages' post-processing in the corpus venv (where the packages ar
     python -m benchmarks.package_decisions outputs PROJECT NAME DIR      # DIR/NAME/<variant>.npz and readings.json
     CORPUS/venv/bin/python -m benchmarks.package_decisions decide NAME DIR/NAME --corpus CORPUS   # the figures
 
+A model given as PyTorch code loads it from the project's models/: run `outputs` from inside PROJECT, as
+`python REPO/benchmarks/package_decisions.py outputs ...` (the repository's own models/ would shadow it).
+`table` prints the figures as docs/results.md shows them.
 Writes reports/benchmarks/package_decisions.json (by model; `--out` elsewhere). `--smoke` decides on a made-up
 pair of landmark outputs (one face moved 3 px), through the same code (tests/test_benchmarks.py).
 """
@@ -62,11 +65,10 @@ def outputs(project: Path, name: str, out: Path) -> None:
         fidelity = fidelity_block(rows.outputs, got, judging=Judging.of(config))
         broken = [v.message for v in quality_violations(Measured(fidelity=fidelity), constraints)]
         feasible = selection["figures"].get(artifact.name, {}).get("feasible", False)
+        why_not = selection["rejected"].get(artifact.name, "not measured")
         verdicts["variants"][artifact.name] = {
             "feasible": feasible,
-            "verdict": "meets the constraints"
-            if feasible
-            else selection["rejected"].get(artifact.name, "not measured"),
+            "verdict": "meets the constraints" if feasible else why_not,
             "readings": {o: [f["output_kind"], f["kind_from"]] for o, f in fidelity.items()},
             "readings_verdict": "; ".join(broken) or "meets the constraints",
             "rows": len(rows),
