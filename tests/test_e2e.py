@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,9 @@ def project(tmp_path_factory, tiny_onnx):
     }
     params["catalog"]["broken"] = params["catalog"]["byo_onnx"] | {"skip": keeping("onnx", "onnx_fp32")}
     params["bench"] = FAST_BENCH
+    # Each release's runtime loads and answers; its latency beside ours is timed over the fewest rounds
+    # (side_by_side.MIN_ROUNDS): what a longer timing gives is tests/test_serving_releases.py's
+    params["serving"] = params["serving"] | {"compare_seconds": 0.01}
     params["select"]["contest"] = FAST_CONTEST
     # The fallback openvino_int8_acc is built only when openvino_int8 breaks a quality constraint: spam_fnn's
     # decisions judged beside its task metric, at a tight F1, make it (INT8 flips some), byo_fixed's loose
@@ -386,6 +390,8 @@ def test_every_deployed_choice_carries_engine_repositories_that_pass_their_check
         if (serving / "ovms").is_dir():
             problems += check_ovms(serving / "ovms", manifest)
         assert problems == [], folder
+        timed = re.findall(r"batch-1 p50 \S+ ms there against \S+ ms on \w+ [\w.+]+ \(this pipeline's\)", readme)
+        assert len(timed) == len(served.get(manifest.model, [])), readme  # serving.compare_seconds, through DVC
     assert {"spam_fnn", "byo_fixed"} <= set(served), served
 
 
