@@ -4,6 +4,8 @@ on tiny models built here; plus the torch_compile and torch_xla variants."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -51,26 +53,40 @@ def keras_model():
     )
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """models/tiny_keras (.keras file), models/tiny_sm (SavedModel), models/tiny_jax (code + params)."""
+@pytest.fixture(scope="module")
+def exported_once(tmp_path_factory):
+    """models/tiny_keras (.keras file), models/tiny_sm (SavedModel), models/tiny_jax (code + params), with
+    tiny_keras and tiny_jax through the real export stage once: two tests read each export (an export is
+    two processes that import TensorFlow or JAX, about 8 s)."""
     from pipeline.prepare.sources.jaxfn import save_params
     from pipeline.prepare.sources.tfkeras import KerasSource
 
-    (tmp_path / "models").mkdir()
-    (tmp_path / "models" / "__init__.py").touch()
+    root = tmp_path_factory.mktemp("tf_jax")
+    (root / "models").mkdir()
+    (root / "models" / "__init__.py").touch()
     for name in ("tiny_keras", "tiny_sm", "tiny_jax"):
-        (tmp_path / "models" / name).mkdir()
-    keras_model().save(tmp_path / "models/tiny_keras/model.keras")
-    (tmp_path / "models/tiny_jax/net.py").write_text(TINY_JAX)
-    monkeypatch.chdir(tmp_path)
-    with models_from(tmp_path):
-        source = KerasSource("tiny_keras", keras_config(), tmp_path)
-        source.serving_module(jit=False).save(tmp_path / "models/tiny_sm/saved_model")
+        (root / "models" / name).mkdir()
+    keras_model().save(root / "models/tiny_keras/model.keras")
+    (root / "models/tiny_jax/net.py").write_text(TINY_JAX)
+    with pytest.MonkeyPatch.context() as patch, models_from(root):
+        patch.chdir(root)
+        source = KerasSource("tiny_keras", keras_config(), root)
+        source.serving_module(jit=False).save(root / "models/tiny_sm/saved_model")
         from models.tiny_jax.net import build as build_jax
 
-        save_params(build_jax(seed=1)[1], tmp_path / "models/tiny_jax/params.msgpack")
-        yield tmp_path
+        save_params(build_jax(seed=1)[1], root / "models/tiny_jax/params.msgpack")
+        for name, config in (("tiny_keras", keras_config()), ("tiny_jax", jax_config())):
+            export_model(name, params_for(name, config), root)
+    return root
+
+
+@pytest.fixture
+def project(exported_once, tmp_path, monkeypatch):
+    """A copy of exported_once's folder, the working directory; imports of models.* resolve inside it."""
+    root = shutil.copytree(exported_once, tmp_path / "project")
+    monkeypatch.chdir(root)
+    with models_from(root):
+        yield root
 
 
 def keras_config(**overrides):
@@ -94,13 +110,19 @@ def params_for(name: str, config) -> Params:
 
 
 def exported(root: Path, name: str, config) -> BuildContext:
-    """Run the real export stage, then a build context on its output."""
-    report = export_model(name, params_for(name, config), root)
+    """A build context on the export stage's output, once its report says it went through with parity."""
+    report = json.loads(layout.export_report(name, root).read_text())
     assert report["status"] == "ok", report["reason"]
     assert report["parity"] == "ok" and report["parity_max_abs_diff"] < 1e-4
     out = root / "out" / name
     out.mkdir(parents=True)
     return BuildContext(name, config, root, out)
+
+
+def export(root: Path, name: str, config) -> BuildContext:
+    """Run the real export stage, then a build context on its output."""
+    export_model(name, params_for(name, config), root)
+    return exported(root, name, config)
 
 
 def test_keras_file_source_predicts_and_exports(project):
@@ -135,7 +157,7 @@ def test_keras_errors_name_file_and_field(project):
 def test_savedmodel_source(project):
     source = load_source("tiny_sm", sm_config(), project)
     np.testing.assert_allclose(source.predict(X)["scores"], keras_model()(X["x"]).numpy(), atol=1e-6)
-    exported(project, "tiny_sm", sm_config())
+    export(project, "tiny_sm", sm_config())
     with pytest.raises(ConfigError, match=r"catalog.tiny_sm.inputs: names \['image'\] do not match the signature"):
         load_source("tiny_sm", sm_config(inputs={"image": {"shape": ["batch", 12]}}), project)
 
@@ -146,7 +168,7 @@ def test_jax_source_loads_params_and_exports(project):
     apply, params = build_jax(seed=1)
     source = load_source("tiny_jax", jax_config(), project)
     np.testing.assert_allclose(source.predict(X)["output"], np.asarray(apply(params, X["x"])), atol=1e-6)
-    report = export_model("tiny_jax", params_for("tiny_jax", jax_config()), project)
+    report = json.loads(layout.export_report("tiny_jax", project).read_text())  # exported_once's
     assert report["status"] == "ok" and report["exporter"].startswith("jax2onnx")
 
 
@@ -222,7 +244,7 @@ def test_torch_compile_builds_a_hugging_face_encoder_with_three_inputs(tmp_path,
                    "token_type_ids": tokens | {"kind": "token_type_ids", "high": 2}},
         "outputs": ["embedding"], "dims": {"seq": 8}, "task": "embedding",
     })  # fmt: skip
-    ctx = exported(tmp_path, "hf_enc", config)
+    ctx = export(tmp_path, "hf_enc", config)
     result = build(ctx, "torch_compile")
     rows = ctx.reference().head(4)
     compiled = runtimes.load("torch", ctx.out_dir / result.entry, 1, {"code_root": str(tmp_path)}).run(rows.inputs)
