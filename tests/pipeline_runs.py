@@ -215,6 +215,7 @@ def pinned_deploy_predicts(root: Path, side: Path, model: str, variant: str) -> 
         "min_neighbour_recall": None,
     }
     params["select"]["models"] = {}  # nor a model's own constraints
+    params["serving"] = params["serving"] | UNCHECKED  # predict is what is checked here; serving/, the project's
     (side / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run([sys.executable, str(root / "stages" / "select_artifact.py"), model], side)
     manifest = read(side / "deploy" / model / "manifest.json")
