@@ -170,15 +170,23 @@ def palm_detection(pair: Pair) -> dict[str, Any]:
     return ssd(pair, make_mediapipe_hands)
 
 
+@cache
+def ddddocr_engine(detection: bool) -> Any:
+    """ddddocr's detection engine, or its OCR engine with the beta charset: built once per run, not per variant."""
+    from ddddocr import DdddOcr
+
+    if detection:
+        return DdddOcr(ocr=False, det=True, show_ad=False).detection_engine
+    return DdddOcr(beta=True, show_ad=False).ocr_engine
+
+
 @reads("ddddocr_det")
 def ddddocr_det(pair: Pair) -> dict[str, Any]:
     """ddddocr's own detection post-processing (its engine's demo_postprocess and multiclass_nms, at the
     thresholds DdddOcr.detection uses), boxes per row in the 416 input's pixels."""
-    from ddddocr import DdddOcr
-
     from benchmarks.foreign_corpus.make_ddddocr import DET_SIZE, NMS_IOU, SCORE
 
-    engine = DdddOcr(ocr=False, det=True, show_ad=False).detection_engine
+    engine = ddddocr_engine(detection=True)
 
     def boxes(grids: np.ndarray) -> list[list[Detection]]:
         found = []
@@ -317,9 +325,7 @@ def ddddocr_ocr(pair: Pair) -> dict[str, Any]:
     """ddddocr's own text decode (its OCR engine's _process_text_output: argmax per position, repeats and the
     blank dropped, its beta charset) on each row; rows first [rows, T, classes] as the pipeline returns the
     time-major output, handed back time-major [T, 1, classes] as the session gives it to the package."""
-    from ddddocr import DdddOcr
-
-    engine = DdddOcr(beta=True, show_ad=False).ocr_engine
+    engine = ddddocr_engine(detection=False)
 
     def strings(logits: np.ndarray) -> list[str]:
         return [engine._process_text_output(row[:, None, :]) for row in logits.reshape(-1, *logits.shape[-2:])]
@@ -354,15 +360,22 @@ def fer_emotion(pair: Pair) -> dict[str, Any]:
     return {"reads": "fer top_emotion: the argmax of 7 emotions"} | changed(*tops, "faces")
 
 
+@cache
+def magika_engine() -> Any:
+    """magika's own Magika object (its model and per-type thresholds), built once per run."""
+    from magika import Magika
+
+    return Magika()
+
+
 @reads("magika")
 def magika(pair: Pair) -> dict[str, Any]:
     """magika's own labelling (Magika._get_model_outputs_from_features: the argmax content type and its score,
     then _get_output_label_from_dl_label_and_score in its default high-confidence mode: per-type thresholds,
     a generic txt/unknown below them), on each row's scores."""
-    from magika import Magika
     from magika.types import ContentTypeLabel
 
-    engine = Magika()
+    engine = magika_engine()
     space = engine._target_labels_space
 
     def labels(scores: np.ndarray) -> list[str]:
