@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
         model_dir = args.corpus / args.name if args.corpus else None
         record(decide_all(args.name, args.saved, model_dir), args.out or OUT)
     else:
-        parser.error("a command: outputs or decide (or --smoke)")
+        parser.error("a command: outputs, decide or table (or --smoke)")
 
 
 if __name__ == "__main__":
