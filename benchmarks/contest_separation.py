@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.smoke import measured_where_and_when, notes, tiny_onnx, write_table, written_to
+from pipeline.core.config import ContestConfig
 from pipeline.core.stats import paired_ratio_interval
 from pipeline.measure.harness import seconds_per_call, warm_up
 from pipeline.measure.interleaved import settle
@@ -92,7 +93,7 @@ def measure(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, Any]:
                 if way != "after a pause":
                     block(calls[other], per_block[other])
                     if way == "after the other, settled":
-                        settled[other].append(settle())
+                        settled[other].append(settle(ContestConfig()))
                 found[name][way].append(block(calls[name], per_block[name]))
     result = {}
     for name, ways in found.items():

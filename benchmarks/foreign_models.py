@@ -7,8 +7,8 @@ project: `python -m pipeline add NAME FILE --eval eval.npz` (one command, nothin
 inferred), the deployed variant and why, how each output was judged (class scores, an embedding, a
 mixed-scale grid, values) and the deployed variant's fidelity, each other variant's reason, the
 deployed variant's speed-up against the source's own FP32 runtime (onnx_fp32 for an ONNX file, tf_graph,
-torch_eager) timed side by side in one process (the select stage's
-interleaved contest, pipeline.measure.interleaved), and the wall time.
+torch_eager) timed side by side, each in a worker process of its own (the select stage's contest, where the
+baseline runs beside the leader: pipeline.measure.contest), and the wall time.
 
     python -m benchmarks.foreign_corpus CORPUS             # once: downloads the wheels, makes the inputs
     python -m benchmarks.foreign_models CORPUS [--only a,b] [--keep]
@@ -54,27 +54,29 @@ def run(cmd: list[str], cwd: Path, timeout: float | None = None) -> subprocess.C
 
 def side_by_side(root: Path, model: str, chosen: str, baseline: str) -> dict[str, Any]:
     """The deployed variant against the source's own FP32 runtime (`baseline`: onnx_fp32 for an ONNX file,
-    tf_graph for a SavedModel or Keras file, torch_eager for PyTorch), in alternating blocks in one process
-    (the select stage's contest code, at batch 1): the speed-up with its 95% interval."""
+    tf_graph for a SavedModel or Keras file, torch_eager for PyTorch): the select stage's own contest figure
+    when the baseline ran in it (it does whenever it is feasible), else a contest of the two, each in a worker
+    process of its own (pipeline.measure.contest): the speed-up with its 95% interval."""
     if chosen == baseline:
         return {"baseline": baseline, "speedup": 1.0, "how": f"the deployed variant is {baseline} itself"}
-    code = (
-        "import json, sys; from pipeline.measure.interleaved import contest; "
-        f"print(json.dumps(contest({model!r}, [{chosen!r}, {baseline!r}], 'p50', {SIDE_BY_SIDE!r})))"
-    )
-    done = run([sys.executable, "-c", code], root, timeout=600)
-    if done.returncode:
-        return {"speedup": None, "how": f"side by side failed: {done.stderr.strip().splitlines()[-1:]}"}
-    race = json.loads(done.stdout.strip().splitlines()[-1])
-    ratios = race["ratio_to_leader"]
-    if race["leader"] == chosen:  # the baseline's time over the chosen's
-        found = ratios[baseline]
-        speedup, low, high = found["ratio"], found["low"], found["high"]
+    choice = read_json(layout.selection_file(model, root))
+    manifest = read_json(layout.deploy_dir(model, root) / layout.MANIFEST)
+    race = manifest["selection"].get("contest") or {}
+    if chosen not in choice.get("speedups", {}) or not race:
+        code = (
+            "import json, sys; from pipeline.measure.contest import contest; "
+            f"print(json.dumps(contest({model!r}, [{chosen!r}, {baseline!r}], 'p50', {SIDE_BY_SIDE!r}, "
+            f"baseline={baseline!r})))"
+        )
+        done = run([sys.executable, "-c", code], root, timeout=600)
+        if done.returncode:
+            return {"speedup": None, "how": f"side by side failed: {done.stderr.strip().splitlines()[-1:]}"}
+        race = json.loads(done.stdout.strip().splitlines()[-1])
+        found = race["speedup"][chosen]
     else:
-        found = ratios[chosen]
-        speedup, low, high = 1 / found["ratio"], 1 / found["high"], 1 / found["low"]
-    return {"baseline": baseline, "speedup": round(speedup, 3), "ci95": [round(low, 3), round(high, 3)],
-            "rounds": race["rounds"], "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
+        found = choice["speedups"][chosen]
+    return {"baseline": baseline, "speedup": round(found["ratio"], 3), "ci95": [round(found["low"], 3),
+            round(found["high"], 3)], "rounds": race["rounds"], "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
 
 
 def applies_to_kind(reason: str) -> bool:

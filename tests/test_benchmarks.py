@@ -33,6 +33,7 @@ SMOKE = [
     smoke("foreign_corpus", ["{tmp}"], "smoke.json"),
     smoke("package_decisions"),
     smoke("contest_separation"),
+    smoke("contest_agreement"),
     smoke("openvino_crosscheck"),
     smoke("pipeline_timing", slow=True),
     smoke("transformer_int8", slow=True),

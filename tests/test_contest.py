@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +14,9 @@ from onnx import TensorProto, helper
 
 from pipeline.core.config import ContestConfig, Params
 from pipeline.decide import contest
+from pipeline.decide.selection import Selection
 from pipeline.measure import interleaved
+from pipeline.measure.contest import race_in_workers
 from pipeline.measure.identity import signature
 from tests.helpers import metric, write_build
 
@@ -51,7 +55,7 @@ def test_the_re_measure_decides_not_the_noise_in_the_stored_figures(monkeypatch,
     monkeypatch.setattr(
         contest,
         "measure_contenders",
-        lambda model, timed, p, root: interleaved.race({v: calls[v] for v in timed}, "p50", FAST),
+        lambda model, timed, p, root, **kw: interleaved.race({v: calls[v] for v in timed}, "p50", FAST),
     )
     decision = contest.decide("m", stored, params(), tmp_path)
     assert decision.selection.chosen == "slow"  # what the stored figures alone would have deployed
@@ -74,7 +78,7 @@ def test_a_tie_is_broken_by_the_documented_order_and_said(monkeypatch, tmp_path)
     monkeypatch.setattr(
         contest,
         "measure_contenders",
-        lambda model, timed, p, root: interleaved.race(
+        lambda model, timed, p, root, **kw: interleaved.race(
             {v: same[v] for v in timed}, "p50", FAST.model_copy(update={"max_rounds": 8})
         ),
     )
@@ -94,7 +98,7 @@ def test_a_contender_still_open_at_the_cap_is_tied_only_when_its_median_is_insid
     stored = {"slow": metric(0.40, noise=5.0, cosine=0.999), "fast": metric(0.41, noise=5.0, cosine=0.9999)}
     monkeypatch.setattr(contest, "identical_groups", lambda variants, root, model: {v: [v] for v in variants})
     ratio = {"ratio": median, "low": 0.9, "high": 2.5, "verdict": "open"}
-    monkeypatch.setattr(contest, "measure_contenders", lambda *a: {
+    monkeypatch.setattr(contest, "measure_contenders", lambda *a, **k: {
         "leader": "slow", "ratio_to_leader": {"fast": ratio}, "latency_ms": {"slow": 0.4, "fast": 0.4 * median},
         "percentile": "p50", "rounds": 295, "seconds": 30.1})  # fmt: skip
     decision = contest.decide("m", stored, params(), tmp_path)
@@ -113,7 +117,7 @@ def test_a_contender_still_open_at_the_cap_is_tied_only_when_its_median_is_insid
 def test_identical_artifacts_are_timed_once(monkeypatch, tmp_path):
     stored = {"slow": metric(0.40, noise=5.0), "twin": metric(0.39, noise=5.0, size=1.1)}
     monkeypatch.setattr(contest, "identical_groups", lambda variants, root, model: {"twin": ["twin", "slow"]})
-    monkeypatch.setattr(contest, "measure_contenders", lambda *a: pytest.fail("one model needs no race"))
+    monkeypatch.setattr(contest, "measure_contenders", lambda *a, **k: pytest.fail("one model needs no race"))
     decision = contest.decide("m", stored, params(), tmp_path)
     assert decision.identical == {"slow": "twin"} and "slow is the same model as twin (timed once)" in decision.why
 
@@ -234,7 +238,7 @@ def test_a_gap_beyond_any_drift_ends_the_race_early_and_a_close_one_does_not():
 
 def test_settle_waits_for_a_spinning_pool_and_then_a_quiet_stretch():
     """A thread that spins for 80 ms after the block (a runtime's pool): the contest's next block starts only once
-    the process has been quiet for QUIET_FOR_S after it stopped; a quiet process waits that stretch alone."""
+    the process has been quiet for quiet_for_s after it stopped; a quiet process waits that stretch alone."""
     import threading
     import time
 
@@ -245,7 +249,54 @@ def test_settle_waits_for_a_spinning_pool_and_then_a_quiet_stretch():
 
     spinner = threading.Thread(target=spin, args=(0.08,))
     spinner.start()
-    waited = interleaved.settle()
+    quiet = ContestConfig()
+    waited = interleaved.settle(quiet)
     spinner.join()
-    assert 0.07 + interleaved.QUIET_FOR_S <= waited < interleaved.MAX_SETTLE_S, waited  # it spun from before
-    assert interleaved.QUIET_FOR_S <= interleaved.settle() < 0.08, "a quiet process waits the quiet stretch alone"
+    assert 0.07 + quiet.quiet_for_s <= waited < quiet.settle_cap_s, waited  # it spun from before
+    assert quiet.quiet_for_s <= interleaved.settle(quiet) < 0.08, "a quiet process waits the quiet stretch alone"
+
+
+STUB = [sys.executable, str(Path(__file__).with_name("stub_contest_worker.py"))]
+
+
+def stub_requests(log: Path, **speeds: float) -> dict[str, dict]:
+    return {name: {"name": name, "log": str(log), "per_call_s": s} for name, s in speeds.items()}
+
+
+def test_the_coordinator_never_runs_two_workers_at_once(tmp_path):
+    """Three workers, each writing down when its blocks started and ended (one monotonic clock for the
+    machine): no block of one overlaps a block of another, and each worker's figures are its own."""
+    log = tmp_path / "blocks.txt"
+    result = race_in_workers(stub_requests(log, a=0.0004, b=0.0008, c=0.0004), "p50", FAST, worker_command=STUB)
+    spans = sorted((int(start), int(end), name) for name, start, end in (line.split() for line in log.open()))
+    assert len(spans) == 3 * result["rounds"] and {name for *_, name in spans} == {"a", "b", "c"}
+    for (_, end, before), (start, _, after) in itertools.pairwise(spans):
+        assert end <= start, f"{after}'s block started before {before}'s ended"
+    assert "worker process of its own" in result["how"]
+    assert result["ratio_to_leader"]["b"]["verdict"] == "slower" and result["leader"] in {"a", "c"}
+    assert result["runtime_settings"] == {v: {"stub": v} for v in "abc"} and result["failed"] == {}
+
+
+def test_a_worker_that_dies_mid_contest_is_failed_and_the_others_decide(tmp_path):
+    """One contender's runtime crashes at its fifth block and another cannot load: both are `failed` with
+    their errors, the other two still race to a verdict; select rejects the crashed one with its error."""
+    requests = stub_requests(tmp_path / "blocks.txt", fast=0.0004, slow=0.0008, crashes=0.0003, broken=0.0003)
+    requests["crashes"]["die_at_block"] = 5
+    requests["broken"]["fail_load"] = True
+    result = race_in_workers(requests, "p50", FAST, baseline="slow", worker_command=STUB)
+    assert "Segmentation fault in the stub runtime" in result["failed"]["crashes"]
+    assert result["failed"]["crashes"].startswith("failed in round 5")
+    assert "cannot load this file" in result["failed"]["broken"]
+    assert set(result["latency_ms"]) == {"fast", "slow"} and result["leader"] == "fast"
+    assert result["rounds"] >= FAST.min_rounds
+    assert result["speedup"]["fast"]["low"] > 1.5 and result["speedup"]["slow"]["ratio"] == 1.0
+
+    rejected = contest._rejected(
+        Selection(chosen="fast", why="", pareto=[], rejected={}, feasible=[]),
+        "fast",
+        result,
+        {v: [v] for v in requests},
+        FAST.tie_pct,
+    )
+    assert rejected["crashes"].startswith("failed in the side-by-side re-measure (failed in round 5")
+    assert rejected["slow"].startswith("slower side by side")

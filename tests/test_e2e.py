@@ -434,6 +434,22 @@ def test_select_deploys_an_explained_verified_choice(project):
     if selection["contest"]:  # contenders re-measured side by side: the recorded figure is the one that ranked them
         assert record["latency_ms"] == selection["contest"]["latency_ms"][chosen] or chosen in selection["identical"]
         assert record["measured"] == "side by side with its contenders" and "side by side" in selection["why"]
+    # the source's own runtime ran beside the leader, each in its own worker: the deployed row's speed-up is
+    # the contest's paired ratio, the one the summary and the report's index print
+    contest = selection["contest"]
+    assert contest["baseline"] == record["baseline"] == "torch_eager" and "torch_eager" in contest["latency_ms"]
+    assert "worker process of its own" in contest["how"] and contest["failed"] == {}
+    speedup = record["speedups"][chosen]
+    assert speedup == contest["speedup"][selection["identical"].get(chosen, chosen)]
+    assert speedup["low"] <= speedup["ratio"] <= speedup["high"] and record["speedups"]["torch_eager"]["ratio"] == 1
+    shown = f"{speedup['ratio']:.2f}x ±{100 * ((speedup['high'] / speedup['low']) ** 0.5 - 1):.1f}%"
+    summary = run([sys.executable, "-m", "pipeline", "summary", "spam_fnn", "--md"], root)
+    row = next(line for line in summary.splitlines() if line.startswith(f"| {chosen} |"))
+    assert f"| {shown} |" in row, (shown, row)
+    assert f"| {shown} |" in (root / "reports" / "report" / "index.md").read_text()
+    bench_only = [v for v in others if v not in record["speedups"] and metrics(root, "spam_fnn", v)["status"] == "ok"]
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in summary.splitlines() if line.startswith("| ")}
+    assert bench_only and all(" | ~" in rows[v] for v in bench_only)  # the stored figures' ratio, marked as such
     report = (root / "reports" / "report" / "spam_fnn.md").read_text()
     assert f"**Deploy `{chosen}`**" in report and (root / "reports" / "report" / "img" / "spam_fnn").is_dir()
     # how far from the limit: the chosen artifact's distance in the manifest, every measured variant's in the report

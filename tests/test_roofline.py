@@ -174,6 +174,31 @@ def test_fp16_without_native_arithmetic_is_held_against_fp32():
     assert distance(record("fp16", 10.0, size_mb=0.5), work, None, SYNTHETIC).roof_precision == "fp32"
 
 
+def test_weights_dequantized_at_load_are_not_counted_as_activations():
+    """FP16 weights behind a Cast (tf2onnx's form of a float16 `.tflite`): the runtime folds the Cast once at load,
+    so only the MatMul's output is written per call (counted as activations, BirdNET's range model read 167%)."""
+    half = numpy_helper.from_array(np.zeros((64, 32), np.float16), "w16")
+    model = graph_of(
+        [helper.make_node("Cast", ["w16"], ["w"], to=TensorProto.FLOAT), helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [value("x", ["batch", 64])],
+        [value("y", ["batch", 32])],
+        [half],
+    )
+    work = count_work(model, {"x": (1, 64)})
+    assert work is not None and work.macs_by_op == {"MatMul": 64 * 32} and work.activation_elements == 32
+
+
+def test_a_call_faster_than_its_own_bound_is_a_counting_error_not_a_share():
+    """1 GMAC in 1 ms against a 100 GMAC/s roof (10 ms at best): the share would read 1000%; the record says the
+    count is wrong, and no share is given (the summary prints `count error`)."""
+    work = SimpleNamespace(macs=10**9, activation_elements=0)
+    found = distance(record("fp32", 1.0, size_mb=0.5), work, None, SYNTHETIC)
+    assert found.status == "counting error" and found.of_bound is None and "1000% of its compute bound" in found.reason
+    from pipeline.present.summary import of_bound
+
+    assert of_bound(found) == "count error"
+
+
 @pytest.fixture(scope="module")
 def measured() -> Peaks:
     env = Env(cpu=Cpu(isa={}))  # FP32 and INT8 only: what every CPU here has

@@ -538,7 +538,16 @@ class ContestConfig(Strict):
     cap waits for `cap_min_rounds` rounds, up to `cap_max_seconds`): the open ones are then ties.
     Sooner when the race is decided beyond any drift: after `decisive_rounds`, once every contender's
     ratio interval starts above `decisive_ratio` (wider than one ratio ever moved across machine
-    states, 0.48 to 0.76 within an hour: 1.58x), no state of the machine would reverse it."""
+    states, 0.48 to 0.76 within an hour: 1.58x), no state of the machine would reverse it.
+
+    Each contender runs in a worker process of its own (`isolation: workers`), loaded as deployed, and only
+    one runs at a time: a runtime in the same process moved the others' figures (a BlazeFace `.tflite` read
+    x1.29 slower than OpenVINO in one process, x1.08 with each alone in its own). After each block its
+    process waits until it is quiet before the next block starts: its CPU time, all threads, grows by less
+    than `quiet_share` of one core in every `quiet_window_s` for `quiet_for_s` seconds (a block right after
+    ONNX Runtime's ran slow for 10-30 ms more), or `settle_cap_s` pass (the record counts such blocks).
+    `isolation: one process` loads every contender in the stage's process, as before (kept for
+    benchmarks/contest_agreement.py, which shows the difference)."""
 
     enabled: bool = True
     max_contenders: int = Field(default=4, ge=2)
@@ -555,6 +564,11 @@ class ContestConfig(Strict):
     tie_pct: float = Field(default=3.0, ge=0)
     decisive_ratio: float = Field(default=1.6, gt=1)
     decisive_rounds: int = Field(default=10, ge=5)
+    isolation: Literal["workers", "one process"] = "workers"
+    quiet_window_s: float = Field(default=0.002, gt=0)  # how often a settling process's CPU time is read
+    quiet_share: float = Field(default=0.1, gt=0, le=1)  # quiet: under this share of one core over a window
+    quiet_for_s: float = Field(default=0.03, ge=0)  # and quiet this long before the next block starts
+    settle_cap_s: float = Field(default=0.25, gt=0)  # a pool that spins longer is waited for this long
 
     @model_validator(mode="after")
     def _decisive_beyond_the_tie_band(self) -> ContestConfig:

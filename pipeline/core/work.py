@@ -125,12 +125,21 @@ def _count(inferred: Any) -> Work | None:
         if a is None or b is None or (out is None and node.op_type not in RECURRENT):  # Y may be left unnamed
             return None
         macs[node.op_type] = macs.get(node.op_type, 0) + _macs(node, out, a, b)
-    constants = {t.name for t in inferred.graph.initializer} | {
-        n.output[0] for n in inferred.graph.node if n.op_type == "Constant"
-    }
-    written = {o for n in inferred.graph.node for o in n.output if o and o not in constants}
+    written = {o for n in inferred.graph.node for o in n.output if o and o not in folded_constants(inferred.graph)}
     activations = sum(int(np.prod(known[name])) for name in written if name in known)
     return Work(macs_by_op=macs, activation_elements=activations)
+
+
+def folded_constants(graph: Any) -> set[str]:
+    """Every tensor a runtime computes once at load, not per call: initializers, Constant nodes, and the outputs
+    of nodes whose every input is such a tensor (a Dequantize or Cast of FP16 weights, as tf2onnx writes for a
+    float16 `.tflite`: counted as activations, they put BirdNET's range model at 167% of its memory bound)."""
+    constants = {t.name for t in graph.initializer}
+    for node in graph.node:  # ONNX keeps nodes in topological order
+        inputs = [name for name in node.input if name]
+        if node.op_type == "Constant" or (inputs and all(name in constants for name in inputs)):
+            constants.update(name for name in node.output if name)
+    return constants
 
 
 def _macs(node: Any, out: list[int] | None, a: list[int], b: list[int]) -> int:

@@ -12,7 +12,8 @@ import math
 from pipeline.core import records
 from pipeline.core.config import Params
 from pipeline.core.records import Records
-from pipeline.core.records.choice import CandidateFigures
+from pipeline.core.records.choice import CandidateFigures, SpeedUp
+from pipeline.core.registry import BASELINES
 from pipeline.decide.contest import Decision
 from pipeline.decide.selection import Candidate
 from pipeline.optimize.applicability import not_applicable
@@ -60,4 +61,6 @@ def choice_record(model: str, decision: Decision, found: Records, params: Params
         pareto_front=decision.pareto,
         not_applicable={variant: skip.reason for variant, skip in not_applicable(params, model).items()},
         figures={v: figures(c, v in feasible) for v, c in decision.candidates.items()},
+        baseline=BASELINES[params.model(model).source],
+        speedups={v: SpeedUp.model_validate(r) for v, r in decision.speedups.items()},
     )

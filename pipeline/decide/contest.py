@@ -3,11 +3,14 @@
 Stored figures come from benchmarks run minutes apart, and on shared machines the minutes are not
 equal: identical artifacts measured 1.5x apart, and the choice followed the gap. So the winner of the
 screen (pipeline.decide.selection.screen) and every feasible variant whose latency interval overlaps its
-own (up to `select.contest.max_contenders`) are timed again, side by side in one fresh process
-(pipeline.measure.contest), until the paired ratios separate them or say tie. Variants that are
-one model (pipeline.measure.identity) are timed once. Among the tied, the documented tie-break
-decides (selection.TIE_BREAK), and the manifest says "tie with X (±y%)". The figures that ranked
-the contenders are the ones recorded.
+own (up to `select.contest.max_contenders`) are timed again, side by side, each in a worker process of its
+own as deployed (pipeline.measure.contest), until the paired ratios separate them or say tie. The source's
+own runtime (the registry's baseline: torch eager, LiteRT, scikit-learn ...) runs beside them whenever it
+is feasible, so the speed-up a user reads for a contender is a ratio timed side by side, with its interval,
+never two figures taken minutes apart. Variants that are one model (pipeline.measure.identity) are timed
+once; a contender whose worker fails is rejected with its error and the others decide. Among the tied,
+the documented tie-break decides (selection.TIE_BREAK), and the manifest says "tie with X (±y%)". The
+figures that ranked the contenders are the ones recorded.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pipeline.core import records
 from pipeline.core.config import Params
 from pipeline.core.isolate import IsolatedFailure
 from pipeline.core.records import Records
+from pipeline.core.registry import BASELINES
 from pipeline.decide.selection import (
     TIE_BREAK,
     Candidate,
@@ -47,6 +51,8 @@ class Decision:
     latency_ms: dict[str, float] = field(default_factory=dict)  # the figures that ranked the contenders
     rejected: dict[str, str] = field(default_factory=dict)  # every variant not chosen -> why
     pareto: list[str] = field(default_factory=list)  # the front, with the contenders' re-measured latency
+    # each contender's speed-up over the source's own runtime, timed beside it: {ratio, low, high} (95%)
+    speedups: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.rejected:
@@ -68,14 +74,19 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
     feasible = [screened.candidates[v] for v in screened.feasible]
     ranked = sorted(feasible, key=lambda c: (objective_key(c, "latency"), c.variant))
     close = overlapping(ranked[0], ranked, len(ranked), config.contest.drift_ratio)
-    groups = identical_groups([c.variant for c in close], root, model)
-    timed = list(groups)[: config.contest.max_contenders]
+    baseline = BASELINES[params.model(model).source]
+    beside = [baseline] if baseline in screened.feasible and baseline not in (c.variant for c in close) else []
+    groups = identical_groups([c.variant for c in close] + beside, root, model)
+    timed = [rep for rep in groups if rep != baseline or not beside][: config.contest.max_contenders]
+    timed += [baseline] if baseline in groups and baseline not in timed else []
+    groups = {rep: groups[rep] for rep in timed}
     identical = {m: rep for rep in timed for m in groups[rep] if m != rep}
     if len(timed) == 1:
         why = f"{screened.why}; no other variant is within reach of it" + _same(identical)
         return Decision(screened, screened.chosen, why, identical=identical)
+    base_rep = next((rep for rep in timed if baseline in groups[rep]), None)
     try:
-        contest = measure_contenders(model, timed, params, root)
+        contest = measure_contenders(model, timed, params, root, baseline=base_rep)
     except IsolatedFailure as failure:
         why = f"{screened.why}; the side-by-side re-measure failed ({failure.evidence('python -m pipeline select')})"
         return Decision(screened, screened.chosen, why, identical=identical)
@@ -83,8 +94,10 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
     tied_timed = [leader, *(v for v, r in ratios.items() if standing(r, config.contest.tie_pct) == "tie")]
     tied = [m for rep in tied_timed for m in groups[rep]]
     chosen = min((screened.candidates[v] for v in tied), key=tie_break_key).variant
-    latency = {m: contest["latency_ms"][rep] for rep in timed for m in groups[rep]}
-    why = _why(chosen, leader, tied, contest, groups, latency, config.contest.tie_pct)
+    ran = {rep: members for rep, members in groups.items() if rep in contest["latency_ms"]}
+    latency = {m: contest["latency_ms"][rep] for rep, members in ran.items() for m in members}
+    speedups = {m: contest["speedup"][rep] for rep, members in ran.items() for m in members if "speedup" in contest}
+    why = _why(chosen, leader, tied, contest, ran, latency, config.contest.tie_pct)
     # The front again, on the figures that ranked the contenders (the tied at one latency: the contest
     # could not tell them apart): a screen winner the contest beat no longer pushes the chosen off it.
     level = {m: latency[leader] if m in tied else ms for m, ms in latency.items()}
@@ -92,7 +105,7 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
         c.variant for c in pareto_front([replace(c, latency_ms=level.get(c.variant, c.latency_ms)) for c in feasible])
     ]
     rejected = _rejected(screened, chosen, contest, groups, config.contest.tie_pct)
-    return Decision(screened, chosen, why, contest, tied, identical, latency, rejected, front)
+    return Decision(screened, chosen, why, contest, tied, identical, latency, rejected, front, speedups)
 
 
 def standing(ratio: dict[str, Any], tie_pct: float) -> str:
@@ -117,6 +130,8 @@ def _rejected(
     """The screen's reasons, except for the contenders: the side-by-side re-measure decided those
     (the screen's winner may have lost it, and the chosen one may have been 'rejected' by the screen)."""
     rejected = {v: r for v, r in screen.rejected.items() if v != chosen}
+    for rep, why in contest.get("failed", {}).items():
+        rejected |= {m: f"failed in the side-by-side re-measure ({why})" for m in groups.get(rep, [rep])}
     leader, ratios = contest["leader"], contest["ratio_to_leader"]
     mine = ratios.get(next(rep for rep, members in groups.items() if chosen in members))
     for rep, members in groups.items():

@@ -6,7 +6,8 @@ size (the weights at their storage precision) plus each activation written once,
 executes in (INT8 activations counted at their float width: an upper bound on their traffic). Its
 roof is the measured rate of the precision its products execute in (a BF16-executed INT8 model's
 products are INT8; OpenVINO's FP32 on a BF16 CPU runs BF16), or intensity x the read bandwidth at its
-working set when that is lower (pipeline.core.records.roofline.Distance says how each is read).
+working set when that is lower (pipeline.core.records.roofline.Distance says how each is read). A share
+over 100% is a counting error, recorded as such (status `counting error`) and never printed as a share.
 """
 
 from __future__ import annotations
@@ -89,6 +90,12 @@ def distance(record: VariantRecord, work: Work, fixed_batch: int | None, peaks: 
 
     call_batch = fixed_batch or 1
     one = at(call_batch, record.latency_ms.p50 / 1e3)  # type: ignore[union-attr]
+    if one["of_bound"] > 1:  # faster than its own bound: the work, the bytes or the roof counted here are wrong
+        return Distance(
+            status="counting error",
+            reason=f"measured at {one['of_bound']:.0%} of its {one['bound_by']} bound at batch {call_batch}, which no "
+            f"call can reach: this graph's bytes, MACs or roof are miscounted ({one['because']})",
+        )
     result = Distance(
         roof_precision=held,
         macs=work.macs,
@@ -100,10 +107,13 @@ def distance(record: VariantRecord, work: Work, fixed_batch: int | None, peaks: 
         of_bound=round(one["of_bound"], 4),
         bound_by=one["bound_by"],
     )
-    throughput = record.throughput_sps
-    if throughput and throughput.unit is None:
+    throughput, miscounted = record.throughput_sps, ""
+    samples = throughput is not None and throughput.unit is None  # a decoder's tokens/s has no count here
+    at_peak = at(throughput.peak_batch, throughput.peak_batch / throughput.peak) if samples else None
+    if at_peak and at_peak["of_bound"] > 1:
+        miscounted = f"; at its peak-throughput batch the count gives {at_peak['of_bound']:.0%} (a counting error)"
+    elif throughput and at_peak:
         batch = throughput.peak_batch
-        at_peak = at(batch, batch / throughput.peak)
         result = result.model_copy(
             update={
                 "peak_batch": batch,
@@ -121,7 +131,7 @@ def distance(record: VariantRecord, work: Work, fixed_batch: int | None, peaks: 
     )
     if result.of_bound_peak is not None:
         why += f"; {result.of_bound_peak:.1%} at its peak-throughput batch {result.peak_batch}"
-    return result.model_copy(update={"why": why})
+    return result.model_copy(update={"why": why + miscounted})
 
 
 def _point(macs: float, traffic: float, seconds: float, peak: float, peaks: Peaks, overhead_ms: float | None) -> dict:

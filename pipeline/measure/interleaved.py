@@ -1,81 +1,116 @@
 """Time several variants of one model side by side: the measurement a ranking can trust.
 
 Figures taken minutes apart drift with the machine (one INT8 artifact read 3.8 ms, then 2.4 ms,
-while FP32 held still), but the ratio of two variants timed in alternating blocks of calls in one
-process holds (0.628-0.637 in every 15 s window while both moved 10%). So the contenders are loaded
-together, and each round times one block of every contender, in an order that turns each round
-(A B C, then C B A, then B C A ...), with a few untimed calls first so that each block starts warm.
-A round gives each contender's ratio to the leader; the rounds give the median ratio and its
-interval (pipeline.core.stats.paired_ratio_interval: the median's order-statistic interval, as
-rounds that straddle one of the machine's speed flips are outliers a mean's t interval did not
-ignore, joined with an interval over five stretches of the contest, as a ratio that moves with the
-machine's state must not look precise). The loop stops when every contender is separated from the
-leader or equivalent to it (within ±tie_pct), after min_rounds (cap_min_rounds for a race too slow
-to reach min_rounds within max_seconds) and min_seconds, or at the round or time limit (a tie); or,
-after `decisive_rounds`, as soon as every contender's interval starts above `decisive_ratio`: a gap
-no drift of the machine has spanned needs no minute of watching (ResNet-50's INT8 against its BF16
-at 1.8x ran the 30 s cap for 49 rounds). Blocks are short (tens of ms) so that most rounds fall
-inside one machine state, with a minimum of calls so that a fast model's block is not all switching
-cost, and at most `max_block_seconds` (one call at least) so that a slow model (VGG19, 140 ms a
-call) still gets rounds: its time cap also waits for `cap_min_rounds` rounds, up to
-`cap_max_seconds` (with 10-call blocks and a flat 30 s cap VGG19 got 3 rounds and every pair was
-called a tie).
+while FP32 held still), but the ratio of two variants timed in alternating blocks of calls holds
+(0.628-0.637 in every 15 s window while both moved 10%). So each round times one block of every
+contender, in an order that turns each round (A B C, then C B A, then B C A ...), with a few untimed
+calls first so that each block starts warm. A round gives each contender's ratio to the leader; the
+rounds give the median ratio and its interval (pipeline.core.stats.paired_ratio_interval: the
+median's order-statistic interval, as rounds that straddle one of the machine's speed flips are
+outliers a mean's t interval did not ignore, joined with an interval over five stretches of the
+contest, as a ratio that moves with the machine's state must not look precise). The loop stops when
+every contender is separated from the leader or equivalent to it (within ±tie_pct), after min_rounds
+(cap_min_rounds for a race too slow to reach min_rounds within max_seconds) and min_seconds, or at
+the round or time limit (a tie); or, after `decisive_rounds`, as soon as every contender's interval
+starts above `decisive_ratio`: a gap no drift of the machine has spanned needs no minute of watching
+(ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). Blocks are short (tens
+of ms) so that most rounds fall inside one machine state, with a minimum of calls so that a fast
+model's block is not all switching cost, and at most `max_block_seconds` (one call at least) so
+that a slow model (VGG19, 140 ms a call) still gets rounds: its time cap also waits for
+`cap_min_rounds` rounds, up to `cap_max_seconds`.
 
-Each block measures its contender alone: a runtime's thread pool spins for a while after a call (ONNX
+Where each contender runs is the caller's: the select stage gives each its own worker process, as it is
+deployed (pipeline.measure.contest, pipeline.measure.contest_worker); `InProcess` times a prepared call in
+this process (the tests' stubs, and benchmarks/contest_agreement.py's "one process" way, which shows why
+the select stage no longer does it: in one process the runtimes move each other's figures). Either way
+each block measures its contender alone: a runtime's thread pool spins for a while after a call (ONNX
 Runtime's intra-op threads, OpenVINO's TBB workers, XNNPACK's pthreadpool), and on 2 cores that spinning
-taxed the next contender's block (an OpenVINO block 12% slower right after an ONNX Runtime block than after
-a pause). So after every block the contest waits until the process is quiet (settle: its CPU time, all
-threads together, grows by under a tenth of one core in every 2 ms window for 30 ms), however long this runtime
-on this machine spins, at most 250 ms; the record says how long each contender's pool took (`separation`).
+taxed the next contender's block (an OpenVINO block 12% slower right after an ONNX Runtime block than
+after a pause). So after every block its process waits until it is quiet (`settle`, with the contest's
+`quiet_*` settings), and the record says how long each contender's pool took (`separation`). A contender
+whose worker fails mid-contest leaves the race with its error (`failed`); the others go on.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import numpy as np
 
-from pipeline.core import layout
 from pipeline.core.config import ContestConfig
-from pipeline.core.data import sample_batch
-from pipeline.core.records import source as source_record
+from pipeline.core.line_process import WorkerFailed
 from pipeline.core.stats import Interval, paired_ratio_interval
-from pipeline.measure.harness import clock, no_gc, seconds_per_call, warm_up
-from pipeline.measure.loading import load_variant
+from pipeline.measure.harness import clock, no_gc, seconds_per_call
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99}
 WARM_CALLS = 2  # untimed calls at the start of every block: caches and thread pools after the switch
-QUIET_WINDOW_S = 0.002  # how often a settling process's CPU time is read
-QUIET_SHARE = 0.1  # quiet: the process's threads used less than this share of one core over a window
-QUIET_FOR_S = 0.03  # and stayed quiet this long: a block right after ONNX Runtime's ran slow for 10-30 ms more
-MAX_SETTLE_S = 0.25  # a pool that spins longer than this is waited for this long (the record shows it)
 
 
-def settle(
-    window: float = QUIET_WINDOW_S,
-    share: float = QUIET_SHARE,
-    quiet_for: float = QUIET_FOR_S,
-    cap: float = MAX_SETTLE_S,
-) -> float:
+def settle(settings: ContestConfig) -> float:
     """Wait until this process's threads have stopped spinning after a block and stayed stopped: its CPU time
-    (every thread's, as CLOCK_PROCESS_CPUTIME_ID counts it) grows by less than `share` of one core in every
-    `window` for `quiet_for` seconds, or `cap` seconds pass. Returns the seconds waited: how long the last
-    runtime's pool kept spinning, plus `quiet_for`. The quiet stretch is measured, not guessed: on a 2-core Zen 5
-    an OpenVINO block right after ONNX Runtime's ran 39% slow when the process had been quiet for one window
+    (every thread's, as CLOCK_PROCESS_CPUTIME_ID counts it: the sum /proc/<pid>/stat gives, in nanoseconds
+    rather than 10 ms ticks) grows by less than `quiet_share` of one core in every `quiet_window_s` for
+    `quiet_for_s` seconds, or `settle_cap_s` pass. Returns the seconds waited: how long the last runtime's pool
+    kept spinning, plus `quiet_for_s`. The quiet stretch is measured, not guessed: on a 2-core Zen 5 an
+    OpenVINO block right after ONNX Runtime's ran 39% slow when the process had been quiet for one window
     (ONNX Runtime's pool had stopped within 4 ms) and still after 10 ms, as after a 300 ms pause from 30 ms on
     (benchmarks/contest_separation.py, docs/results.md)."""
     start = quiet_since = time.perf_counter()
     while True:
         cpu, wall = time.process_time(), time.perf_counter()
-        time.sleep(window)
+        time.sleep(settings.quiet_window_s)
         now = time.perf_counter()
-        if time.process_time() - cpu >= share * (now - wall):
+        if time.process_time() - cpu >= settings.quiet_share * (now - wall):
             quiet_since = now  # still spinning: the quiet stretch starts again
-        if now - quiet_since >= quiet_for or now - start >= cap:
+        if now - quiet_since >= settings.quiet_for_s or now - start >= settings.settle_cap_s:
             return now - start
+
+
+def own_figure_ns(result: Any, wall_ns: int) -> int:
+    """What one call contributes: its wall clock, or for a generation (pipeline.runtimes.generator) the
+    median of its per-token steps. A decoder's p50 is its time per output token, so the contest ranks
+    what the screen ranks: timing whole short replies added ONNX Runtime GenAI's per-call cost to one
+    side (tiny_lm: `lm_openvino_fp32` x2.3 faster a reply, 1.8x slower a token)."""
+    steps = getattr(result, "step_s", None)
+    return int(np.median(steps) * 1e9) if steps else wall_ns
+
+
+def timed_block(call: Callable[[], Any], calls: int) -> np.ndarray:
+    """One block: up to WARM_CALLS untimed calls, then `calls` timed ones; each call's figure in ns."""
+    times = np.empty(calls, dtype=np.int64)
+    for _ in range(min(WARM_CALLS, calls)):
+        call()
+    for i in range(calls):
+        t0 = clock()
+        result = call()
+        wall = clock() - t0
+        times[i] = own_figure_ns(result, wall)
+        del result
+    return times
+
+
+class Contender(Protocol):
+    """One variant in the race: how long a call takes (to size its blocks), and one block on demand."""
+
+    per_call_s: float
+
+    def block(self, calls: int) -> tuple[np.ndarray, float]:
+        """Run one block of `calls` timed calls; each call's figure in ns, and the seconds its process took to
+        go quiet after it (settle). Raises WorkerFailed when the contender can no longer run."""
+        ...
+
+
+class InProcess:
+    """A prepared, warmed-up call timed in this process."""
+
+    def __init__(self, call: Callable[[], Any], settings: ContestConfig) -> None:
+        self.call, self.settings = call, settings
+        self.per_call_s = seconds_per_call(call)
+
+    def block(self, calls: int) -> tuple[np.ndarray, float]:
+        return timed_block(self.call, calls), settle(self.settings)
 
 
 def verdict(interval: Interval, tie_pct: float) -> str:
@@ -107,30 +142,6 @@ def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict
     return leader, ratios, {v: verdict(r, tie_pct) for v, r in ratios.items()}
 
 
-def contest(
-    model: str,
-    variants: list[str],
-    percentile: str,
-    config: dict[str, Any],
-    root: str = ".",
-    folders: dict[str, str] | None = None,
-    batch: int = 1,
-) -> dict[str, Any]:
-    """Interleaved timing of `variants` of `model` at `batch` (run in a fresh process by the select
-    stage, at batch 1, or the model's fixed batch); `folders` names where each was built when not in
-    its variant folder (a benchmark's recipes)."""
-    settings = ContestConfig.model_validate(config)
-    base = Path(root)
-    calls, runtimes, rows = {}, {}, source_record.load(model, base).fixed_batch or batch
-    for variant in variants:
-        folder = Path(folders[variant]) if folders else layout.variant_dir(model, variant, base)
-        loaded = load_variant(model, folder, base)
-        calls[variant] = loaded.session.prepare(sample_batch(loaded.reference.inputs, rows))
-        runtimes[variant] = loaded.session.details()
-        warm_up(calls[variant], loaded.params.bench.warmup)
-    return race(calls, percentile, settings) | {"runtime_settings": runtimes, "batch": rows}
-
-
 def block_calls(per_call_s: float, settings: ContestConfig) -> int:
     """Calls in one block: `block_seconds` worth, at least `min_block_calls`, at most `max_block_seconds`
     worth (and never fewer than one)."""
@@ -154,39 +165,52 @@ def rounds_needed(rounds: int, elapsed: float, settings: ContestConfig) -> int:
     return settings.min_rounds if pace * settings.min_rounds <= settings.max_seconds else settings.cap_min_rounds
 
 
-def own_figure_ns(result: Any, wall_ns: int) -> int:
-    """What one call contributes: its wall clock, or for a generation (pipeline.runtimes.generator) the
-    median of its per-token steps. A decoder's p50 is its time per output token, so the contest ranks
-    what the screen ranks: timing whole short replies added ONNX Runtime GenAI's per-call cost to one
-    side (tiny_lm: `lm_openvino_fp32` x2.3 faster a reply, 1.8x slower a token)."""
-    steps = getattr(result, "step_s", None)
-    return int(np.median(steps) * 1e9) if steps else wall_ns
+def interval_figures(interval: Interval) -> dict[str, float]:
+    return {"ratio": interval.center, "low": interval.low, "high": interval.high}
 
 
-def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: ContestConfig) -> dict[str, Any]:
-    """The interleaved rounds over prepared calls (warmed up); see the module's docstring."""
-    variants = list(calls)
-    per_block = {v: block_calls(seconds_per_call(c), settings) for v, c in calls.items()}
+def race(
+    contenders: Mapping[str, Contender | Callable[[], Any]],
+    percentile: str,
+    settings: ContestConfig,
+    baseline: str | None = None,
+    failed: dict[str, str] | None = None,
+    where: str = "loaded in one process",
+) -> dict[str, Any]:
+    """The interleaved rounds (see the module's docstring) over contenders ready to time (a bare call is
+    timed in this process). `baseline`, when it is one of them: every other's speed-up over it, paired
+    round by round (`speedup`). `failed`: contenders that never started, with why (kept in the record beside
+    those that fail here). `where`: how the contenders were held, for the record."""
+    racing: dict[str, Contender] = {
+        v: c if hasattr(c, "block") else InProcess(c, settings)  # type: ignore[arg-type]
+        for v, c in contenders.items()
+    }
+    failed = dict(failed or {})
+    per_block = {v: block_calls(c.per_call_s, settings) for v, c in racing.items()}
     q = PERCENTILES[percentile]
-    stats: dict[str, list[float]] = {v: [] for v in variants}
-    settled: dict[str, list[float]] = {v: [] for v in variants}  # seconds each block's pool spun after it
+    stats: dict[str, list[float]] = {v: [] for v in racing}
+    settled: dict[str, list[float]] = {v: [] for v in racing}  # seconds each block's pool spun after it
     with no_gc():
         start, rounds, stopped_by = clock(), 0, ""
-        while True:
+        while len(racing) > 1:
+            variants = list(racing)
             order = variants[rounds % len(variants) :] + variants[: rounds % len(variants)]
             for variant in order if rounds % 2 == 0 else order[::-1]:
-                call, times = calls[variant], np.empty(per_block[variant], dtype=np.int64)
-                for _ in range(min(WARM_CALLS, len(times))):
-                    call()
-                for i in range(len(times)):
-                    t0 = clock()
-                    result = call()
-                    wall = clock() - t0
-                    times[i] = own_figure_ns(result, wall)
-                    del result
+                try:
+                    times, waited = racing[variant].block(per_block[variant])
+                except WorkerFailed as error:
+                    failed[variant] = f"failed in round {rounds + 1}: {error}"
+                    del racing[variant], stats[variant], settled[variant]
+                    continue
                 stats[variant].append(float(np.percentile(times, q)) / 1e6)
-                settled[variant].append(settle())
-            rounds += 1
+                settled[variant].append(waited)
+            complete = min(len(s) for s in stats.values()) if stats else 0
+            for s in stats.values():  # a round a contender failed in pairs the others' blocks up to it
+                del s[complete:]
+            rounds = complete
+            if len(racing) < 2:
+                stopped_by = "fewer than two contenders left running"
+                break
             elapsed = (clock() - start) / 1e9
             long_enough = rounds >= rounds_needed(rounds, elapsed, settings) and elapsed >= settings.min_seconds
             if long_enough or rounds >= settings.decisive_rounds:
@@ -200,30 +224,37 @@ def race(calls: dict[str, Callable[[], Any]], percentile: str, settings: Contest
             if out_of_time(rounds, elapsed, settings):
                 stopped_by = f"round limit ({rounds} rounds, {elapsed:.1f} s): the open ones are ties"
                 break
+    stats = {v: s for v, s in stats.items() if s}
+    if not stats:
+        raise WorkerFailed("no contender ran a block: " + "; ".join(f"{v}: {why}" for v, why in failed.items()))
     leader, ratios, verdicts = rank(stats, settings.tie_pct)
+    speedup = {}
+    if baseline in stats:
+        base = np.asarray(stats[baseline])
+        speedup = {v: interval_figures(paired_ratio_interval(base / np.asarray(s))) for v, s in stats.items()}
     return {
         "leader": leader,
         "percentile": percentile,
         "rounds": rounds,
         "seconds": round((clock() - start) / 1e9, 3),
         "stopped_by": stopped_by,
-        "calls_per_block": per_block,
+        "calls_per_block": {v: per_block[v] for v in stats},
         "latency_ms": {v: float(np.median(s)) for v, s in stats.items()},
-        "ratio_to_leader": {
-            v: {"ratio": r.center, "low": r.low, "high": r.high, "verdict": verdicts[v]} for v, r in ratios.items()
-        },
+        "ratio_to_leader": {v: interval_figures(r) | {"verdict": verdicts[v]} for v, r in ratios.items()},
+        **({"baseline": baseline, "speedup": speedup} if speedup else {}),
+        "failed": failed,
         "separation": {
-            "how": f"after every block, waited until the process's CPU time grew by under {QUIET_SHARE:g} of one core "
-            f"in every {QUIET_WINDOW_S * 1e3:g} ms for {QUIET_FOR_S * 1e3:g} ms (its threads quiet), at most "
-            f"{MAX_SETTLE_S * 1e3:g} ms",
-            "settle_ms": {v: round(float(np.median(s)) * 1e3, 2) for v, s in settled.items()},
-            "capped_blocks": {v: int(sum(w >= MAX_SETTLE_S for w in s)) for v, s in settled.items()},
+            "how": f"after every block, its process waited until its CPU time grew by under {settings.quiet_share:g}"
+            f" of one core in every {settings.quiet_window_s * 1e3:g} ms for {settings.quiet_for_s * 1e3:g} ms (its"
+            f" threads quiet), at most {settings.settle_cap_s * 1e3:g} ms; only then did the next block start",
+            "settle_ms": {v: round(float(np.median(s)) * 1e3, 2) for v, s in settled.items() if s},
+            "capped_blocks": {v: int(sum(w >= settings.settle_cap_s for w in s)) for v, s in settled.items() if s},
         },
         "how": (
-            f"{len(variants)} variants loaded in one process, {rounds} rounds of one block each"
+            f"{len(per_block)} variants {where}, {rounds} rounds of one block each"
             f" (~{settings.block_seconds:g} s, at most {settings.max_block_seconds:g} s; up to {WARM_CALLS} untimed"
-            f" calls first) in turning order, each after the process went quiet (separation);"
-            f" block {percentile}s; median contender/leader ratio over the rounds, its 95% interval"
+            f" calls first) in turning order, one block at a time, each after the last one's process went quiet"
+            f" (separation); block {percentile}s; median contender/leader ratio over the rounds, its 95% interval"
             f" the order statistics' joined with a t interval over 5 stretches of the contest;"
             f" equivalent within ±{settings.tie_pct:g}%; decided early once every interval starts above"
             f" x{settings.decisive_ratio:g} (after {settings.decisive_rounds} rounds)"

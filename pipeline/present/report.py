@@ -25,6 +25,8 @@ from pipeline.present import generation
 from pipeline.present.diagnosis import judged_outputs, not_built, scored_rows, traps, what_settled_full_precision
 from pipeline.present.plots import PLOTS_DIR, draw, plot_data
 from pipeline.present.summary import (
+    SPEEDUP_NOTE,
+    contest_speedups,
     how_measured,
     judging_figure,
     markdown_table,
@@ -87,9 +89,12 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
         lines += [
             f"## Variants (speed-up against `{baseline}`)",
             "",
-            markdown_table(rows(found, ordered(params.all_variants), baseline, distances=distances)),
+            markdown_table(rows(found, ordered(params.all_variants), baseline, distances=distances,
+                                side_by_side=contest_speedups(decided, baseline))),
             "",
-        ]
+            SPEEDUP_NOTE.format(baseline=f"`{baseline}`") + ".",
+            "",
+        ]  # fmt: skip
     lines += how_far(distances, chosen_name)
     if settled := what_settled_full_precision(found, chosen_name, decided.rejected):
         lines += ["## Why full precision", "", "Each faster variant measured here lost its place:", "",
@@ -130,7 +135,9 @@ def model_report(model: str, params: Params, found: Records, cpu: Cpu, folder: P
         "source": params.model(model).source,
         "chosen": chosen_name or "none",
         "p50_ms": f"{chosen_record.p50_ms:.4g}" if chosen_record else "",
-        "speedup": speedup(chosen_record, found.get(baseline)) if chosen_record else "",
+        "speedup": speedup(chosen_record, found.get(baseline), contest_speedups(decided, baseline).get(chosen_name))
+        if chosen_record and chosen_name
+        else "",
         "baseline": baseline,
         "delta": judging_figure(chosen_record) if chosen_record else "",
         "size": f"{chosen_record.size_mb:.3g}" if chosen_record else "",

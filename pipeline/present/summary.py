@@ -17,6 +17,7 @@ from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.errors import PipelineError
 from pipeline.core.outcome import Skip
 from pipeline.core.records import Choice, Records, VariantRecord, load_env
+from pipeline.core.records.choice import SpeedUp
 from pipeline.core.records.roofline import Distance, load_distances
 from pipeline.core.registry import BASELINES, ordered
 
@@ -26,11 +27,22 @@ def num(value: Any, fmt: str = ".3g") -> str:
     return "" if value is None else format(value, fmt)
 
 
-def speedup(record: VariantRecord, baseline: VariantRecord | None) -> str:
-    """p50 speed-up against `baseline`, measured on the same machine; empty when either is not ok."""
+def speedup(record: VariantRecord, baseline: VariantRecord | None, side_by_side: SpeedUp | None = None) -> str:
+    """p50 speed-up against `baseline`, one figure per variant, saying which measurement it is: a contest
+    contender's ratio timed beside the baseline with its 95% interval ("2.41x ±1.3%"), else the stored bench
+    figures' ratio, taken minutes apart ("~2.41x", SPEEDUP_NOTE); empty when either is not ok."""
+    if side_by_side is not None:
+        half = 100 * ((side_by_side.high / side_by_side.low) ** 0.5 - 1) if side_by_side.low > 0 else float("inf")
+        return f"{side_by_side.ratio:.2f}x ±{half:.1f}%"
     if baseline is None or not baseline.ok or not record.ok:
         return ""
-    return f"{baseline.p50_ms / record.p50_ms:.2f}x"
+    return f"~{baseline.p50_ms / record.p50_ms:.2f}x"
+
+
+SPEEDUP_NOTE = (
+    "speed-up: 'Nx ±p%' timed side by side with {baseline} in the select stage's contest (each in its own "
+    "process, 95% interval); '~Nx' the ratio of stored bench figures, taken minutes apart"
+)
 
 
 COLUMNS = (
@@ -100,6 +112,8 @@ def judging_figure(record: VariantRecord) -> str:
 
 def of_bound(distance: Distance | None) -> str:
     """The share of its roofline bound a variant reached at batch 1, and what bounds it (pipeline.decide.roofline)."""
+    if distance is not None and distance.status == "counting error":
+        return "count error"
     if distance is None or distance.of_bound is None:
         return ""
     return f"{distance.of_bound:.0%} {distance.bound_by}"
@@ -111,9 +125,11 @@ def cells(
     baseline: VariantRecord | None,
     distance: Distance | None = None,
     shared: list[str] | tuple[str, ...] = (),
+    side_by_side: SpeedUp | None = None,
 ) -> dict:
     """Every cell of one variant's row, by column name: COLUMNS and BRIEF pick theirs; `shared`: the status
-    marks every row has, said once under the table instead (shared_marks)."""
+    marks every row has, said once under the table instead (shared_marks); `side_by_side`: its speed-up as the
+    contest timed it, when it was a contender."""
     latency = r.latency_ms
     p50 = num(latency.p50 if latency else None)
     interval = num(r.p50_ci_pct, ".1f") + ("%" if r.p50_ci_pct is not None else "")
@@ -127,8 +143,8 @@ def cells(
         "±95%": interval,
         "p50 ms ±95%": f"{p50} ±{interval}" if interval else p50,
         "p99 ms": num(latency.p99 if latency else None),
-        "p50 speed-up": speedup(r, baseline),
-        "speed-up": speedup(r, baseline),
+        "p50 speed-up": speedup(r, baseline, side_by_side),
+        "speed-up": speedup(r, baseline, side_by_side),
         "peak samples/s (batch)": peak(r),
         "footprint MB": num(r.footprint_mb, ".0f"),
         "metric Δ": num(r.accuracy_delta, "+.4f"),
@@ -149,11 +165,12 @@ def rows(
     baseline_name: str,
     columns: tuple[str, ...] = COLUMNS,
     distances: dict[str, Distance] | None = None,
+    side_by_side: dict[str, SpeedUp] | None = None,
 ) -> list[list[str]]:
     """One row of `columns` per variant that is not skipped, grouped by target, in params.yaml order;
-    speed-ups against `baseline_name`, distances from the select stage's roofline. Skipped variants
-    have no numbers: the notes say why."""
-    baseline, distances = found.get(baseline_name), distances or {}
+    speed-ups against `baseline_name` (`side_by_side`: the contest's, for its contenders), distances from
+    the select stage's roofline. Skipped variants have no numbers: the notes say why."""
+    baseline, distances, side_by_side = found.get(baseline_name), distances or {}, side_by_side or {}
 
     def place(variant: str) -> tuple[str, int]:
         return found[variant].device, order.index(variant) if variant in order else len(order)
@@ -161,9 +178,17 @@ def rows(
     shown = [variant for variant in sorted(found, key=place) if found[variant].status != "skipped"]
     shared = shared_marks(found)
     return [
-        [cells(variant, found[variant], baseline, distances.get(variant), shared)[c] for c in columns]
+        [
+            cells(variant, found[variant], baseline, distances.get(variant), shared, side_by_side.get(variant))[c]
+            for c in columns
+        ]
         for variant in shown
     ]
+
+
+def contest_speedups(choice: Choice | None, baseline: str) -> dict[str, SpeedUp]:
+    """The recorded choice's side-by-side speed-ups, when they were taken against `baseline`."""
+    return choice.speedups if choice and choice.baseline == baseline else {}
 
 
 def rich_table(title: str, body: list[list[str]], columns: tuple[str, ...] = COLUMNS, brief: bool = False) -> Table:
@@ -314,8 +339,9 @@ def print_summary(
         measured += found.values()
         baseline = BASELINES[params.model(model).source]
         title = f"{model} on {name} (speed-up against {baseline})"
-        body = rows(found, order, baseline, columns, load_distances(model, root))
-        notes = model_notes(found, records.load_choice(model, root), model, wide)
+        choice = records.load_choice(model, root)
+        body = rows(found, order, baseline, columns, load_distances(model, root), contest_speedups(choice, baseline))
+        notes = [*model_notes(found, choice, model, wide), SPEEDUP_NOTE.format(baseline=baseline)]
         if markdown:
             print(f"**{title}**\n\n{markdown_table(body)}\n")
             print("\n".join(f"- {note}" for note in notes) + "\n" if notes else "")

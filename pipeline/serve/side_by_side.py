@@ -13,7 +13,6 @@ blocks' medians; the rounds give the ratio's interval (pipeline.core.stats.paire
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ import numpy as np
 
 from pipeline.core.data import Arrays
 from pipeline.core.errors import Unavailable
+from pipeline.core.line_process import LineProcess, WorkerFailed
 from pipeline.core.stats import Interval, paired_ratio_interval
 from pipeline.machine.lock import machine_lock
 from pipeline.serve import in_runtime
@@ -31,7 +31,6 @@ from pipeline.serve import in_runtime
 BLOCK_S = 0.05  # one block of calls: short, so that most rounds fall inside one state of the machine
 PAUSE_S = 0.02  # between blocks: the last runtime's threads stop spinning before the other's block
 MIN_ROUNDS = 10
-START_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -71,37 +70,26 @@ class SideBySide:
 
 
 class Worker:
-    """One `in_runtime.py time` process: loaded, then one block of calls per ask."""
+    """One `in_runtime.py time` process (pipeline.core.line_process): loaded, then one block of calls per ask."""
 
     def __init__(self, python: str, runtime: str, model: Path, inputs: Path, properties: dict, threads: int) -> None:
         command = [python, in_runtime.__file__, "time", runtime, str(model), str(inputs), json.dumps(properties),
                    str(threads)]  # fmt: skip
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        self.version = self._answer()["version"]
+        self.process = LineProcess(command)
+        self.version = self._answer("")["version"]
 
-    def _answer(self) -> dict:
-        line = self.process.stdout.readline() if self.process.stdout else ""
-        if not line:
-            self.process.kill()
-            _, err = self.process.communicate(timeout=START_TIMEOUT_S)
-            raise Unavailable(f"the timing process stopped: {(err.strip().splitlines() or ['no output'])[-1]}")
-        return json.loads(line)
+    def _answer(self, line: str) -> dict:
+        try:
+            return self.process.ask(line) if line else self.process.read()
+        except WorkerFailed as error:
+            self.process.close()
+            raise Unavailable(f"the timing process stopped: {error}") from None
 
     def block(self, seconds: float) -> list[float]:
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"block {seconds}\n")
-        self.process.stdin.flush()
-        return self._answer()["ms"]
+        return self._answer(f"block {seconds}")["ms"]
 
     def close(self) -> None:
-        if self.process.stdin:
-            self.process.stdin.close()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        self.process.close()
 
 
 def side_by_side(

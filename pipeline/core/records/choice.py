@@ -23,6 +23,15 @@ class CandidateFigures(Part):
     size_mb: float
 
 
+class SpeedUp(Part):
+    """A contender's speed-up over the source's own runtime, both timed in the select stage's contest, side
+    by side in worker processes of their own: the median of the per-round ratios and its 95% interval."""
+
+    ratio: float
+    low: float
+    high: float
+
+
 class Choice(Part):
     """The select stage's decision for one model (reports/selection/<model>.json, committed): what the
     gate compares between revisions and the report and summary quote."""
@@ -49,6 +58,10 @@ class Choice(Part):
     not_applicable: dict[str, str] = Field(default_factory=dict)
     # every measured variant's figures as the screen ranked them (empty in revisions before they were kept)
     figures: dict[str, CandidateFigures] = Field(default_factory=dict)
+    # the contest's contenders' speed-ups over `baseline` (the source's own runtime), timed beside it; the
+    # other variants' speed-ups are the stored bench figures' ratio (pipeline.present.summary says which)
+    baseline: str = ""
+    speedups: dict[str, SpeedUp] = Field(default_factory=dict)
 
     def not_applicable_skips(self) -> dict[str, Skip]:
         """`not_applicable` as typed skips, for readers that list them beside skipped records: the plan's

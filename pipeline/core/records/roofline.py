@@ -79,7 +79,9 @@ class Distance(Part):
     any artifact in that runtime could reach."""
 
     status: str = Field(
-        "ok", description="ok; `not counted` (a decoder, a graph that cannot be sized); else the variant's status"
+        "ok",
+        description="ok; `not counted` (a decoder, a graph that cannot be sized); `counting error` (the measured "
+        "call beat its own bound: the count is wrong, the share is not given); else the variant's status",
     )
     reason: str = Field("", description="why it is not counted")
     roof_precision: str | None = Field(None, description="the roof it is held against: fp32, bf16, fp16 or int8")
