@@ -104,11 +104,16 @@ def pair_ratio(race: dict, a: str, b: str) -> dict[str, float] | None:
         return {k: ratios[b][k] for k in ("ratio", "low", "high")}
     if leader == b and a in ratios:
         r = ratios[a]
-        return {"ratio": 1 / r["ratio"], "low": 1 / r["high"], "high": 1 / r["low"]}
+        return {"ratio": inverse(r["ratio"]), "low": inverse(r["high"]), "high": inverse(r["low"])}
     if a in ratios and b in ratios:  # neither leads: the ratio of the medians (no interval)
         value = race["latency_ms"][b] / race["latency_ms"][a]
         return {"ratio": value, "low": value, "high": value}
     return None
+
+
+def inverse(x: float) -> float:
+    """1/x, where an interval with too few rounds to bound it reaches 0."""
+    return 1 / x if x > 0 else float("inf")
 
 
 def figures(interval: Any) -> dict[str, float]:
