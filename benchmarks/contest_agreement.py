@@ -10,6 +10,8 @@ For each model of a built project (the zoo, or a corpus model's scratch project)
     calls: its p50), in turns A B .. B A over `--rounds` rounds; a round's ratio is the two p50s', the
     rounds' median and interval (pipeline.core.stats.paired_ratio_interval) the pair's figure.
 Plus an A/A check: the first contender against itself, in two workers (its ratio reads 1.00 within its interval).
+`--choices`: each model's select decision taken again with the contest held each way (workers, one process), with the
+chosen variant's speed-up over the source's own runtime as the contest timed it and as the stored bench figures give it.
 A pair agrees when its workers ratio lies within the alone ratio's interval or within 5% of it.
 
     python -m benchmarks.contest_agreement [--root PROJECT] [--rounds 6] [MODEL ...]
@@ -50,6 +52,7 @@ def alone_p50_ms(model: str, variant: str, root: str, warmup_s: float, seconds: 
     """In a fresh process: load `variant` as the contest's worker does, `warmup_s` of untimed calls, then the
     p50 of `seconds` of timed calls."""
     from pipeline.measure.harness import clock
+    from pipeline.measure.interleaved import own_figure_ns
     from pipeline.measure.loading import load_variant
 
     base = Path(root)
@@ -64,8 +67,8 @@ def alone_p50_ms(model: str, variant: str, root: str, warmup_s: float, seconds: 
     times, end = [], clock() + seconds * 1e9
     while not times or clock() < end:
         t0 = clock()
-        prepared()
-        times.append(clock() - t0)
+        result = prepared()
+        times.append(own_figure_ns(result, clock() - t0))  # a generation: its per-token step, as the contest's
     return float(np.median(times)) / 1e6
 
 
@@ -141,8 +144,8 @@ def one_model(model: str, variants: list[str], root: Path, args: argparse.Namesp
             "one process agrees": bool(in_one and agrees(in_one["ratio"], alone_ratio)),
         }
     twin = variants[0]
-    aa = call("benchmarks.contest_agreement:a_a", {"model": model, "variant": twin, "root": str(root), "config": config},
-              timeout=1800, env=thread_env(args.threads))  # fmt: skip
+    request = {"model": model, "variant": twin, "root": str(root), "config": config}
+    aa = call("benchmarks.contest_agreement:a_a", request, timeout=1800, env=thread_env(args.threads))
     return {
         "variants": variants,
         "alone_p50_ms": {v: [round(x, 5) for x in s] for v, s in p50.items()},
@@ -165,6 +168,35 @@ def a_a(model: str, variant: str, root: str, config: dict) -> dict[str, Any]:
     race = race_in_workers({"A": request, "A'": request}, "p50", ContestConfig.model_validate(config))
     ratio = pair_ratio(race, "A", "A'") or {"ratio": float("nan"), "low": float("nan"), "high": float("nan")}
     return {**ratio, "holds_one": ratio["low"] <= 1 <= ratio["high"], "rounds": race["rounds"]}
+
+
+def decide_as(model: str, root: str, isolation: str) -> dict[str, Any]:
+    """The select stage's decision for `model` on the project's stored figures with the contest held as
+    `isolation` says (the stage's code, no deploy folder written): what it chose, and the chosen variant's
+    speed-up over the baseline, as the contest timed it and as the stored bench figures give it."""
+    from pipeline.core import records
+    from pipeline.core.registry import BASELINES
+    from pipeline.decide.contest import decide
+
+    base = Path(root)
+    params = load_params(base / PARAMS_FILE)
+    contest_config = params.select.contest.model_copy(update={"isolation": isolation})
+    params = params.model_copy(update={"select": params.select.model_copy(update={"contest": contest_config})})
+    found = records.load(model, base)
+    decision = decide(model, found, params, base)
+    baseline = BASELINES[params.model(model).source]
+    chosen = decision.chosen
+    bench = (
+        found[baseline].p50_ms / found[chosen].p50_ms if chosen and found.get(baseline) and found[baseline].ok else None
+    )
+    return {
+        "chosen": chosen,
+        "tied": decision.tied,
+        "baseline": baseline,
+        "speedup_side_by_side": decision.speedups.get(chosen or ""),
+        "speedup_bench": round(bench, 3) if bench else None,
+        "why": decision.why,
+    }
 
 
 def contenders(model: str, root: Path) -> list[str]:
@@ -212,6 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=1.0, help="alone: seconds of untimed calls")
     parser.add_argument("--seconds", type=float, default=3.0, help="alone: seconds of timed calls")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--choices", action="store_true", help="also decide each model with the contest held each way")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -235,6 +268,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{model}: no contest recorded (nothing within reach of the leader): skipped")
             continue
         found[model] = one_model(model, variants, args.root, args, config)
+        if args.choices:
+            found[model]["choices"] = {
+                way: call("benchmarks.contest_agreement:decide_as", {"model": model, "root": str(args.root),
+                          "isolation": way}, timeout=1800, env=thread_env(args.threads))
+                for way in ("one process", "workers")
+            }  # fmt: skip
     pairs = [p for m in found.values() for p in m["pairs"].values()]
     result = {
         **measured_where_and_when(started),

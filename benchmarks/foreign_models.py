@@ -75,8 +75,9 @@ def side_by_side(root: Path, model: str, chosen: str, baseline: str) -> dict[str
         found = race["speedup"][chosen]
     else:
         found = choice["speedups"][chosen]
-    return {"baseline": baseline, "speedup": round(found["ratio"], 3), "ci95": [round(found["low"], 3),
-            round(found["high"], 3)], "rounds": race["rounds"], "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
+    ci95 = [round(found["low"], 3), round(found["high"], 3)]
+    return {"baseline": baseline, "speedup": round(found["ratio"], 3), "ci95": ci95, "rounds": race["rounds"],
+            "seconds": race["seconds"], "how": race["how"]}  # fmt: skip
 
 
 def applies_to_kind(reason: str) -> bool:
@@ -223,8 +224,8 @@ def main(argv: list[str] | None = None) -> None:
                "into a fresh copy of the project, `dvc repro` with "
                "the default params; decisions_kept: every measured variant's task metric and worst output's decision "
                "figure against FP32 on the held-out scoring rows; speed-up (vs_baseline): deployed vs the source's "
-               "FP32 runtime in one process, "
-               f"alternating blocks at batch 1 ({SIDE_BY_SIDE}); nothing else running",
+               "FP32 runtime, the select stage's contest figure (each in a worker process of its own, alternating "
+               f"blocks at batch 1), else such a contest of the two ({SIDE_BY_SIDE}); nothing else running",
         "models": found,
     })  # fmt: skip
     print(f"wrote {out}")
