@@ -14,7 +14,7 @@ Plus an A/A check: the first contender against itself, in two workers (its ratio
 chosen variant's speed-up over the source's own runtime as the contest timed it and as the stored bench figures give it.
 A pair agrees when its workers ratio lies within the alone ratio's interval or within 5% of it.
 
-    python -m benchmarks.contest_agreement [--root PROJECT] [--rounds 6] [MODEL ...]
+    python -m benchmarks.contest_agreement [--root PROJECT ...] [--rounds 6] [--choices] [MODEL ...]
 
 Writes reports/benchmarks/contest_agreement.json (and .txt). Nothing else may run meanwhile. `--smoke`: a scratch
 project of one tiny MatMul file built for ONNX Runtime and OpenVINO, 2 rounds of short runs (tests/test_benchmarks.py);
@@ -238,7 +238,7 @@ def smoke_project() -> tuple[Path, str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", help="models of the project (default: every one with a contest)")
-    parser.add_argument("--root", type=Path, default=REPO, help="the built project (default: this one)")
+    parser.add_argument("--root", type=Path, action="append", help="a built project (default: this one; repeatable)")
     parser.add_argument("--variants", help="comma-separated contenders instead of the recorded contest's")
     parser.add_argument("--rounds", type=int, default=6, help="alone: rounds of fresh processes, in turns")
     parser.add_argument("--warmup", type=float, default=1.0, help="alone: seconds of untimed calls")
@@ -248,8 +248,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    args.root = args.root or [REPO]
     if args.smoke:
-        args.root, model = smoke_project()
+        root, model = smoke_project()
+        args.root = [root]
         args.models, args.variants, args.rounds, args.warmup, args.seconds = (
             [model],
             "onnx_fp32,openvino_fp32",
@@ -258,22 +260,23 @@ def main(argv: list[str] | None = None) -> None:
             0.05,
         )
     out = written_to(args.out, OUT, args.smoke)
-    params = load_params(args.root / PARAMS_FILE)
-    config = params.select.contest.model_dump()
     started = time.gmtime()
     found = {}
-    for model in args.models or params.models:
-        variants = args.variants.split(",") if args.variants else contenders(model, args.root)
-        if len(variants) < 2:
-            print(f"{model}: no contest recorded (nothing within reach of the leader): skipped")
-            continue
-        found[model] = one_model(model, variants, args.root, args, config)
-        if args.choices:
-            found[model]["choices"] = {
-                way: call("benchmarks.contest_agreement:decide_as", {"model": model, "root": str(args.root),
-                          "isolation": way}, timeout=1800, env=thread_env(args.threads))
-                for way in ("one process", "workers")
-            }  # fmt: skip
+    for root in args.root:
+        params = load_params(root / PARAMS_FILE)
+        config = params.select.contest.model_dump()
+        for model in args.models or params.models:
+            variants = args.variants.split(",") if args.variants else contenders(model, root)
+            if len(variants) < 2:
+                print(f"{model}: no contest recorded (nothing within reach of the leader): skipped")
+                continue
+            found[model] = one_model(model, variants, root, args, config)
+            if args.choices:
+                found[model]["choices"] = {
+                    way: call("benchmarks.contest_agreement:decide_as", {"model": model, "root": str(root),
+                              "isolation": way}, timeout=1800, env=thread_env(args.threads))
+                    for way in ("one process", "workers")
+                }  # fmt: skip
     pairs = [p for m in found.values() for p in m["pairs"].values()]
     result = {
         **measured_where_and_when(started),
