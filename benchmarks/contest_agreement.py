@@ -38,7 +38,7 @@ from benchmarks.smoke import SMOKE_SETTINGS, measured_where_and_when, notes, tin
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.data import sample_batch
-from pipeline.core.files import read_json
+from pipeline.core.files import read_json, write_json
 from pipeline.core.isolate import call
 from pipeline.core.stats import paired_ratio_interval
 from pipeline.measure.stage import thread_env
@@ -78,26 +78,34 @@ def alone(model: str, variants: list[str], root: Path, rounds: int, warmup_s: fl
     p50: dict[str, list[float]] = {v: [] for v in variants}
     for r in range(rounds):
         for variant in variants if r % 2 == 0 else variants[::-1]:
-            p50[variant].append(
-                call(
-                    "benchmarks.contest_agreement:alone_p50_ms",
-                    {"model": model, "variant": variant, "root": str(root), "warmup_s": warmup_s, "seconds": seconds},
-                    timeout=600,
-                    env=thread_env(threads),
-                )
-            )
+            kwargs = {"model": model, "variant": variant, "root": str(root), "warmup_s": warmup_s, "seconds": seconds}
+            p50[variant].append(at_root(root, "benchmarks.contest_agreement:alone_p50_ms", kwargs, threads))
     return p50
+
+
+def at_root(root: Path, target: str, kwargs: dict[str, Any], threads: int) -> Any:
+    """`target(**kwargs)` in a fresh process working in the project `root`, as its stages do (a PyTorch-code
+    model's factory imports from there), with `threads` for the runtimes' pools."""
+    wrapped = {"root": str(root), "target": target, "kwargs": kwargs}
+    return call("benchmarks.contest_agreement:in_project", wrapped, timeout=1800, env=thread_env(threads))
+
+
+def in_project(root: str, target: str, kwargs: dict[str, Any]) -> Any:
+    import importlib
+    import os
+    import sys
+
+    os.chdir(root)
+    sys.path.insert(0, str(Path(root).resolve()))
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)(**kwargs)
 
 
 def contest(model: str, variants: list[str], root: Path, isolation: str, threads: int, config: dict) -> dict:
     """The select stage's contest on `variants`, held as `isolation` says, in a fresh coordinator process."""
-    return call(
-        "pipeline.measure.contest:contest",
-        {"model": model, "variants": variants, "percentile": "p50", "config": config | {"isolation": isolation},
-         "root": str(root)},
-        timeout=1800,
-        env=thread_env(threads),
-    )  # fmt: skip
+    kwargs = {"model": model, "variants": variants, "percentile": "p50", "config": config | {"isolation": isolation},
+              "root": str(Path(root).resolve())}  # fmt: skip
+    return at_root(root, "pipeline.measure.contest:contest", kwargs, threads)
 
 
 def pair_ratio(race: dict, a: str, b: str) -> dict[str, float] | None:
@@ -144,8 +152,8 @@ def one_model(model: str, variants: list[str], root: Path, args: argparse.Namesp
             "one process agrees": bool(in_one and agrees(in_one["ratio"], alone_ratio)),
         }
     twin = variants[0]
-    request = {"model": model, "variant": twin, "root": str(root), "config": config}
-    aa = call("benchmarks.contest_agreement:a_a", request, timeout=1800, env=thread_env(args.threads))
+    request = {"model": model, "variant": twin, "root": str(Path(root).resolve()), "config": config}
+    aa = at_root(root, "benchmarks.contest_agreement:a_a", request, args.threads)
     return {
         "variants": variants,
         "alone_p50_ms": {v: [round(x, 5) for x in s] for v, s in p50.items()},
@@ -245,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="alone: seconds of timed calls")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--choices", action="store_true", help="also decide each model with the contest held each way")
+    parser.add_argument("--resume", action="store_true", help="keep the models an interrupted run measured")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -261,22 +270,26 @@ def main(argv: list[str] | None = None) -> None:
         )
     out = written_to(args.out, OUT, args.smoke)
     started = time.gmtime()
-    found = {}
+    partial = out.with_suffix(".partial.json")
+    found = read_json(partial) if args.resume and partial.exists() else {}
     for root in args.root:
         params = load_params(root / PARAMS_FILE)
         config = params.select.contest.model_dump()
         for model in args.models or params.models:
             variants = args.variants.split(",") if args.variants else contenders(model, root)
+            if model in found:  # --resume: measured by an earlier run
+                continue
             if len(variants) < 2:
                 print(f"{model}: no contest recorded (nothing within reach of the leader): skipped")
                 continue
             found[model] = one_model(model, variants, root, args, config)
             if args.choices:
                 found[model]["choices"] = {
-                    way: call("benchmarks.contest_agreement:decide_as", {"model": model, "root": str(root),
-                              "isolation": way}, timeout=1800, env=thread_env(args.threads))
+                    way: at_root(root, "benchmarks.contest_agreement:decide_as", {"model": model, "root": str(
+                        Path(root).resolve()), "isolation": way}, args.threads)
                     for way in ("one process", "workers")
                 }  # fmt: skip
+            write_json(out.with_suffix(".partial.json"), found)  # a model measured is kept, whatever comes next
     pairs = [p for m in found.values() for p in m["pairs"].values()]
     result = {
         **measured_where_and_when(started),
@@ -307,6 +320,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{result['machine']}, {result['measured_utc']}; {args.threads} threads each; {result['how']}.",
     )
     write_table(out, result, lines)
+    partial.unlink(missing_ok=True)
 
 
 def cell(r: dict[str, float] | None) -> str:
