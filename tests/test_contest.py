@@ -300,3 +300,14 @@ def test_a_worker_that_dies_mid_contest_is_failed_and_the_others_decide(tmp_path
     )
     assert rejected["crashes"].startswith("failed in the side-by-side re-measure (failed in round 5")
     assert rejected["slow"].startswith("slower side by side")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_every_contender_opens_rounds_as_often_as_the_others(n):
+    """Two contenders alternate who goes first (A B, B A, ...): a race that always opened with the same one
+    gave it the coordinator's between-round work to follow, and an A/A pair read 5% apart."""
+    names = [chr(ord("a") + i) for i in range(n)]
+    rounds = [interleaved.turn(names, r) for r in range(2 * n)]
+    assert all(sorted(order) == names for order in rounds)
+    firsts = [order[0] for order in rounds]
+    assert {name: firsts.count(name) for name in names} == dict.fromkeys(names, 2)

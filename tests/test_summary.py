@@ -90,3 +90,15 @@ def test_a_status_mark_every_row_has_is_said_once_under_the_table(tmp_path, mach
     assert any(line.startswith("onnx_opt") and line.rstrip().endswith("ok (noisy)") for line in lines), lines
     assert sum("p99" in line for line in lines) == 1
     assert "  every variant's p99 is read from fewer than 1000 calls: a rough figure" in lines
+
+
+def test_a_contest_speedup_too_short_to_bound_reads_back_and_says_so(tmp_path):
+    """A contest of few rounds bounds the speed-up by (0, inf); JSON has no infinity, so the choice keeps null
+    there and still loads, and the summary prints the interval as unbounded rather than a tight figure."""
+    from pipeline.core.records.choice import Choice, SpeedUp, parse_choice
+    from pipeline.present.summary import speedup
+
+    choice = Choice(status="ok", chosen="a", baseline="b", speedups={"a": SpeedUp(ratio=2.0, low=0.0, high=None)})
+    again = parse_choice(choice.model_dump(mode="json"))
+    assert again.speedups["a"].high is None
+    assert speedup(None, None, again.speedups["a"]) == "2.00x ±inf%"  # type: ignore[arg-type]

@@ -42,10 +42,6 @@ class LineProcess:
             env=os.environ | (env or {}),
         )
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
     def read(self) -> dict[str, Any]:
         """The next answer; raises WorkerFailed when the process stopped or answered `{"error": ...}`."""
         line = self.process.stdout.readline() if self.process.stdout else ""

@@ -125,7 +125,8 @@ def _count(inferred: Any) -> Work | None:
         if a is None or b is None or (out is None and node.op_type not in RECURRENT):  # Y may be left unnamed
             return None
         macs[node.op_type] = macs.get(node.op_type, 0) + _macs(node, out, a, b)
-    written = {o for n in inferred.graph.node for o in n.output if o and o not in folded_constants(inferred.graph)}
+    constants = folded_constants(inferred.graph)
+    written = {o for n in inferred.graph.node for o in n.output if o and o not in constants}
     activations = sum(int(np.prod(known[name])) for name in written if name in known)
     return Work(macs_by_op=macs, activation_elements=activations)
 

@@ -32,7 +32,8 @@ def speedup(record: VariantRecord, baseline: VariantRecord | None, side_by_side:
     contender's ratio timed beside the baseline with its 95% interval ("2.41x ±1.3%"), else the stored bench
     figures' ratio, taken minutes apart ("~2.41x", SPEEDUP_NOTE); empty when either is not ok."""
     if side_by_side is not None:
-        half = 100 * ((side_by_side.high / side_by_side.low) ** 0.5 - 1) if side_by_side.low > 0 else float("inf")
+        high, low = side_by_side.high, side_by_side.low
+        half = 100 * ((high / low) ** 0.5 - 1) if high is not None and low > 0 else float("inf")
         return f"{side_by_side.ratio:.2f}x ±{half:.1f}%"
     if baseline is None or not baseline.ok or not record.ok:
         return ""

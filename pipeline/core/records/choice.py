@@ -29,7 +29,7 @@ class SpeedUp(Part):
 
     ratio: float
     low: float
-    high: float
+    high: float | None = None  # None: too few rounds to bound it above (JSON has no infinity)
 
 
 class Choice(Part):
