@@ -14,6 +14,8 @@ file tracked by a .dvc file.
   1, a full-integer one; each against the file as it ships in LiteRT (the tflite baseline).
 - scikit-learn models saved with joblib (tests/model_forms.py), on --trust-pickle: a text pipeline whose
   input is strings (predict and the served protocol answer as scikit-learn does), a numeric one.
+- Gradient-boosted trees (tests/model_forms.py): an XGBoost JSON file and a pickled LGBMClassifier, each against
+  its library's own predict, with the ONNX-ML export and treelite's compiled trees judged on split-threshold rows.
 - A PyTorch factory that dies natively (abort()) in the export's batch probe: it fails alone, with the
   signal, and the same `dvc repro` builds every other model.
 
@@ -44,7 +46,7 @@ from tests.conftest import (
 )
 from tests.foreign_graphs import grid, jaxlike, stateful
 from tests.helpers import aborting_net
-from tests.model_forms import reviews, write_numeric_estimator, write_text_pipeline, write_tflite
+from tests.model_forms import reviews, write_boosted, write_numeric_estimator, write_text_pipeline, write_tflite
 from tests.pipeline_runs import add_each, commit_and_repro, fast_project, keeping, metrics, read, run
 
 pytestmark = pytest.mark.slow
@@ -65,8 +67,11 @@ KEPT = {
     "aborts": ["onnx_fp32"],  # dies natively (SIGABRT) in the export's batch probe: fails alone
     "reviews": ["sklearn", "onnx_fp32"],  # a scikit-learn text pipeline: strings in
     "iris_joblib": ["sklearn", "onnx_fp32"],
+    "xgb_file": ["xgboost", "onnx_fp32", "treelite"],  # gradient-boosted trees: the library's file, and pickled
+    "lgbm_pickle": ["lightgbm", "onnx_fp32", "treelite"],
 }
 FAILS = ["aborts"]
+TREES = {"xgb_file": ("xgboost", "file", "binary"), "lgbm_pickle": ("lightgbm", "pickle", "classes")}
 MODELS = [*KEPT, "forest"]
 FOREIGN = ["stateful", "grid", "jaxlike"]
 PRETRAINED_INT8 = KEPT["minilm"][1:]
@@ -161,6 +166,9 @@ def project(tmp_path_factory):
     for name, write in (("reviews", write_text_pipeline), ("iris_joblib", write_numeric_estimator)):
         path, rows = write(elsewhere / name)
         added[name] = [str(path), "--eval", str(rows), "--trust-pickle"]
+    for name, (library, form, task) in TREES.items():
+        path, rows = write_boosted(elsewhere / name, library, form, task)
+        added[name] = [str(path), "--eval", str(rows), *(["--trust-pickle"] if form == "pickle" else [])]
     for name, write in (("stateful", stateful), ("grid", grid), ("jaxlike", jaxlike)):
         path, rows = write(elsewhere / name)
         added[name] = [str(path), "--eval", str(rows)]
@@ -275,6 +283,36 @@ def test_scikit_learn_models_go_in_as_saved_and_are_timed_against_scikit_learn(p
         running.stop()
     for how, probabilities in got.items():
         assert np.abs(probabilities - want).max() < 1e-5, how
+
+
+def test_tree_ensembles_go_in_as_they_ship_and_are_timed_against_their_library(project):
+    """An XGBoost JSON file and a pickled LGBMClassifier: each baseline runs the library's own predict, the ONNX-ML
+    export and the compiled trees keep every class on the scoring rows and on the split-threshold rows, the
+    contest states each speed-up against the library, and the deploy folder answers as the library does."""
+    import joblib
+
+    root, _, shown = project
+    assert "its booster saved as lightgbm_classes.txt" in shown["lgbm_pickle"]
+    for name, (library, _, _) in TREES.items():
+        assert read(root / "reports" / "export" / f"{name}.json")["exporter"].startswith("onnxmltools"), name
+        baseline = metrics(root, name, library)
+        assert baseline["runtime_settings"]["library"].startswith(library), name
+        for variant in KEPT[name]:
+            record = metrics(root, name, variant)
+            assert record["status"] == "ok", (name, variant, record["reason"])
+            assert record["fidelity"]["probabilities"]["top1_agreement"] == 1.0, (name, variant)
+            edges = record["edge_rows"]
+            assert edges["rows"] > 0 and edges["fidelity"]["probabilities"]["top1_agreement"] == 1.0, (name, variant)
+        choice = read(root / "reports" / "selection" / f"{name}.json")
+        assert choice["baseline"] == library and choice["chosen"] in {library, *choice["speedups"]}, name
+    x = np.load(root / "models" / "lgbm_pickle" / "eval.npz")["X"][:7]
+    np.savez(root / "rows.npz", X=x)
+    run([sys.executable, "-m", "pipeline", "predict", str(root / "deploy" / "lgbm_pickle"), "rows.npz", "--output",
+         "trees.npz"], root)  # fmt: skip
+    pickled = next((root.parent / "elsewhere" / "lgbm_pickle").glob("*.joblib"))
+    want = joblib.load(pickled).predict_proba(x)
+    got = np.load(root / "trees.npz")["probabilities"]
+    assert (got.argmax(1) == want.argmax(1)).all() and np.abs(got - want).max() < 1e-5
 
 
 def test_an_encoder_with_two_outputs_has_fidelity_on_each(project):

@@ -84,3 +84,17 @@ def test_fixed_batch_is_read_from_the_first_dimension():
     assert InputSpec(shape=[1, 3, 8, 8]).fixed_batch == 1
     assert InputSpec(shape=["batch", 3]).fixed_batch is None
     assert InputSpec(shape=["batch", "seq", 4]).shape_for(2, {"seq": 5}) == (2, 5, 4)
+
+
+def test_an_array_named_as_litert_prints_the_tensor_is_taken_for_the_signatures_input(tmp_path):
+    from pipeline.core.inputs import load_user_data, runtime_names
+
+    specs = {"MNET_INPUT": InputSpec(shape=["batch", 3], dtype="float32")}
+    assert runtime_names(["serving_default_MNET_INPUT:0", "labels"], specs) == {
+        "serving_default_MNET_INPUT:0": "MNET_INPUT"
+    }
+    assert runtime_names(["MNET_INPUT:0"], specs) == {"MNET_INPUT:0": "MNET_INPUT"}
+    assert runtime_names(["MNET_INPUT", "MNET_INPUT:0"], specs) == {}  # its own name wins
+    np.savez(tmp_path / "rows.npz", **{"serving_default_MNET_INPUT:0": np.ones((4, 3), np.float32)})
+    loaded = load_user_data(tmp_path / "rows.npz", specs, "--eval")
+    assert list(loaded.inputs) == ["MNET_INPUT"] and not loaded.targets

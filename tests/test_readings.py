@@ -166,3 +166,32 @@ def test_a_hidden_state_or_box_offsets_are_neither_a_grid_nor_logits():
     assert judged(offsets, offsets, "regressors")["output_kind"] == "values"
     scores = rng.normal(0, 3, size=(8, 17, 1))
     assert judged(scores, scores, "keypoint_scores")["output_kind"] == "logits"
+
+
+def test_a_linear_layers_values_in_0_1_are_values_where_the_graph_shows_no_sigmoid():
+    """MTCNN's landmarks: ten coordinates in the window's unit square from a Linear layer (a Gemm in the export):
+    their values alone read as probabilities judged at 0.5; the graph says they are values (its output name tells
+    nothing here). A Sigmoid there keeps the probability reading, and says which operator decided."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from pipeline.core.onnx_files import output_producers
+
+    def graph(last: str) -> onnx.ModelProto:
+        nodes = [helper.make_node("Gemm", ["x", "w"], ["g"]),
+                 helper.make_node(last, ["g"], ["y"]) if last != "Gemm" else helper.make_node("Identity", ["g"], ["y"]),
+                 helper.make_node("Reshape", ["y", "shape"], ["onet_out"])]  # fmt: skip
+        weights = [helper.make_tensor("w", TensorProto.FLOAT, [4, 10], np.zeros(40)),
+                   helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 10])]  # fmt: skip
+        return helper.make_model(helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+            [helper.make_tensor_value_info("onet_out", TensorProto.FLOAT, ["n", 10])], weights))  # fmt: skip
+
+    reference = np.random.default_rng(0).uniform(0.05, 0.95, size=(40, 10))
+    assert output_producers(graph("Gemm")) == {"onet_out": "Gemm"}
+    assert output_producers(graph("Sigmoid")) == {"onet_out": "Sigmoid"}
+    kind, why = Judging(producers=output_producers(graph("Gemm"))).kind(0, "onet_out", reference)
+    assert kind == "values" and "the graph's Gemm computes it" in why
+    kind, why = Judging(producers={"onet_out": "Sigmoid"}).kind(0, "onet_out", reference)
+    assert kind == "probabilities" and "the graph's Sigmoid" in why
+    assert Judging().kind(0, "onet_out", reference)[0] == "probabilities"  # no graph known: the values decide

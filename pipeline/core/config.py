@@ -31,8 +31,10 @@ from pipeline.core.validation import FieldError, validate
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
 # The registry's source kinds (pipeline.core.registry.SOURCES: tests/test_registry.py holds them equal),
 # written out so that the schema imports no table; transformers: a Hugging Face model folder
-SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "sklearn", "jax", "transformers"]
-FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn")  # the kinds whose model is a file (or folder): `file`
+SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm", "jax",
+                     "transformers"]  # fmt: skip
+FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm")  # a model file (or folder): `file`
+ONNX_ML_SOURCES = ("onnx", "sklearn", "xgboost", "lightgbm")  # an ONNX file; skl2onnx's and onnxmltools' exports
 VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool", "str"]
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
@@ -269,8 +271,10 @@ class ModelConfig(Strict):
             raise FieldError("torch_exporter", f"applies to torch models; this is a {self.source} model")
         if self.make_batch_dynamic and (self.source != "onnx" or self.fixed_batch is None):
             raise FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
-        if self.onnx_ml and self.source not in ("onnx", "sklearn"):
-            raise FieldError("onnx_ml", "applies to ONNX files and scikit-learn models (source: onnx, sklearn)")
+        if self.onnx_ml and self.source not in ONNX_ML_SOURCES:
+            raise FieldError(
+                "onnx_ml", f"applies to the kinds whose export may hold ONNX-ML operators ({ONNX_ML_SOURCES})"
+            )
         if self.output_rows and self.source != "onnx":
             raise FieldError("output_rows", "applies to ONNX files (source: onnx)")
         if unknown := sorted(set(self.output_rows) - set(self.outputs or self.output_rows)):
@@ -501,6 +505,10 @@ class Constraints(Strict):
     # A grid whose channels live on different scales (a detector's boxes beside its class scores): each
     # channel's worst error relative to its own reference peak, in place of the row's cosine
     max_channel_error: float | None = Field(default=0.1, gt=0)
+    # A tree ensemble's rows on its own split thresholds (and one float step either side): every decision there
+    # as the library's, no tolerance (a moved threshold or a misread base score shows here first); an output that
+    # decides nothing (a regression) is held there to max_rel_error as on the scoring rows
+    exact_edge_decisions: bool = True
     max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
     max_size_mb: float | None = Field(default=None, gt=0)
     max_ppl_increase_pct: float | None = Field(default=2.0, ge=0)  # text generation: perplexity vs the FP32 source

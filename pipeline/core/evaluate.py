@@ -118,6 +118,12 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
 
 OutputKind = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "ctc",
                      "points", "values"]  # fmt: skip
+# What the exported graph's last computing operator tells of an output's range: these bound it to [0, 1] (a
+# probability reading holds), these do not (values that happen to lie in [0, 1] on the eval rows stay values)
+BOUNDED_PRODUCERS = {"Sigmoid", "Softmax", "Clip", "HardSigmoid", "TreeEnsembleClassifier", "ZipMap"}
+UNBOUNDED_PRODUCERS = {"Gemm", "MatMul", "Conv", "ConvTranspose", "Add", "Einsum", "MatMulInteger",
+                       "QLinearMatMul", "QLinearConv", "ConvInteger", "TreeEnsembleRegressor", "TreeEnsemble",
+                       "LinearRegressor"}  # fmt: skip
 SCALE_RATIO = 50.0  # channels whose reference peaks differ by more than this are judged one by one
 MAX_CHANNELS = 256  # an axis longer than this holds positions or features, not channels
 
@@ -199,14 +205,16 @@ class Judging:
     class_scores: str | None = None
     embedding: bool = False
     declared: dict[str, str] = field(default_factory=dict)
+    producers: dict[str, str] = field(default_factory=dict)  # by output: the operator computing it (the export's)
     thresholds: dict[str, float] = field(default_factory=dict)
     tolerances: dict[str, float] = field(default_factory=dict)  # points: how far a point may move (its units)
     point_dims: dict[str, int] = field(default_factory=dict)  # points: coordinates per point
 
     @classmethod
-    def of(cls, config: ModelConfig) -> Judging:
-        return cls(config.class_scores, config.embedding, dict(config.judged_as), dict(config.decision_threshold),
-                   dict(config.point_tolerance), dict(config.point_dims))  # fmt: skip
+    def of(cls, config: ModelConfig, producers: dict[str, str] | None = None) -> Judging:
+        """The entry's judging; `producers`, the export's graph (SourceRecord.export.producers) where it is known."""
+        return cls(config.class_scores, config.embedding, dict(config.judged_as), dict(producers or {}),
+                   dict(config.decision_threshold), dict(config.point_tolerance), dict(config.point_dims))  # fmt: skip
 
     def threshold(self, name: str) -> float:
         return self.thresholds.get(name, DEFAULT_THRESHOLD)
@@ -215,7 +223,8 @@ class Judging:
         """What output `name`, at `position` among the outputs, is judged as (output_kind): the entry's class
         scores are the first output's."""
         class_scores = self.class_scores if position == 0 else None
-        return output_kind(reference, class_scores, self.embedding, self.declared.get(name), name)
+        return output_kind(reference, class_scores, self.embedding, self.declared.get(name), name,
+                           self.producers.get(name))  # fmt: skip
 
     def read(self, position: int, name: str, reference: np.ndarray, output: np.ndarray) -> dict[str, Any]:
         """Output `name`'s fidelity block, read as kind() finds (output_fidelity)."""
@@ -253,12 +262,13 @@ def reading_by_name(name: str | None, reference: np.ndarray) -> tuple[OutputKind
 
 def output_kind(
     reference: np.ndarray, class_scores: str | None, embedding: bool, declared: str | None = None,
-    name: str | None = None,
+    name: str | None = None, producer: str | None = None,
 ) -> tuple[OutputKind, str]:  # fmt: skip
     """What an output is judged as, and how that was known: the entry's word for this output first
     (`judged_as`), then the task (class scores, an embedding), then the source's own values (a softmax or
-    log-softmax over an axis; rows of unit norm, an embedding; values in [0, 1], a sigmoid's; a grid of
-    channels; raw logits over a class axis), then the output's `name`, else values (no decision found)."""
+    log-softmax over an axis; rows of unit norm, an embedding; values in [0, 1], a sigmoid's where the graph
+    shows no other `producer`: a Linear layer's values in [0, 1] are values; a grid of channels; raw logits
+    over a class axis), then the output's `name`, else values (no decision found)."""
     one_score = reference.ndim < 2 or reference.shape[-1] == 1  # nothing to pick a class among
     if declared is not None:
         if declared == "class_scores" and one_score:
@@ -274,8 +284,10 @@ def output_kind(
         return "embedding", "declared (task: embedding)"
     if unit_rows(reference):
         return "embedding", "every row has unit L2 norm (a normalised embedding: compared by cosine, not thresholded)"
-    if within_unit_interval(reference):
-        return "probabilities", "every value in [0, 1], rows not summing to 1 (a sigmoid's)"
+    unbounded = producer in UNBOUNDED_PRODUCERS
+    if within_unit_interval(reference) and not unbounded:
+        by = f"the graph's {producer}" if producer in BOUNDED_PRODUCERS else "a sigmoid's"
+        return "probabilities", f"every value in [0, 1], rows not summing to 1 ({by})"
     if (grid := grid_channels(reference)) is not None:
         return "channels", grid[2]
     if argmax_logits(reference):
@@ -286,6 +298,9 @@ def output_kind(
         )
     if (by_name := reading_by_name(name, reference)) is not None:
         return by_name
+    if unbounded and within_unit_interval(reference):
+        return "values", (f"every value in [0, 1], but the graph's {producer} computes it (no Sigmoid, Softmax or "
+                          "Clip): values, judged by cosine and its largest error")  # fmt: skip
     return "values", NO_DECISION
 
 
@@ -395,6 +410,20 @@ def fidelity_block(
             raise ValueError(f"output {name!r} has shape {got.shape}, the source gave {ref.shape}")
         block[name] = judging.read(i, name, ref, got)
     return block
+
+
+MOVED = 1e-5  # an answer moved past float rounding: by more than this share of the output's largest magnitude
+
+
+def edge_block(edges: DataSet, outputs: Arrays, judging: Judging) -> dict[str, Any]:
+    """A variant on a tree ensemble's split-threshold rows (records.EdgeRows): how many rows' answers moved past
+    float rounding (a leaf taken on the other side of a split), and each output's fidelity there."""
+    moved = np.zeros(len(edges), dtype=bool)
+    for name, ref in edges.outputs.items():
+        difference = np.abs(np.asarray(outputs[name], np.float64) - ref).reshape(len(ref), -1).max(axis=1)
+        moved |= difference > MOVED * max(float(np.abs(ref).max(initial=0.0)), np.finfo(np.float32).tiny)
+    return {"rows": len(edges), "origin": edges.origin, "moved": int(moved.sum()),
+            "fidelity": fidelity_block(edges.outputs, outputs, judging=judging)}  # fmt: skip
 
 
 def search_score(reference: Arrays, outputs: Arrays, judging: Judging) -> float:

@@ -5,6 +5,7 @@ from the rows-first arrays the pipeline holds."""
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 from typing import NoReturn
@@ -209,6 +210,22 @@ def dims_of(arrays: Arrays, specs: dict[str, InputSpec]) -> dict[str, int]:
     }
 
 
+RUNTIME_NAME = re.compile(r"^(?:serving_default_)?(?P<name>.+?)(?::\d+)?$")  # LiteRT's, TF's tensor names
+
+
+def runtime_names(names: list[str], specs: dict[str, InputSpec]) -> dict[str, str]:
+    """{array name: the input it denotes} for arrays named as a runtime prints the input's tensor (LiteRT's
+    `serving_default_X:0`, TensorFlow's `X:0`) rather than by the signature's name `X`; an input present by its
+    own name keeps it."""
+    found = {}
+    for name in names:
+        match = RUNTIME_NAME.match(name)
+        wanted = match.group("name") if match else name
+        if name not in specs and wanted in specs and wanted not in names:
+            found[name] = wanted
+    return found
+
+
 def load_user_data(
     path: Path, specs: dict[str, InputSpec], field_name: str, bounds: dict[str, int] | None = None
 ) -> DataSet:
@@ -223,6 +240,7 @@ def load_user_data(
             arrays = {k: z[k] for k in z.files}
     except (OSError, ValueError, zipfile.BadZipFile) as error:
         raise ModelFileError(f"{what}: not a readable .npz file ({error})") from None
+    arrays = {runtime_names(list(arrays), specs).get(k, k): v for k, v in arrays.items()}
     inputs = check_inputs(rows_first(arrays, specs), specs, what)
     check_input_values(inputs, specs, what, declared_bounds(specs) if bounds is None else bounds)
     rows = len(next(iter(inputs.values())))

@@ -17,6 +17,7 @@ PARAMS_FILE = "params.yaml"  # every knob; read by pipeline.core.config only
 
 EXPORTED_ONNX = "model.onnx"
 REFERENCE = "reference.npz"
+EDGES = "edges.npz"  # a tree ensemble's rows on its split thresholds, with the library's outputs
 CALIBRATION = "calib.npz"
 VALIDATION = "validation.npz"
 SOURCE_INFO = "source.json"

@@ -240,3 +240,22 @@ def _rename(graph: onnx.GraphProto, old: str, new: str) -> None:
     for initializer in graph.initializer:
         if initializer.name == old:
             initializer.name = new
+
+
+# Operators that pass values on unchanged (a reshape, a copy, a type change): an output's producer lies behind them
+PASS_THROUGH = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Cast", "Slice", "Gather",
+                "Split", "Concat", "Expand", "Tile", "DequantizeLinear", "QuantizeLinear"}  # fmt: skip
+
+
+def output_producers(model: onnx.ModelProto) -> dict[str, str]:
+    """By graph output: the operator that computes its values (Sigmoid, Softmax, Gemm, ...), looked up behind the
+    operators that only move values (PASS_THROUGH); outputs an initializer or an input gives are left out."""
+    made = {out: node for node in model.graph.node for out in node.output}
+    found = {}
+    for output in model.graph.output:
+        node, seen = made.get(output.name), 0
+        while node is not None and node.op_type in PASS_THROUGH and node.input and seen < 64:
+            node, seen = made.get(node.input[0]), seen + 1
+        if node is not None:
+            found[output.name] = node.op_type
+    return found

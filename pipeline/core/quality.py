@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pipeline.core.config import Constraints
-from pipeline.core.records import OutputFidelity
+from pipeline.core.records import EdgeRows, OutputFidelity
 
 
 class Judged(Protocol):
@@ -25,6 +25,8 @@ class Judged(Protocol):
     def ppl_increase_pct(self) -> float | None: ...  # text generation
     @property
     def outputs(self) -> dict[str, OutputFidelity]: ...
+    @property
+    def edge_rows(self) -> EdgeRows | None: ...  # a tree ensemble's split-threshold rows
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,24 @@ def metric_violations(subject: Judged, constraints: Constraints) -> list[Violati
     return [Violation("max_metric_drop", f"task metric drop {drop:.4g}{how} > {limit:g}", excess(drop, limit))]
 
 
+def edge_violations(edges: EdgeRows | None, constraints: Constraints) -> list[Violation]:
+    """On a tree ensemble's split-threshold rows, every decision as the library's (exact_edge_decisions); an
+    output that decides nothing by the constraints the scoring rows apply."""
+    if edges is None or not constraints.exact_edge_decisions:
+        return []
+    found = []
+    for name, block in edges.fidelity.items():
+        changed = edges.changed(name)
+        if changed is None:
+            found += [Violation(v.constraint, f"on the split-threshold rows: {v.message}", v.excess)
+                      for v in output_violations(name, block, constraints)]  # fmt: skip
+        elif changed:
+            found.append(Violation("exact_edge_decisions", f"output {name}: {changed} of {edges.rows} rows on the "
+                                   f"split thresholds decided otherwise than the library ({edges.moved} moved)",
+                                   changed / edges.rows))  # fmt: skip
+    return found
+
+
 def quality_violations(subject: Judged, constraints: Constraints) -> list[Violation]:
     """The task metric's drop when the variant has one (labels), then every output the metric does not
     read by the constraint that fits it (output_violations): a user's metric reads every output, a
@@ -129,4 +149,4 @@ def quality_violations(subject: Judged, constraints: Constraints) -> list[Violat
         return [*found, Violation("min_cosine", "fidelity unknown (no outputs compared)", float("inf"))]
     for name, block in judged:
         found += output_violations(name, block, constraints)
-    return found
+    return found + edge_violations(subject.edge_rows, constraints)

@@ -67,6 +67,12 @@ PACKAGES: dict[str, Package] = {
     "openvino-genai": Package(("openvino_genai",)),  # the lm_openvino_* runtime
     "scikit-learn": Package(("sklearn",)),  # the zoo's data sets; scikit-learn sources and their baseline
     "skl2onnx": Package(("skl2onnx",)),  # scikit-learn sources' ONNX export
+    # gradient-boosted trees: the libraries (sources and their baselines), their ONNX-ML converter, treelite
+    "xgboost-cpu": Package(("xgboost",), alternatives=("xgboost",)),  # xgboost without its CUDA (nccl) wheels
+    "lightgbm": Package(("lightgbm",)),
+    "onnxmltools": Package(("onnxmltools",)),
+    "treelite": Package(("treelite",)),  # reads the libraries' files for tl2cgen
+    "tl2cgen": Package(("tl2cgen",)),  # compiles a treelite model to C and runs the shared library
     "dvc": Package(("dvc",)),
     # NVIDIA GPU targets (docs/gpu.md): recorded in reports/env.json, where GPU figures are taken
     "onnxruntime-gpu": Package(("onnxruntime",), extra="gpu"),
@@ -85,21 +91,27 @@ class Source:
     loader: str | None  # module under pipeline.prepare.sources with load() -> SourceModel; None: a decoder folder
     baseline: str  # the variant that runs it the framework's own way: every speed-up is taken against it
     requires: tuple[str, ...]  # the packages (PACKAGES) its loader and ONNX converter import
+    # `add` loads it as the export stage will (a factory's module built, a file's outputs run on the eval rows
+    # and each output's reading said); the others' readings are found at export
+    loaded_at_add: bool = False
 
 
+# fmt: off
 SOURCES: dict[str, Source] = {
-    "torch": Source("pipeline.prepare.sources.pytorch", "torch_eager", ("torch", "onnx", "onnxscript")),
-    "onnx": Source("pipeline.prepare.sources.onnxfile", "onnx_fp32", ("onnx", "onnxruntime")),
+    "torch": Source("pipeline.prepare.sources.pytorch", "torch_eager", ("torch", "onnx", "onnxscript"), True),
+    "onnx": Source("pipeline.prepare.sources.onnxfile", "onnx_fp32", ("onnx", "onnxruntime"), True),
     "keras": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "keras", "tf2onnx", "onnx")),
     "savedmodel": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "tf2onnx", "onnx")),
-    "tflite": Source(
-        "pipeline.prepare.sources.tflite", "tflite", ("ai-edge-litert", "tensorflow-cpu", "tf2onnx", "onnx")
-    ),
-    "sklearn": Source("pipeline.prepare.sources.sklearn", "sklearn", ("scikit-learn", "skl2onnx", "onnx")),
-    "jax": Source("pipeline.prepare.sources.jaxfn", "jax_jit", ("jax", "jaxlib", "flax", "jax2onnx", "onnx")),
+    "tflite": Source("pipeline.prepare.sources.tflite", "tflite",
+                     ("ai-edge-litert", "tensorflow-cpu", "tf2onnx", "onnx"), True),
+    "sklearn": Source("pipeline.prepare.sources.sklearn", "sklearn", ("scikit-learn", "skl2onnx", "onnx"), True),
+    "xgboost": Source("pipeline.prepare.sources.trees", "xgboost", ("xgboost-cpu", "onnxmltools", "onnx"), True),
+    "lightgbm": Source("pipeline.prepare.sources.trees", "lightgbm", ("lightgbm", "onnxmltools", "onnx"), True),
+    "jax": Source("pipeline.prepare.sources.jaxfn", "jax_jit", ("jax", "jaxlib", "flax", "jax2onnx", "onnx"), True),
     # a Hugging Face causal LM folder (task: text-generation), exported by pipeline.prepare.decoder
     "transformers": Source(None, "lm_torch", ("transformers", "torch")),
 }
+# fmt: on
 
 # The native way to run each source kind: every speed-up is taken against it.
 BASELINES = {kind: source.baseline for kind, source in SOURCES.items()}
@@ -134,6 +146,9 @@ RUNTIMES: dict[str, Runtime] = {
     "tensorflow": Runtime("pipeline.runtimes.tf_rt", ("tensorflow-cpu",), strings=True),
     "litert": Runtime("pipeline.runtimes.litert", ("ai-edge-litert",)),
     "sklearn": Runtime("pipeline.runtimes.sklearn_rt", ("scikit-learn",), strings=True),
+    "xgboost": Runtime("pipeline.runtimes.boosters", ("xgboost-cpu",)),
+    "lightgbm": Runtime("pipeline.runtimes.boosters", ("lightgbm",)),
+    "tl2cgen": Runtime("pipeline.runtimes.tl2cgen_rt", ("tl2cgen",)),  # a tree ensemble compiled to a shared library
     "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
     # generators (pipeline.runtimes.generator): text-generation variants
     "transformers": Runtime("pipeline.runtimes.lm_torch", ("transformers", "torch")),
@@ -243,6 +258,13 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "litert", "fp32", "pipeline.optimize.passes.tflite:AsShipped", frozenset({"tflite"})),
     Variant("sklearn", "the scikit-learn estimator as it was saved (predict_proba / predict): the baseline",
             "sklearn", "fp32", "pipeline.optimize.passes.sklearn:AsSaved", frozenset({"sklearn"}), onnx_ml=True),
+    Variant("xgboost", "the XGBoost model file as it ships, XGBoost's inplace_predict: the baseline", "xgboost",
+            "fp32", "pipeline.optimize.passes.trees:AsSaved", frozenset({"xgboost"}), onnx_ml=True),
+    Variant("lightgbm", "the LightGBM model file as it ships, LightGBM's Booster.predict: the baseline", "lightgbm",
+            "fp32", "pipeline.optimize.passes.trees:AsSaved", frozenset({"lightgbm"}), onnx_ml=True),
+    Variant("treelite", "the trees compiled to native code (treelite + tl2cgen, gcc), run by tl2cgen's Predictor",
+            "tl2cgen", "fp32", "pipeline.optimize.passes.trees:Treelite", frozenset({"xgboost", "lightgbm"}),
+            requires=("treelite",), onnx_ml=True),  # gcc's default flags: portable across x86-64 CPUs
     Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
             "pipeline.optimize.passes.jax:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pipeline.core.config import Constraints, SelectConfig
 from pipeline.core.quality import Violation, excess, quality_violations
-from pipeline.core.records import OutputFidelity, Records, VariantRecord
+from pipeline.core.records import EdgeRows, OutputFidelity, Records, VariantRecord
 from pipeline.core.registry import RUNTIMES
 
 
@@ -35,6 +35,7 @@ class Candidate:
     ppl_increase_pct: float | None = None  # text generation: held-out perplexity over the source's, %
     accuracy_relative_drop: float | None = None  # the task metric's drop, a fraction of the source's value
     metric_reads_every_output: bool = False  # a user's metric: every output is judged by it
+    edge_rows: EdgeRows | None = None  # a tree ensemble's split-threshold rows (exact decisions there)
 
     @classmethod
     def from_record(cls, variant: str, record: VariantRecord, percentile: str) -> Candidate:
@@ -58,6 +59,7 @@ class Candidate:
             ppl_increase_pct=record.perplexity.increase_pct if record.perplexity else None,
             accuracy_relative_drop=record.accuracy_relative_drop,
             metric_reads_every_output=record.metric_reads_every_output,
+            edge_rows=record.edge_rows,
         )
 
     @property

@@ -33,6 +33,7 @@ class Loaded:
     load_ms: float
     target: str = "cpu"
     root: Path = Path(".")
+    edges: DataSet | None = None  # a tree ensemble's split-threshold rows (layout.EDGES), where the export made them
 
 
 def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | None = None) -> Loaded:
@@ -53,4 +54,6 @@ def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | N
         session = in_layout(adapter.load(artifact / build.entry, threads, build.runtime_config, target),
                             build.runtime_config)  # fmt: skip
     load_ms = 1000 * (time.perf_counter() - start)
-    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target, root)
+    edges = layout.source_dir(model, root) / layout.EDGES
+    return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target, root,
+                  DataSet.load(edges) if edges.exists() else None)  # fmt: skip

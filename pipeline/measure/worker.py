@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.core.config import ModelConfig
 from pipeline.core.data import run_batched, sample_batch
-from pipeline.core.evaluate import Judging, fidelity_block
+from pipeline.core.evaluate import Judging, edge_block, fidelity_block
 from pipeline.core.memory import RssSampler
 from pipeline.core.records import Accuracy, Measured, RuntimeSettings, Stability
 from pipeline.core.records import source as source_record
@@ -110,7 +110,11 @@ def measure_loaded(
     with phases.timed("accuracy"):
         outputs = run_batched(session.run, scored.inputs, batch, fixed is not None)
         accuracy = accuracy_block(metric, scored.targets, scored.outputs, outputs)
-        fidelity = fidelity_block(scored.outputs, outputs, judging=Judging.of(config))
+        judging = Judging.of(config, source.export.producers)
+        fidelity = fidelity_block(scored.outputs, outputs, judging=judging)
+        if (edges := loaded.edges) is not None:
+            edge_outputs = run_batched(session.run, edges.inputs, batch, fixed is not None)
+            edge_rows = edge_block(edges, edge_outputs, judging)
     with phases.timed("profile"):
         calls = bench.profile_calls if verdict.budget == "full" else bench.profile_calls_short
         profile = op_profile(session, one, calls)  # after every timed figure, on its own instance
@@ -138,6 +142,7 @@ def measure_loaded(
         fixed_batch=fixed,
         accuracy=Accuracy(**accuracy, eval_samples=rows.used, eval_origin=reference.origin),
         fidelity=fidelity,
+        **({"edge_rows": edge_rows} if loaded.edges is not None else {}),
         fidelity_batch=batch,
         eval_rows=rows,
         **({"inference_precision": executed} if (executed := runtime_settings.inference_precision) else {}),

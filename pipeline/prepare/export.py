@@ -4,6 +4,7 @@ Writes artifacts/<model>/source/ atomically:
   model.onnx      the ONNX export (or the user's ONNX file), checked and parity-tested
                   (+ model.onnx.data when the weights live in a side file)
   reference.npz   scoring rows: inputs, the FP32 source's outputs on them, labels when known
+  edges.npz       a tree ensemble's rows on its split thresholds, with the source's outputs (SourceModel.edge_rows)
   calib.npz       calibration rows for static quantization
   validation.npz  rows a fallback tunes on (inputs, labels; it predicts the source's outputs); never scoring rows
   source.json     spec, dims, batching, digests and the export check, read by build and bench
@@ -291,6 +292,10 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
         start = time.perf_counter()
         evaluation.outputs = run_batched(source.predict, evaluation.inputs, batch, fixed is not None)
         reference_s = time.perf_counter() - start  # validation's outputs: only a fallback needs them
+        if (edges := source.edge_rows(evaluation)) is not None:
+            edges.outputs = run_batched(source.predict, edges.inputs, batch, fixed is not None)
+            edges.save(tmp / layout.EDGES)
+        producers = graph_producers(onnx_path, source.output_names)
         metric = resolve(config.metric, name, root)  # a metric that cannot load or run fails the model here
         source_metric = metric(evaluation.outputs, evaluation.targets) if metric and evaluation.targets else None
         report: dict[str, Any] = {
@@ -309,7 +314,9 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
             **exported,
             **({"rescues": source.rescues} if source.rescues else {}),
             **({"full_integer": source.full_integer} if source.full_integer else {}),
-            "readings": readings_of(config, evaluation.outputs),
+            "readings": readings_of(config, evaluation.outputs, producers),
+            **({"producers": producers} if producers else {}),
+            **({"edge_rows": edges.origin} if edges is not None else {}),
         }
         evaluation.save(tmp / layout.REFERENCE)
         calibration.save(tmp / layout.CALIBRATION)
@@ -374,12 +381,23 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
     return report
 
 
-def readings_of(config: ModelConfig, outputs: Arrays) -> dict[str, dict[str, str]]:
+def readings_of(config: ModelConfig, outputs: Arrays, producers: dict[str, str]) -> dict[str, dict[str, str]]:
     """Each output's reading on the scoring rows and how it was found (pipeline.core.evaluate.output_kind): what
     its variants are judged by."""
-    judging = Judging.of(config)
+    judging = Judging.of(config, producers)
     found = (judging.kind(i, name, values.astype(np.float64)) for i, (name, values) in enumerate(outputs.items()))
     return {name: {"reading": kind, "how": how} for name, (kind, how) in zip(outputs, found, strict=True)}
+
+
+def graph_producers(path: Path, outputs: list[str]) -> dict[str, str]:
+    """By output: the operator computing it in the ONNX export (onnx_files.output_producers), what tells a sigmoid's
+    [0, 1] from a Linear layer's; {} without an export."""
+    if not path.exists():
+        return {}
+    import onnx
+
+    found = onnx_files.output_producers(onnx.load(str(path), load_external_data=False))
+    return {name: found[name] for name in outputs if name in found}
 
 
 def check_output_names(name: str, config: ModelConfig, outputs: list[str]) -> None:

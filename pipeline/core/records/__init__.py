@@ -21,6 +21,7 @@ from pipeline.core.records.choice import Choice, load_choice, parse_choice, writ
 from pipeline.core.records.env import load_env, machine_name
 from pipeline.core.records.measured import (
     Accuracy,
+    EdgeRows,
     EvalRows,
     Generation,
     Interval,
@@ -40,6 +41,7 @@ from pipeline.core.records.variant import Records, VariantRecord, load, parse, w
 __all__ = [
     "Accuracy",
     "Choice",
+    "EdgeRows",
     "EvalRows",
     "Generation",
     "Interval",

@@ -34,7 +34,8 @@ class RuntimeConfig(Part):
     code_root: str | None = None  # where a code artifact's factory module lies (predict: the deploy folder)
     compile_at_load: bool | None = None  # TensorFlow / JAX: compile once at load with a batch-1 call
     output_names: list[str] | None = None  # LiteRT, scikit-learn: the names the outputs go by, in order
-    input_names: list[str] | None = None  # scikit-learn: its one input's name (an estimator names none)
+    input_names: list[str] | None = None  # scikit-learn, trees: its one input's name (an estimator names none)
+    answer: Literal["binary", "classes", "values"] | None = None  # trees compiled to code: how its predictions read
     # ONNX Runtime
     provider: Literal["cuda", "tensorrt"] | None = None
     fp16: bool | None = None  # TensorRT execution provider precisions

@@ -189,6 +189,27 @@ class OutputFidelity(Part):
         return self.cosine_min
 
 
+class EdgeRows(Part):
+    """A tree ensemble's rows on its own split thresholds (pipeline.prepare.sources.trees: each threshold and one
+    float step either side), the variant against the library there: where a moved threshold takes a row down the
+    other branch."""
+
+    rows: int
+    origin: str
+    moved: int  # rows whose answer moved past float rounding (1e-5 of the output's largest magnitude): a leaf elsewhere
+    fidelity: dict[str, OutputFidelity]
+
+    def changed(self, name: str) -> int | None:
+        """Rows whose decision on output `name` differs from the library's: the flips at its threshold, or the
+        rows whose class changed; None for an output that decides nothing (values)."""
+        block = self.fidelity[name]
+        if block.decision_flips is not None:
+            return block.decision_flips
+        if block.top1_agreement is not None:
+            return round((1.0 - block.top1_agreement) * self.rows)
+        return None
+
+
 class Screen(Part):
     """How much the bench measured, and why (pipeline.measure.budget)."""
 
@@ -268,6 +289,7 @@ class RuntimeSettings(Part):
     # scikit-learn: its version and the estimator's class
     sklearn: str | None = None
     estimator: str | None = None
+    library: str | None = None  # tree ensembles: the library and version that ran them ('xgboost 3.2.0')
     # PyTorch, TensorFlow, JAX, TensorRT
     mode: str | None = None  # torch: eager module or AOTInductor package
     xla_compiled_at_load: bool | None = None
@@ -349,6 +371,9 @@ class Measured(Part):
     )
     accuracy: Accuracy | None = None
     fidelity: dict[str, OutputFidelity] | None = None
+    edge_rows: EdgeRows | None = Field(
+        None, description="a tree ensemble's split-threshold rows: how many moved, each output's decisions there"
+    )
     fidelity_batch: int | None = Field(
         None,
         description="the batch accuracy and fidelity were computed at: the variant's peak-throughput batch, "

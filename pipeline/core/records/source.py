@@ -79,6 +79,7 @@ class ExportReport(Part):
     rescues: list[dict[str, Any]] | None = None  # how the source was loaded around a known failure (core.rescues)
     full_integer: str | None = None  # the source is INT8 throughout (a full-integer TFLite file): what says so
     readings: dict[str, dict[str, str]] | None = None  # by output: its reading and how it was found (evaluate)
+    producers: dict[str, str] | None = None  # by output: the operator computing it in the export (onnx_files)
 
 
 class SourceRecord(Part):

@@ -122,7 +122,7 @@ class BuildContext:
 
         rows = self.validation()
         metric = resolve(self.config.metric, self.model, self.root) if rows.targets else None
-        return SearchGoal(rows, Judging.of(self.config), metric)
+        return SearchGoal(rows, Judging.of(self.config, self.source_info.export.producers), metric)
 
     def reference(self) -> DataSet:
         return DataSet.load(self.source_dir / layout.REFERENCE)

@@ -22,8 +22,10 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
     """Check `--eval` against the inferred inputs (an .npz), or tokenize it (.txt: a text a line; .jsonl:
     {"text", "label"} rows) with a Hugging Face folder's own tokenizer; labels make it a classifier
     measured by accuracy. A symbolic axis no `--dim` set takes the data's size (take_data_dims)."""
+    import numpy as np
+
     from pipeline.core.config import InputSpec
-    from pipeline.core.inputs import dims_of, load_user_data
+    from pipeline.core.inputs import dims_of, load_user_data, runtime_names
 
     entry = inferred.entry
     if entry.inputs is None:  # a decoder: no input specs to check rows against
@@ -54,6 +56,11 @@ def with_eval(inferred: Inferred, eval_file: Path, metric: str | None, flags: di
     else:
         raise AddError(f"{eval_file}: --eval takes an .npz of inputs by name (and optional `labels`), or text")
     loaded = load_user_data(inferred.files[EVAL_FILE], specs, "--eval")
+    if eval_file.suffix == ".npz":
+        with np.load(eval_file, allow_pickle=False) as data:
+            renamed = runtime_names(list(data.files), specs)
+        inferred.notes += [f"eval array {name!r} taken for input {input!r} (the name a runtime prints for its "
+                           "tensor)" for name, input in renamed.items()]  # fmt: skip
     if eval_file.suffix == ".npz":  # text was tokenized to the entry's seq
         take_data_dims(inferred, dims_of(loaded.inputs, specs), flags or {})
         integer_ranges(inferred, entry.inputs, loaded.inputs)

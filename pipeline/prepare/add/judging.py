@@ -84,6 +84,18 @@ def with_judging(inferred: Inferred, flags: Flags) -> None:
         inferred.notes += [f"output {o!r}: a point may move {t:g} (--tolerance)" for o, t in flags.tolerances.items()]
 
 
+def file_producers(path: Path) -> dict[str, str]:
+    """By output, the operator computing it where the model is an ONNX file (the other kinds' graphs are the
+    export's: their readings are found again there, with the graph)."""
+    if path.suffix != ".onnx" or not path.is_file():
+        return {}
+    import onnx
+
+    from pipeline.core.onnx_files import output_producers
+
+    return output_producers(onnx.load(str(path), load_external_data=False))
+
+
 def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str]:
     """One line per output: what it is read as and how that was found (pipeline.core.evaluate.output_kind),
     from the source run on up to READ_ROWS eval rows (generated rows without them), and the flag that
@@ -102,7 +114,7 @@ def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str
     except Exception as error:
         return [f"its outputs' readings are found at export: running it on the {what} here failed "
                 f"({type(error).__name__}: {first_line(error)})"]  # fmt: skip
-    judging, lines = Judging.of(config), []
+    judging, lines = Judging.of(config, file_producers(source.path)), []
     for i, (name, values) in enumerate(outputs.items()):
         kind, how = judging.kind(i, name, values.astype("float64"))
         found = f"output {name!r}: {how} (on {len(values)} {what})"

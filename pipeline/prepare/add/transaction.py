@@ -13,13 +13,10 @@ from pathlib import Path
 from pipeline.core.config import PARAMS_FILE, load_params
 from pipeline.core.errors import ModelFileError, PipelineError
 from pipeline.core.layout import MODELS, model_dir
+from pipeline.core.registry import SOURCES
 from pipeline.prepare.add.eval_data import EVAL_FILE
 from pipeline.prepare.add.inferred import AddError, Inferred
 from pipeline.prepare.add.params_text import with_entry
-
-# proven by loading the model as the export stage will: a factory's entry built, an ONNX file's outputs read
-# (and, run on the eval rows, each output's reading said); the others' readings are found at export
-LOADED_SOURCES = ("torch", "jax", "onnx", "tflite", "sklearn")
 
 
 def write_model(name: str, inferred: Inferred, root: Path) -> list[str]:
@@ -49,7 +46,7 @@ def write_model(name: str, inferred: Inferred, root: Path) -> list[str]:
 
 def check(name: str, params_file: Path, root: Path) -> list[str]:
     """The new params.yaml validated and the model's files opened against its entry (as `check` does);
-    a factory or an ONNX file loaded (LOADED_SOURCES): what loading found to tell."""
+    a factory or a file loaded where its kind says so (registry.SOURCES' loaded_at_add): what loading found to tell."""
     from pipeline.prepare.check import check_model
 
     try:
@@ -58,7 +55,7 @@ def check(name: str, params_file: Path, root: Path) -> list[str]:
         raise AddError(str(error).replace(params_file.name, PARAMS_FILE)) from None
     dims = check_model(name, params, root)
     config = params.model(name)
-    if config.source not in LOADED_SOURCES:
+    if not SOURCES[config.source].loaded_at_add:
         return [] if config.generates else [READ_AT_EXPORT.format(name=name)]
     import importlib
 

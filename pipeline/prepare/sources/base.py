@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
-from pipeline.core.data import Arrays, generate_inputs
+from pipeline.core.data import Arrays, DataSet, generate_inputs
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
 from pipeline.core.layout import model_dir
 
@@ -96,6 +96,12 @@ class SourceModel(ABC):
         """The outputs whose batch axis is not the first (a state [layers, batch, hidden]), by name:
         `predict` returns them rows first, and the variants' runtimes are told (pipeline.runtimes.layout)."""
         return {}
+
+    def edge_rows(self, scoring: DataSet) -> DataSet | None:
+        """Rows where a converted variant is most likely to answer otherwise than the source (a tree ensemble's
+        split thresholds), made from the scoring rows; None: none the source can name. The export stage saves
+        them with the source's outputs, and the bench judges every variant there without a tolerance."""
+        return None
 
     @abstractmethod
     def predict(self, inputs: Arrays) -> Arrays:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.core import onnx_files
+from pipeline.core.errors import first_line
 from pipeline.core.onnx_files import graph_stats
 from pipeline.core.records.source import Family
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
@@ -96,12 +97,19 @@ class OrtOptimize(Pass):
             import onnxslim
 
             slimmed = ctx.out_dir / "slim.onnx"
-            onnx_files.save(onnxslim.slim(onnx.load(str(source))), slimmed, external=external)
-            after_slim = graph_stats(slimmed)["nodes"]
-            details["nodes_after_slim"] = after_slim
-            details["slim"] = "applied" if after_slim < before["nodes"] else "no gain, not used"
-            if after_slim < before["nodes"]:
-                source = slimmed
+            try:  # a graph of ONNX-ML operators (XGBoost's TreeEnsemble) loses itself in onnxslim's shape pass
+                graph, failed = onnxslim.slim(onnx.load(str(source))), ""
+            except Exception as error:
+                graph, failed = None, f"{type(error).__name__}: {first_line(error)}"
+            if graph is None:
+                details["slim"] = f"onnxslim could not slim this graph ({failed or 'it returned none'}): not used"
+            else:
+                onnx_files.save(graph, slimmed, external=external)
+                after_slim = graph_stats(slimmed)["nodes"]
+                details["nodes_after_slim"] = after_slim
+                details["slim"] = "applied" if after_slim < before["nodes"] else "no gain, not used"
+                if after_slim < before["nodes"]:
+                    source = slimmed
         options = ort.SessionOptions()
         options.graph_optimization_level = {
             "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,

@@ -18,6 +18,7 @@ from pipeline.prepare.add.inspect import (
     saved_model,
     sklearn_file,
     tflite_file,
+    tree_file,
 )
 
 
@@ -33,6 +34,7 @@ INSPECTORS = {  # a factory first: FILE.py:FUNCTION is no path that exists
     "hugging_face": Inspector(hugging_face.reads, hugging_face.inspect_hf),
     "savedmodel": Inspector(saved_model.reads, saved_model.inspect_savedmodel),
     "tflite": Inspector(tflite_file.reads, tflite_file.inspect_tflite),
+    "trees": Inspector(tree_file.reads, tree_file.inspect_trees),
     "sklearn": Inspector(sklearn_file.reads, sklearn_file.inspect_sklearn),
 }
 
@@ -47,6 +49,7 @@ def inspect_model(name: str, path: Path, flags: Flags) -> Inferred:
     raise AddError(
         f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it), a "
         ".keras (or Keras 2 .h5) file, a SavedModel folder, a Hugging Face folder (config.json and weights), a "
-        ".tflite file, a scikit-learn .joblib/.pkl file (--trust-pickle), or a PyTorch or JAX factory as "
+        ".tflite file, an XGBoost model (.json, .ubj, .model) or a LightGBM text model (.txt), a scikit-learn "
+        "(or XGBoost / LightGBM estimator) .joblib/.pkl file (--trust-pickle), or a PyTorch or JAX factory as "
         "FILE.py:FUNCTION (docs/bring-your-own-model.md)"
     )

@@ -17,6 +17,7 @@ from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Entry, Inferred, Input
 
 PICKLES = (".joblib", ".pkl", ".pickle", ".p")
+TREE_LIBRARIES = ("xgboost", "lightgbm")  # their estimators go in as the library's own file (tree_file)
 
 
 def reads(path: Path) -> bool:
@@ -74,6 +75,10 @@ def inspect_sklearn(name: str, path: Path, flags: Flags) -> Inferred:
                        f"{first_line(error)}") from None  # fmt: skip
     if not hasattr(estimator, "predict"):
         raise AddError(f"{path}: holds a {type(estimator).__name__}, not an estimator with predict")
+    if type(estimator).__module__.split(".")[0] in TREE_LIBRARIES:
+        from pipeline.prepare.add.inspect.tree_file import from_estimator
+
+        return from_estimator(name, path, estimator, flags)
     input_name, spec, how = the_input(path, estimator, eval_arrays(flags))
     entry = Entry("sklearn", file=path.name, inputs={input_name: spec})
     notes = [f"a {type(estimator).__name__} loaded on --trust-pickle; its input {input_name!r} {spec.dtype} "

@@ -1,0 +1,62 @@
+"""A tree ensemble's native variants: the library's own file as it ships (the baseline: what its users call
+today, XGBoost's inplace_predict or LightGBM's Booster.predict, so every speed-up is stated against it), and
+the ensemble compiled to native code (treelite reads the file, tl2cgen writes C for its trees, gcc builds a
+shared library: the published 30x at batch 100 is treelite's own claim, measured here like any other)."""
+
+from __future__ import annotations
+
+import shutil
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.core.layout import model_dir
+from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
+from pipeline.runtimes.boosters import open_ensemble
+
+COMPILED = "trees.so"
+
+
+def names(ctx: BuildContext) -> dict[str, list[str]]:
+    """The runtime config naming the one input and the output as the source does."""
+    return {"input_names": list(ctx.config.inputs), "output_names": ctx.source_info.output_names}
+
+
+class AsSaved(Pass):
+    def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
+        file = ctx.config.file or ""
+        shutil.copy2(model_dir(ctx.model, ctx.root) / file, ctx.out_dir / file)
+        ensemble = open_ensemble(ctx.out_dir / file)
+        facts = {"source": f"copied from {file}", "library": f"{ensemble.library} {ensemble.version}",
+                 "objective": ensemble.objective}  # fmt: skip
+        return BuildResult(file, facts, runtime_config=names(ctx))
+
+
+class TreeliteConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # how many C files the trees are split into, compiled in parallel by gcc (tl2cgen's parallel_comp);
+    # 0: one file (slow to compile for thousands of trees)
+    parallel_comp: int = Field(default=2, ge=0)
+    # tl2cgen's `quantize`: compare integer indices of the thresholds instead of the floats (the same branches,
+    # often faster for many trees)
+    quantize: bool = False
+
+
+class Treelite(Pass):
+    Config = TreeliteConfig
+
+    def run(self, ctx: BuildContext, config: TreeliteConfig) -> BuildResult:
+        import tl2cgen
+        import treelite
+
+        path = model_dir(ctx.model, ctx.root) / (ctx.config.file or "")
+        ensemble = open_ensemble(path)
+        if ensemble.library == "xgboost":
+            model = treelite.frontend.from_xgboost(ensemble.booster)
+        else:
+            model = treelite.frontend.load_lightgbm_model(str(path))
+        params = {"parallel_comp": config.parallel_comp, "quantize": int(config.quantize)}
+        tl2cgen.export_lib(model, toolchain="gcc", libpath=str(ctx.out_dir / COMPILED), params=params)
+        facts = {"treelite": treelite.__version__, "tl2cgen": tl2cgen.__version__, "toolchain": "gcc",
+                 "trees": model.num_tree, **params}  # fmt: skip
+        return BuildResult(COMPILED, facts, runtime_config=names(ctx) | {"answer": ensemble.answer})

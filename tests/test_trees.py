@@ -1,0 +1,157 @@
+"""Gradient-boosted trees as they ship (XGBoost JSON, LightGBM text, their scikit-learn-API estimators pickled):
+`add` reads each with one command; the source answers as the library's own predict; onnxmltools' ONNX-ML export
+and treelite's compiled trees answer alike on the scoring rows and on rows placed on every split threshold, and
+where a converter moves a threshold (float32 in ONNX's TreeEnsemble, float64 in LightGBM) those rows show it
+and select refuses the variant. Through `dvc repro`, predict and the contest: tests/test_e2e_add.py."""
+
+from __future__ import annotations
+
+import shutil
+
+import joblib
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from pipeline import runtimes
+from pipeline.core.config import Constraints, ExportConfig, ModelConfig
+from pipeline.core.data import DataSet
+from pipeline.core.evaluate import Judging, edge_block
+from pipeline.core.quality import edge_violations
+from pipeline.core.records import EdgeRows
+from pipeline.prepare.add.inspect import tree_file
+from pipeline.prepare.sources import load_source
+from pipeline.prepare.sources.trees import edge_values, splits
+from tests.model_forms import write_boosted
+from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
+
+FILES = {"xgboost": "json", "lightgbm": "txt"}
+
+
+def as_source(tmp_path, library: str, task: str):
+    """The library's own file of a small seeded ensemble as a catalog source, with its held-out rows."""
+    path, rows = write_boosted(tmp_path / "forms", library, "file", task)
+    folder = tmp_path / "models" / "m"
+    folder.mkdir(parents=True)
+    shutil.copy(path, folder / path.name)
+    held = np.load(rows)
+    config = ModelConfig(source=library, file=path.name, onnx_ml=True,
+                         inputs={"X": {"shape": ["batch", held["X"].shape[1]], "dtype": "float32"}})  # fmt: skip
+    return load_source("m", config, tmp_path), held
+
+
+def onnx_session(source, tmp_path):
+    source.export_onnx(tmp_path / "model.onnx", ExportConfig())
+    session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
+    return lambda x: {source.output_names[0]: session.run(None, {"X": x})[0]}
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_the_source_answers_as_the_library_and_the_onnx_ml_export_keeps_every_class(library, tmp_path):
+    source, held = as_source(tmp_path, library, "binary")
+    x = held["X"]
+    estimator_path, _ = write_boosted(tmp_path / "pickled", library, "pickle", "binary")
+    want = joblib.load(estimator_path).predict_proba(x)  # the same seeded training, through the estimator
+    got = source.predict({"X": x})["probabilities"]
+    assert source.output_names == ["probabilities"] and got.shape == (len(x), 2)
+    assert np.abs(got - want).max() < 1e-6
+    exported = onnx_session(source, tmp_path)(x)["probabilities"]
+    assert (exported.argmax(1) == want.argmax(1)).all() and np.abs(exported - want).max() < 1e-5
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_edge_rows_sit_on_the_models_own_thresholds_and_one_step_either_side(library, tmp_path):
+    source, held = as_source(tmp_path, library, "classes")
+    features, thresholds = splits(source.ensemble)
+    assert len(features) and (features < held["X"].shape[1]).all()
+    edges = source.edge_rows(DataSet({"X": held["X"]}))
+    assert len(edges) == 3 * len(features) and "split thresholds" in edges.origin
+    steps = edge_values(thresholds, np.dtype(np.float32))
+    assert (steps[:, 0] < steps[:, 1]).all() and (steps[:, 1] < steps[:, 2]).all()
+    rows = edges.inputs["X"].reshape(len(features), 3, -1)
+    assert (rows[np.arange(len(features)), :, features] == steps).all()
+
+
+def test_a_threshold_onnx_moves_shows_on_the_edge_rows_and_select_refuses_it(tmp_path):
+    """LightGBM compares float32 features to float64 thresholds; ONNX's TreeEnsemble holds them as float32,
+    so rows at a threshold take the other branch: on this seeded regression the export misses the library by
+    a whole leaf on the eval rows already; treelite keeps LightGBM's doubles and every row."""
+    source, held = as_source(tmp_path, "lightgbm", "values")
+    edges = source.edge_rows(DataSet({"X": held["X"]}))
+    edges.outputs = source.predict(edges.inputs)
+    moved = edge_block(edges, onnx_session(source, tmp_path)(edges.inputs["X"]), Judging())
+    assert moved["moved"] > 0 and moved["fidelity"]["prediction"]["output_kind"] == "values"
+    compiled = compile_trees(source, tmp_path)
+    kept = edge_block(edges, compiled.run(edges.inputs), Judging())
+    assert kept["moved"] == 0 and kept["fidelity"]["prediction"]["max_abs_diff"] < 1e-3
+    refused = edge_violations(EdgeRows.model_validate(moved), Constraints(max_rel_error=1e-4))
+    assert refused and "on the split-threshold rows" in refused[0].message
+    assert not edge_violations(EdgeRows.model_validate(kept), Constraints(max_rel_error=1e-4))
+
+
+def test_a_decision_changed_on_an_edge_row_breaks_exactness_whatever_the_f1():
+    block = {"output_kind": "class_scores", "top1_agreement": 0.999, "values_per_row": 2}
+    edges = EdgeRows(rows=3000, origin="test", moved=3, fidelity={"probabilities": block})
+    (found,) = edge_violations(edges, Constraints())
+    assert found.constraint == "exact_edge_decisions" and "3 of 3000 rows" in found.message
+    assert not edge_violations(edges, Constraints(exact_edge_decisions=False))
+
+
+def compile_trees(source, tmp_path):
+    from pipeline.optimize.passes.trees import Treelite, TreeliteConfig
+
+    class Context:  # what Treelite.run reads
+        model, root, out_dir = "m", tmp_path, tmp_path / "compiled"
+        config = source.config
+        source_info = type("Info", (), {"output_names": source.output_names})
+
+    Context.out_dir.mkdir()
+    built = Treelite().run(Context, TreeliteConfig())  # type: ignore[arg-type]
+    assert built.details["trees"] > 0 and built.runtime_config["answer"] == source.ensemble.answer
+    return runtimes.load("tl2cgen", Context.out_dir / built.entry, 1, built.runtime_config)
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_the_baseline_and_the_compiled_trees_answer_as_the_source(library, tmp_path):
+    source, held = as_source(tmp_path, library, "classes")
+    want = source.predict({"X": held["X"]})["probabilities"]
+    native = runtimes.load(library, source.path, 2, {"input_names": ["X"], "output_names": ["probabilities"]})
+    assert np.array_equal(native.run({"X": held["X"]})["probabilities"], want)
+    assert native.details()["library"].startswith(library) and native.details()["threads"] == 2
+    compiled = compile_trees(source, tmp_path).run({"X": held["X"]})["probabilities"]
+    assert (compiled.argmax(1) == want.argmax(1)).all() and np.abs(compiled - want).max() < 1e-5
+
+
+def test_the_inspector_reads_tree_files_by_their_first_bytes_only(tmp_path):
+    xgb, _ = write_boosted(tmp_path, "xgboost", "file")
+    lgbm, _ = write_boosted(tmp_path, "lightgbm", "file")
+    assert tree_file.reads(xgb) and tree_file.reads(lgbm)
+    (tmp_path / "config.json").write_text('{"model_type": "bert"}')
+    (tmp_path / "notes.txt").write_text("trees are nice\n")
+    assert not tree_file.reads(tmp_path / "config.json") and not tree_file.reads(tmp_path / "notes.txt")
+
+
+@pytest.mark.parametrize(("library", "form"), [("xgboost", "file"), ("lightgbm", "file"), ("xgboost", "pickle"),
+                                               ("lightgbm", "pickle")])  # fmt: skip
+def test_add_takes_a_tree_file_or_its_pickled_estimator_with_one_command(
+    project,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+    capsys,
+    library,
+    form,
+):
+    path, rows = write_boosted(tmp_path / "elsewhere", library, form)
+    name = f"{library}_{form}"
+    trust = ["--trust-pickle"] if form == "pickle" else []
+    assert run_add(project, monkeypatch, name, str(path), "--eval", str(rows), *trust) == 0
+    printed = capsys.readouterr().out
+    assert f"objective {'binary:logistic' if library == 'xgboost' else 'binary'}, 30 features" in printed
+    assert f"its baseline is {library}'s own predict (variant {library})" in printed
+    entry = params_of(project)["catalog"][name]
+    file = f"{library}_binary.{FILES[library]}"
+    assert entry["source"] == library and entry["file"] == file and entry["onnx_ml"] is True
+    assert entry["inputs"] == {"X": {"shape": ["batch", 30], "dtype": "float32"}} and entry["metric"] == "accuracy"
+    assert (project / "models" / name / f"{file}.dvc").exists()
+    if form == "pickle":
+        assert "loaded on --trust-pickle, its booster saved as" in printed
