@@ -409,6 +409,33 @@ def somef(pair: Pair) -> dict[str, Any]:
     return {"reads": "somef: an excerpt kept at predict_proba[:, 1] >= 0.8"} | changed(*flags, "excerpts")
 
 
+# --- tree ensembles (issue 74) ----------------------------------------------------------------------------
+
+
+def tree_reader(what: str, reads_as: str, decide: Callable[[np.ndarray], list[Any]]) -> Reader:
+    """A tree package's decision on its model's probabilities ([1 - p, p] for a binary model, as predict_proba)."""
+
+    def read(pair: Pair) -> dict[str, Any]:
+        source, variant = pair.both("probabilities")
+        return {"reads": reads_as} | changed(decide(source), decide(variant), what)
+
+    return read
+
+
+READERS["insurance_xgb"] = tree_reader(
+    "customers", "insurance_predictor: XGBClassifier.predict, P(1) >= 0.5", lambda p: (p[:, 1] >= 0.5).tolist()
+)
+READERS["s2cloudless_lgbm"] = tree_reader(
+    "pixels", "s2cloudless PixelClassifier: P(cloud) >= 0.4 (its threshold)", lambda p: (p[:, 1] >= 0.4).tolist()
+)
+READERS["genomad_xgb"] = tree_reader(
+    "contigs", "geNomad: softmax(margins / 2), argmax: the argmax of the probabilities", lambda p: p.argmax(1).tolist()
+)
+READERS["yasa_lgbm"] = tree_reader(
+    "epochs", "yasa SleepStaging.predict: predict_proba's argmax (N1 N2 N3 R W)", lambda p: p.argmax(1).tolist()
+)
+
+
 # --- audio ---------------------------------------------------------------------------------------------------
 
 

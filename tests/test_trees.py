@@ -155,3 +155,27 @@ def test_add_takes_a_tree_file_or_its_pickled_estimator_with_one_command(
     assert (project / "models" / name / f"{file}.dvc").exists()
     if form == "pickle":
         assert "loaded on --trust-pickle, its booster saved as" in printed
+
+
+def test_an_xgboost_model_with_named_features_exports(tmp_path):
+    """insurance-predictor's model.json names its 47 features and types its one-hot columns as indicators ('i'):
+    onnxmltools reads XGBoost's features only as 'f0', 'f1', ... ('Unable to interpret 'CallDuration'') and an
+    indicator's split from a dump without its threshold (KeyError 'split_condition'): the export converts an
+    unnamed, untyped copy."""
+    import xgboost
+
+    path, rows = write_boosted(tmp_path / "forms", "xgboost", "file")
+    booster = xgboost.Booster(model_file=str(path))
+    booster.feature_names = [f"column {i}" for i in range(booster.num_features())]
+    booster.feature_types = ["i"] * booster.num_features()
+    booster.save_model(str(path))
+    folder = tmp_path / "models" / "named"
+    folder.mkdir(parents=True)
+    shutil.copy(path, folder / path.name)
+    config = ModelConfig(source="xgboost", file=path.name, onnx_ml=True,
+                         inputs={"X": {"shape": ["batch", 30], "dtype": "float32"}})  # fmt: skip
+    source = load_source("named", config, tmp_path)
+    assert source.ensemble.feature_names[0] == "column 0"
+    x = np.load(rows)["X"]
+    exported = onnx_session(source, tmp_path)(x)["probabilities"]
+    assert np.abs(exported - source.predict({"X": x})["probabilities"]).max() < 1e-5

@@ -117,7 +117,20 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
 
 
 OutputKind = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "ctc",
-                     "points", "values"]  # fmt: skip
+                     "points", "strings", "values"]  # fmt: skip
+TEXT = "USO"  # numpy kinds of text outputs (str, bytes, objects): judged by equality, never by a number
+
+
+def strings_fidelity(reference: np.ndarray, output: np.ndarray, why: str) -> dict[str, Any]:
+    """A text output (a classifier's STRING class names): the share of rows whose strings equal the source's, and
+    how many differ (decision_flips)."""
+    rows = len(reference)
+    same = [bool(np.array_equal(r.astype(str), o.astype(str))) for r, o in zip(reference, output, strict=True)]
+    return {"output_kind": "strings", "kind_from": why, "values_per_row": int(np.prod(reference.shape[1:])),
+            "top1_agreement": None, "sequences_kept": sum(same) / rows if rows else 1.0,
+            "decision_flips": rows - sum(same)}  # fmt: skip
+
+
 # What the exported graph's last computing operator tells of an output's range: these bound it to [0, 1] (a
 # probability reading holds), these do not (values that happen to lie in [0, 1] on the eval rows stay values)
 BOUNDED_PRODUCERS = {"Sigmoid", "Softmax", "Clip", "HardSigmoid", "TreeEnsembleClassifier", "ZipMap"}
@@ -222,13 +235,17 @@ class Judging:
     def kind(self, position: int, name: str, reference: np.ndarray) -> tuple[OutputKind, str]:
         """What output `name`, at `position` among the outputs, is judged as (output_kind): the entry's class
         scores are the first output's."""
+        if reference.dtype.kind in TEXT:
+            return "strings", "text (a STRING tensor): each row's strings compared whole, by equality"
         class_scores = self.class_scores if position == 0 else None
-        return output_kind(reference, class_scores, self.embedding, self.declared.get(name), name,
+        return output_kind(reference.astype(np.float64), class_scores, self.embedding, self.declared.get(name), name,
                            self.producers.get(name))  # fmt: skip
 
     def read(self, position: int, name: str, reference: np.ndarray, output: np.ndarray) -> dict[str, Any]:
         """Output `name`'s fidelity block, read as kind() finds (output_fidelity)."""
-        kind, why = self.kind(position, name, reference.astype(np.float64))
+        kind, why = self.kind(position, name, reference)
+        if kind == "strings":
+            return strings_fidelity(reference, np.asarray(output), why)
         points = (self.point_dims.get(name), self.tolerances.get(name))
         return output_fidelity(reference, output, kind, why, self.threshold(name), points)
 

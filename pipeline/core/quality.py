@@ -55,13 +55,14 @@ def output_violations(name: str, block: OutputFidelity, constraints: Constraints
     per row, where a cosine over the column hides a flipped row)."""
     found = _floor(block.top1_agreement, constraints.min_top1_agreement, "min_top1_agreement",
                    f"output {name}: top-1 agreement")  # fmt: skip
-    whole = (
-        "rows whose decoded string is kept (CTC greedy: repeats merged, blank 0 dropped)"
-        if block.output_kind == "ctc"
-        else "rows whose class at every position is kept (a sequence read whole)"
-    )
+    whole = {"ctc": "rows whose decoded string is kept (CTC greedy: repeats merged, blank 0 dropped)",
+             "strings": "rows whose strings equal the source's"}.get(
+        block.output_kind or "", "rows whose class at every position is kept (a sequence read whole)")  # fmt: skip
     found += _floor(block.sequences_kept, constraints.min_top1_agreement, "min_top1_agreement",
                     f"output {name}: {whole}")  # fmt: skip
+    if block.output_kind == "strings" and block.decision_flips:  # text is equal or not: no tolerance
+        found.append(Violation("strings_equal", f"output {name}: {block.decision_flips} rows' strings differ from "
+                               "the source's", 1.0 - (block.sequences_kept or 0.0)))  # fmt: skip
     if block.decision_f1 is not None:
         where = f"; {block.worst_decision_channel}" if block.worst_decision_channel else ""
         at = f"{block.decision_threshold:g}" + (

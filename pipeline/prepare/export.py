@@ -385,7 +385,7 @@ def readings_of(config: ModelConfig, outputs: Arrays, producers: dict[str, str])
     """Each output's reading on the scoring rows and how it was found (pipeline.core.evaluate.output_kind): what
     its variants are judged by."""
     judging = Judging.of(config, producers)
-    found = (judging.kind(i, name, values.astype(np.float64)) for i, (name, values) in enumerate(outputs.items()))
+    found = (judging.kind(i, name, values) for i, (name, values) in enumerate(outputs.items()))
     return {name: {"reading": kind, "how": how} for name, (kind, how) in zip(outputs, found, strict=True)}
 
 

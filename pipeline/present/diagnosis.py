@@ -135,6 +135,7 @@ JUDGED = {
     "min_top1_agreement)",
     "points": "points: each point's displacement in the output's units, the rows whose every point stays within "
     "{tolerance} kept (min_rows_within)",
+    "strings": "text (a STRING tensor): each row's strings equal to the source's, no tolerance (strings_equal)",
     "values": "no decision found: judged by the worst row's cosine and its largest error (min_cosine, "
     "max_value_error; one value per row: max_rel_error)",
 }

@@ -20,6 +20,12 @@ from pipeline.runtimes.base import Session
 SIGNATURE = "serving_default"
 
 
+def as_numpy(tensor: tf.Tensor) -> np.ndarray:
+    """A TF output as the pipeline keeps it: numbers as they are, tf.string as text ('<U'), not bytes objects."""
+    value = np.asarray(tensor)
+    return np.char.decode(value.astype(np.bytes_), "utf-8") if tensor.dtype == tf.string else value
+
+
 class TfSession(Session):
     def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
         try:
@@ -41,7 +47,7 @@ class TfSession(Session):
 
     def run(self, inputs: Arrays) -> Arrays:
         outputs = self._signature(**self._tensors(inputs))
-        return {name: np.asarray(outputs[name]) for name in self.output_names}
+        return {name: as_numpy(outputs[name]) for name in self.output_names}
 
     def prepare(self, inputs: Arrays) -> Callable[[], Any]:
         signature, tensors = self._signature, self._tensors(inputs)

@@ -168,7 +168,7 @@ class OutputFidelity(Part):
         """Judged by the decisions read off it (class scores, probabilities, a grid's channels), not by
         similarity: its cosine and relative error are context."""
         return self.output_kind in ("class_scores", "probabilities", "channels", "logits", "class_logits", "ctc",
-                                    "points")  # fmt: skip
+                                    "points", "strings")  # fmt: skip
 
     @property
     def score(self) -> float | None:

@@ -116,7 +116,7 @@ def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str
                 f"({type(error).__name__}: {first_line(error)})"]  # fmt: skip
     judging, lines = Judging.of(config, file_producers(source.path)), []
     for i, (name, values) in enumerate(outputs.items()):
-        kind, how = judging.kind(i, name, values.astype("float64"))
+        kind, how = judging.kind(i, name, values)
         found = f"output {name!r}: {how} (on {len(values)} {what})"
         if kind != "values":
             found = f"output {name!r} read as {kind}: {how} (on {len(values)} {what})"

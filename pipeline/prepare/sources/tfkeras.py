@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from pipeline.core import rescues
@@ -21,6 +20,7 @@ from pipeline.core.data import Arrays
 from pipeline.core.errors import ConfigError, ModelFileError, first_line
 from pipeline.core.model_code import import_object
 from pipeline.prepare.sources.base import SourceModel, output_names
+from pipeline.runtimes.tf_rt import as_numpy
 
 TF2ONNX_MAX_OPSET = 18  # the newest opset tf2onnx 1.17 emits
 SIGNATURE = "serving_default"
@@ -30,12 +30,13 @@ TfCall = Callable[..., list[tf.Tensor]]
 
 def input_signature(specs: dict[str, InputSpec]) -> list[tf.TensorSpec]:
     """Symbolic dimensions (a batch axis named by a symbol included) stay open: None in TF."""
-    return [
-        tf.TensorSpec(
-            [d if isinstance(d, int) else None for d in spec.shape], tf.dtypes.as_dtype(spec.dtype), name=name
-        )
-        for name, spec in specs.items()
-    ]
+    return [tf.TensorSpec([d if isinstance(d, int) else None for d in spec.shape], tf_dtype(spec.dtype), name=name)
+            for name, spec in specs.items()]  # fmt: skip
+
+
+def tf_dtype(dtype: str) -> tf.DType:
+    """The spec's dtype as TensorFlow's: text (`str`) is tf.string."""
+    return tf.string if dtype == "str" else tf.dtypes.as_dtype(dtype)
 
 
 class ServingModule(tf.Module):
@@ -77,7 +78,7 @@ class TfSource(SourceModel):
 
     def predict(self, inputs: Arrays) -> Arrays:
         outputs = self.call(*(tf.constant(inputs[name]) for name in self.config.inputs))
-        return {name: np.asarray(t) for name, t in zip(self._names, outputs, strict=True)}
+        return {name: as_numpy(t) for name, t in zip(self._names, outputs, strict=True)}
 
     def serving_module(self, jit: bool) -> ServingModule:
         return ServingModule(self.tracked, self.call, self.config.inputs, self._names, jit)

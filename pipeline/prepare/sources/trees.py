@@ -117,10 +117,17 @@ class TreeSource(SourceModel):
         ensemble = self.ensemble
         convert = onnxmltools.convert_xgboost if ensemble.library == "xgboost" else onnxmltools.convert_lightgbm
         options = {} if ensemble.library == "xgboost" else {"zipmap": False}
+        booster = ensemble.booster
+        if ensemble.library == "xgboost" and (booster.feature_names or booster.feature_types):
+            # onnxmltools reads features as 'f%d' only, and an indicator feature's ('i') split from its dump, which
+            # then names no threshold: an unnamed, untyped copy dumps every split with its threshold (the trees
+            # and their predictions are the same; categorical splits ('c') are not converted either way)
+            booster = booster.copy()
+            booster.feature_names, booster.feature_types = None, None
         dtype = self.config.inputs[self._input].dtype
         tensor = DoubleTensorType if dtype == "float64" else FloatTensorType
         try:
-            model = convert(ensemble.booster, initial_types=[(self._input, tensor([None, ensemble.features]))],
+            model = convert(booster, initial_types=[(self._input, tensor([None, ensemble.features]))],
                             target_opset=min(export.opset, ONNXMLTOOLS_OPSET), **options)  # fmt: skip
         except Exception as error:
             raise ModelFileError(f"{self.path}: onnxmltools could not convert the {ensemble.library} model "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -81,11 +82,15 @@ def convert(ctx: BuildContext, frontend: str) -> ov.Model:
             record = rescue.record(error, specialised_to={name: value.item() for name, value in values.items()})
             model.set_rt_info(json.dumps(record), [RESCUE_INFO])  # save() records it (NNCF keeps a model's rt_info)
             return model
-    if ctx.config.source == "tflite":
-        return from_tflite(ctx)
-    if ctx.config.source != "torch":
-        raise PipelineError(f"frontend 'source' converts PyTorch models and TFLite files; {ctx.model} is a "
+    if (reader := SOURCE_READERS.get(ctx.config.source)) is None:
+        raise PipelineError(f"frontend 'source' converts {' and '.join(SOURCE_READERS)} models; {ctx.model} is a "
                             f"{ctx.config.source} model")  # fmt: skip
+    return reader(ctx)
+
+
+def from_torch(ctx: BuildContext) -> ov.Model:
+    """The PyTorch source module traced by OpenVINO's PyTorch front end, its ports given the spec's names."""
+    import openvino as ov
     import torch
 
     from pipeline.optimize.passes.pytorch import source_module
@@ -183,3 +188,7 @@ class OpenVinoFp16(ConvertsSource):
 
     def run(self, ctx: BuildContext, config: OpenVinoConfig) -> BuildResult:
         return save(ctx, convert(ctx, config.frontend), compress_to_fp16=True, config=config)
+
+
+# The source kinds `frontend: source` reads with OpenVINO's own front end, and how (DIRECT: those `auto` picks)
+SOURCE_READERS: dict[str, Callable[[BuildContext], ov.Model]] = {"tflite": from_tflite, "torch": from_torch}

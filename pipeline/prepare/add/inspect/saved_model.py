@@ -30,7 +30,8 @@ def inspect_savedmodel(name: str, path: Path, flags: Flags) -> Inferred:
     inputs: dict[str, Input] = {}
     used: dict[str, int] = {}
     for input_name, tensor in sorted(signature.structured_input_signature[1].items()):
-        inputs[input_name] = Input(spec_shape(input_name, tensor.shape.as_list(), flags.dims, used), tensor.dtype.name)
+        dtype = "str" if tensor.dtype.name == "string" else tensor.dtype.name  # tf.string: text, as the schema names it
+        inputs[input_name] = Input(spec_shape(input_name, tensor.shape.as_list(), flags.dims, used), dtype)
     entry = Entry("savedmodel", file=path.name, inputs=inputs, dims=used)
     loader = f"; read by the TF1 loader ({rescued['seen']}: rescue {rescued['rescue']})" if rescued else ""
     return Inferred(entry, {path.name: path}, [path.name], [f"inputs from its {SIGNATURE} signature{loader}",

@@ -1,0 +1,66 @@
+"""A SavedModel whose serving signature takes and gives text (tf.string), as a TF Estimator exports a classifier
+(guesslang's: one STRING input, float scores beside STRING class names): `add` writes the input as `str`, the
+source and the tf_graph variant answer with text ('<U', never bytes objects), and a STRING output is judged by
+equality, row by row, with no tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline import runtimes
+from pipeline.core.config import Constraints, ModelConfig
+from pipeline.core.evaluate import Judging
+from pipeline.core.quality import output_violations
+from pipeline.core.records import OutputFidelity
+from pipeline.prepare.sources import load_source
+from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
+
+SNIPPETS = np.array(["def f(x):\n    return x", "int main() { return 0; }", "SELECT 1;", "print('hi')"])
+
+
+def write_text_classifier(folder):
+    """folder/text_model: scores [N, 2] from each text's length, and the class name of the larger one (STRING)."""
+    import tensorflow as tf
+
+    class TextClassifier(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="content")])
+        def serve(self, content):
+            length = tf.cast(tf.strings.length(content), tf.float32)
+            long = tf.sigmoid((length - 18.0) / 4.0)
+            scores = tf.stack([1.0 - long, long], axis=1)
+            names = tf.constant(["short", "long"])
+            return {"scores": scores, "classes": tf.gather(names, tf.argmax(scores, axis=1))}
+
+    module = TextClassifier()
+    path = folder / "text_model"
+    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve})
+    return path
+
+
+def test_a_string_savedmodel_goes_in_and_runs_in_tensorflow_with_text_out(project, tmp_path, monkeypatch, capsys):  # noqa: F811
+    path = write_text_classifier(tmp_path)
+    assert run_add(project, monkeypatch, "lang", str(path)) == 0
+    capsys.readouterr()
+    entry = params_of(project)["catalog"]["lang"]
+    assert entry["source"] == "savedmodel" and entry["inputs"] == {"content": {"shape": ["batch"], "dtype": "str"}}
+    source = load_source("lang", ModelConfig.model_validate(entry), project)
+    got = source.predict({"content": SNIPPETS})
+    assert got["classes"].dtype.kind == "U" and got["classes"].tolist() == ["long", "long", "short", "short"]
+    served = tmp_path / "served"
+    source.serving_module(jit=False).save(served)  # what the tf_graph variant writes
+    session = runtimes.load("tensorflow", served, 1, {})
+    again = session.run({"content": SNIPPETS})
+    assert again["classes"].tolist() == got["classes"].tolist()
+    assert np.allclose(again["scores"], got["scores"])
+
+
+def test_a_string_output_is_judged_by_equality_row_by_row():
+    reference = np.array([["python", "c"], ["sql", "go"], ["rust", "java"]])
+    changed = reference.copy()
+    changed[1, 1] = "c"
+    kept = Judging().read(0, "classes", reference, reference.copy())
+    assert kept["output_kind"] == "strings" and kept["sequences_kept"] == 1.0 and kept["decision_flips"] == 0
+    moved = OutputFidelity.model_validate(Judging().read(0, "classes", reference, changed))
+    assert moved.sequences_kept == 2 / 3 and moved.decides and moved.score == 2 / 3
+    (found,) = output_violations("classes", moved, Constraints())
+    assert found.constraint == "strings_equal" and "1 rows' strings differ" in found.message
