@@ -8,6 +8,7 @@ The estimator is stateless at predict time: concurrent requests share it."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,15 @@ PROBABILITIES, PREDICTION = "probabilities", "prediction"  # the outputs, as the
 
 def load_estimator(path: Path) -> tuple[Any, list[str]]:
     """The estimator in a joblib or pickle file (joblib reads both) and what loading it warned (a pickle
-    written by another scikit-learn release)."""
+    written by another scikit-learn release); a file of the same bytes is unpickled once per process (`add`
+    reads it, then checks the entry it wrote against the copy in models/NAME/)."""
+    import hashlib
+
+    return _unpickled(hashlib.sha256(path.read_bytes()).hexdigest(), path)
+
+
+@functools.cache
+def _unpickled(digest: str, path: Path) -> tuple[Any, list[str]]:
     import joblib
     from sklearn.exceptions import InconsistentVersionWarning
 

@@ -33,7 +33,7 @@ def write_model(name: str, inferred: Inferred, root: Path) -> list[str]:
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, staging / target)
         os.rename(staging, folder)
         new_params.write_text(with_entry(params_path.read_text(), name, inferred.entry.as_yaml()))
-        inferred.notes += check(name, new_params, root)
+        inferred.notes += [note for note in check(name, new_params, root) if note not in inferred.notes]
         tracked = track(folder, inferred.tracked + _large(folder, EVAL_FILE), root)
         os.replace(new_params, params_path)
     except BaseException:

@@ -68,35 +68,45 @@ class SklearnSource(SourceModel):
         return {self._names[0]: call(self.estimator, inputs[self._input])}
 
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
-        import skl2onnx
-        import sklearn
-
-        from pipeline.core import onnx_files
-
-        start = time.perf_counter()
-        opsets = SKL2ONNX_OPSETS | {"": min(export.opset, SKL2ONNX_OPSETS[""])}
         try:
-            model = skl2onnx.to_onnx(self.estimator, initial_types=[initial_type(self._input, self.config.inputs[
-                self._input])], options={"zipmap": False}, target_opset=opsets)  # fmt: skip
+            return {**export_estimator(self.estimator, self._input, self.config.inputs[self._input], self._names, path,
+                                       export.opset),
+                    **({"load_warnings": self._warnings} if self._warnings else {})}  # fmt: skip
         except Exception as error:
             raise ModelFileError(
                 f"{self.path}: skl2onnx could not convert the {type(self.estimator).__name__}: "
                 f"{type(error).__name__}: {first_line(error)}"
             ) from None
-        answer = "probabilities" if hasattr(self.estimator, "predict_proba") else "variable"
-        kept = [o for o in model.graph.output if o.name == answer] or list(model.graph.output)[-1:]
-        del model.graph.output[:]
-        model.graph.output.extend(kept)
-        onnx_files.name_outputs(model, self._names)
-        rescued = onnx_files.with_available_locale(model)
-        onnx_files.save(model, path)
-        return {
-            "exporter": f"skl2onnx {skl2onnx.__version__} (scikit-learn {sklearn.__version__})",
-            "export_s": time.perf_counter() - start,
-            "estimator": type(self.estimator).__name__,
-            **({"load_warnings": self._warnings} if self._warnings else {}),
-            **({"rescues": [rescued]} if rescued else {}),
-        }
+
+
+def export_estimator(
+    estimator: Any, input_name: str, spec: InputSpec, names: list[str], path: Path, opset: int
+) -> dict[str, Any]:
+    """skl2onnx's graph of `estimator` written to `path`: its one input typed by the spec, the probabilities (or the
+    prediction) kept as a plain tensor named `names`, the label left out; what was done. `add` calls it on the
+    estimator it loaded (pipeline.prepare.add.inspect.sklearn_file), the export stage through SklearnSource."""
+    import skl2onnx
+    import sklearn
+
+    from pipeline.core import onnx_files
+
+    start = time.perf_counter()
+    opsets = SKL2ONNX_OPSETS | {"": min(opset, SKL2ONNX_OPSETS[""])}
+    model = skl2onnx.to_onnx(estimator, initial_types=[initial_type(input_name, spec)], options={"zipmap": False},
+                             target_opset=opsets)  # fmt: skip
+    answer = "probabilities" if hasattr(estimator, "predict_proba") else "variable"
+    kept = [o for o in model.graph.output if o.name == answer] or list(model.graph.output)[-1:]
+    del model.graph.output[:]
+    model.graph.output.extend(kept)
+    onnx_files.name_outputs(model, names)
+    rescued = onnx_files.with_available_locale(model)
+    onnx_files.save(model, path)
+    return {
+        "exporter": f"skl2onnx {skl2onnx.__version__} (scikit-learn {sklearn.__version__})",
+        "export_s": time.perf_counter() - start,
+        "estimator": type(estimator).__name__,
+        **({"rescues": [rescued]} if rescued else {}),
+    }
 
 
 def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> SklearnSource:

@@ -2,7 +2,8 @@
 only on the user's `--trust-pickle`: loading a pickle runs code from the file. Its one input is read off the
 estimator and the eval rows: numbers [batch, n_features_in_] in the eval data's float or int dtype (float32
 without eval data), text (a pipeline that starts with a text vectorizer) as strings [batch, 1]. skl2onnx
-converts it once here, so `add` says whether its graph needs ONNX-ML operators (`onnx_ml`)."""
+converts the estimator it loaded once here, so `add` says whether its graph needs ONNX-ML operators (`onnx_ml`); the
+pickle is unpickled once per process (sklearn_rt.load_estimator), the check of the written entry included."""
 
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ def the_input(path: Path, estimator: Any, arrays: dict[str, np.ndarray]) -> tupl
 
 def inspect_sklearn(name: str, path: Path, flags: Flags) -> Inferred:
     """The entry of a saved estimator, loaded only on `--trust-pickle`; `name` is the model's."""
-    from pipeline.core.config import ExportConfig, ModelConfig
+    from pipeline.core.config import ExportConfig, InputSpec
     from pipeline.prepare.sources.onnxfile import onnx_ml_operators
+    from pipeline.prepare.sources.sklearn import export_estimator
     from pipeline.runtimes.sklearn_rt import load_estimator, output_names_of
 
     if not flags.trust_pickle:
@@ -83,19 +85,17 @@ def inspect_sklearn(name: str, path: Path, flags: Flags) -> Inferred:
     entry = Entry("sklearn", file=path.name, inputs={input_name: spec})
     notes = [f"a {type(estimator).__name__} loaded on --trust-pickle; its input {input_name!r} {spec.dtype} "
              f"{spec.shape} ({how})", *(f"loading it warned: {said}" for said in warned)]  # fmt: skip
-    from pipeline.prepare.sources.sklearn import SklearnSource
-
     with tempfile.TemporaryDirectory(prefix="add-sklearn-") as scratch:
-        folder = Path(scratch) / "models" / name
-        folder.mkdir(parents=True)
-        (folder / path.name).symlink_to(path)
-        config = ModelConfig.model_validate({"source": "sklearn", "file": path.name,
-                                             "inputs": {input_name: spec.as_yaml()}, "eval_data": None})  # fmt: skip
-        source = SklearnSource(name, config, Path(scratch))
-        source.export_onnx(Path(scratch) / "model.onnx", ExportConfig())
+        graph = Path(scratch) / "model.onnx"
+        try:
+            export_estimator(estimator, input_name, InputSpec.model_validate(spec.as_yaml()),
+                             output_names_of(estimator), graph, ExportConfig().opset)  # fmt: skip
+        except Exception as error:
+            raise AddError(f"{path}: skl2onnx could not convert the {type(estimator).__name__}: "
+                           f"{type(error).__name__}: {first_line(error)}") from None  # fmt: skip
         import onnx
 
-        if operators := onnx_ml_operators(onnx.load(str(Path(scratch) / "model.onnx"))):
+        if operators := onnx_ml_operators(onnx.load(str(graph))):
             entry.onnx_ml = True
             notes.append(f"skl2onnx writes ONNX-ML operators ({', '.join(operators)}): ONNX Runtime runs them; the "
                          "variants that cannot (OpenVINO, FP16, INT8) get no stage")  # fmt: skip
