@@ -152,18 +152,32 @@ def _serving(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from pipeline.ci.gate import print_gate, run_gate
+    """The stored verdict; latency re-measured here, side by side, when asked (--remeasure) or when the base revision
+    ran on another CPU (unless --no-remeasure: then, or when the base artifacts cannot be had, NOT_COMPARABLE)."""
+    from pipeline.ci.gate import NOT_COMPARABLE, PASSED, REGRESSED, print_gate, run_gate
     from pipeline.core.config import load_params
 
     params = load_params(args.params)
     percentile = args.percentile or params.select.percentile
-    verdicts, movements, warnings = run_gate(params, args.rev, args.threshold, percentile, args.model or None)
-    print_gate(verdicts, movements, warnings, args.rev, args.threshold, percentile)
-    if not args.remeasure:
-        return 1 if any(v.failures for v in verdicts) else 0
+    run = run_gate(params, args.rev, args.threshold, percentile, args.model or None)
+    print_gate(run, args.rev, args.threshold, percentile)
+    if run.comparable and not args.remeasure:
+        return REGRESSED if run.failed else PASSED
+    judge_here = f"python -m pipeline gate --remeasure --rev {args.rev}"
+    if not run.comparable and args.no_remeasure:
+        print(f"gate: NOT COMPARABLE: {args.rev}'s latency was measured on {run.machines[0]}, this workspace's on "
+              f"{run.machines[1]}; `{judge_here}` judges it here, side by side")  # fmt: skip
+        return REGRESSED if run.failed else NOT_COMPARABLE
     from pipeline.ci.remeasure import remeasure
 
-    results, origins = remeasure({v.model: (v.before, v.after) for v in verdicts}, args.rev, args.rounds)
+    try:
+        results, origins = remeasure({v.model: (v.before, v.after) for v in run.verdicts}, args.rev, args.rounds)
+    except PipelineError as error:
+        if run.comparable:
+            raise
+        print(f"gate: NOT COMPARABLE: {args.rev} was measured on {run.machines[0]} and its chosen artifacts cannot "
+              f"be had here ({error}); `{judge_here}` judges it where the DVC cache or remote holds them")  # fmt: skip
+        return REGRESSED if run.failed else NOT_COMPARABLE
     print(f"\nPaired, measured now: {args.rounds} alternating rounds, each in a fresh process (batch-1 p50)")
     paired_failures = []
     for result in results:
@@ -175,10 +189,10 @@ def _gate(args: argparse.Namespace) -> int:
               f"{result.now.variant} now [{now}] ms: {result.change_pct:+.1f}% {verdict}")  # fmt: skip
     # Latency is judged on the paired figures; everything else (quality, nothing feasible) as stored.
     timing = ("latency", "slower artifact")
-    stored = [f for v in verdicts for f in v.failures if not any(word in f for word in timing)]
+    stored = [f for v in run.verdicts for f in v.failures if not any(word in f for word in timing)]
     failed = stored + paired_failures
     print(f"gate (paired): {'FAILED' if failed else 'passed'}")
-    return 1 if failed else 0
+    return REGRESSED if failed else PASSED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -294,14 +308,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     serving.set_defaults(run=_serving)
     gate = commands.add_parser(
-        "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI)"
+        "gate", help="fail (exit 1) when a chosen artifact regressed against a git revision (for CI); 3: not comparable"
     )
     gate.add_argument("model", nargs="*", help="models to check (default: those in params.yaml)")
     gate.add_argument("--rev", default="HEAD~1", help="git revision to compare with (default: HEAD~1)")
     gate.add_argument("--threshold", type=float, default=10.0, help="allowed latency regression, percent (default 10)")
     gate.add_argument("--percentile", choices=["p50", "p90", "p99"], help="default: select.percentile in params.yaml")
     gate.add_argument("--params", type=Path, default=Path("params.yaml"))
-    gate.add_argument("--remeasure", action="store_true", help="judge latency on A/B figures measured now")
+    gate.add_argument("--remeasure", action="store_true", help="judge latency on A/B figures measured now (the "
+                      "default when the base revision ran on another CPU)")  # fmt: skip
+    gate.add_argument("--no-remeasure", action="store_true", help="never re-measure: a base revision from another "
+                      "CPU exits 3 (not comparable) with the command that would judge it")  # fmt: skip
     gate.add_argument("--rounds", type=int, default=4, help="alternating rounds for --remeasure (default 4)")
     gate.set_defaults(run=_gate)
     args, unknown = parser.parse_known_args(argv)

@@ -474,8 +474,8 @@ def test_add_takes_the_users_metric_file_and_the_outputs_threshold(project, tmp_
     printed = capsys.readouterr().out
     assert "output 'tags' comes from a sigmoid: probabilities" in printed
     assert (
-        "output 'tags' read as probabilities: every value in [0, 1], rows not summing to 1 (the graph's Sigmoid) (on 12 "
-        "eval rows); decisions at 0.3 (--threshold tags=V to read them elsewhere)" in printed
+        "output 'tags' read as probabilities: every value in [0, 1], rows not summing to 1 (the graph's Sigmoid) "
+        "(on 12 eval rows); decisions at 0.3 (--threshold tags=V to read them elsewhere)" in printed
     )
     assert "metric: missed from tag_metric.py (copied beside the model; lower is better)" in printed
     assert "labelled rows (tags_true [12, 3])" in printed

@@ -43,9 +43,9 @@ REGISTRY, SCHEMA, USER_DOCS = "pipeline/core/registry.py", "pipeline/core/config
 EDITS = [
     (REGISTRY, "SOURCES: dict[str, Source] = {\n", "SOURCES: dict[str, Source] = {\n"
      f'    "{KIND}": Source("pipeline.prepare.sources.{KIND}", "onnx_fp32", ("onnx", "onnxruntime")),\n'),
-    (SCHEMA, '"jax", "transformers"]', f'"jax", "transformers", "{KIND}"]'),  # SourceKind
-    (SCHEMA, 'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn")',
-     f'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "{KIND}")'),  # what a model of the kind must name
+    (SCHEMA, '"transformers"]  # fmt: skip', f'"transformers", "{KIND}"]  # fmt: skip'),  # SourceKind
+    (SCHEMA, 'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm")',
+     f'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm", "{KIND}")'),  # its `file`
     (USER_DOCS, "`jax`, `onnx`, or", f"`jax`, `onnx`, `{KIND}` (an ONNX file, loaded as `onnx`), or"),
 ]  # fmt: skip
 
@@ -56,8 +56,8 @@ def test_a_source_kind_added_as_the_docs_say_exports_and_is_measured_end_to_end(
     pipeline = [sys.executable, "-m", "pipeline"]
     params = recipe_project(root, variants=["onnx_fp32"])
 
-    # docs/development.md, "Adding a source kind": 1. the loader, 2. its SOURCES entry, 3. the schema,
-    # 4. the user's docs; then a model of the kind (the user's), 5. the generators.
+    # docs/development.md, "Adding a source kind": 1. the loader, 2. its SOURCES entry, 4. the schema, 6. the user's
+    # docs (no runtime of its own, 3, and no inspector, 5); then a model of the kind (the user's), 7. the generators.
     (root / LOADER_FILE).write_text(textwrap.dedent(LOADER_CODE).lstrip())
     for file, old, new in EDITS:
         text = (root / file).read_text()

@@ -5,8 +5,8 @@ than the threshold, its accuracy drop passes the model's constraint (vs the FP32
 revision's choice), the choice moved to a slower artifact (by more than the noise both runs
 measured), or nothing meets the constraints any more. Everything is read from the metrics files
 the pipeline commits (reports/details and reports/selection), so it needs git, not the DVC cache.
-When the revision's figures come from other hardware (reports/env.json) it says so: use
---remeasure, which times both choices here, side by side.
+When the revision's figures come from another CPU (reports/env.json) its latency is never judged from them: the
+CLI times both choices here, side by side (pipeline.ci.remeasure), or says why it cannot and exits NOT_COMPARABLE.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pipeline.core.errors import PipelineError
 from pipeline.core.quality import quality_violations
 from pipeline.core.records import Accuracy, Records
 from pipeline.core.records import env as records_env
+
+PASSED, REGRESSED, NOT_COMPARABLE = 0, 1, 3  # exit statuses (2: bad input, as every command)
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -104,8 +106,11 @@ def judge(
     params: Params,
     threshold_pct: float,
     percentile: str,
+    latency_comparable: bool = True,
 ) -> Verdict:
-    """One model's verdict from each side's recorded choice: the failures (if any) and what moved."""
+    """One model's verdict from each side's recorded choice: the failures (if any) and what moved. Latency is judged
+    from the stored figures only when both sides were measured on the same CPU (`latency_comparable`); quality,
+    feasibility and the choice itself always are."""
     limit = params.select.constraints_for(model).max_metric_drop
     chosen_before, chosen_after = _deployed(choice_before, before), _deployed(choice_after, after)
     verdict = Verdict(model, chosen_before, chosen_after)
@@ -132,7 +137,9 @@ def judge(
     verdict.before_ms, verdict.before_delta = then.latency(percentile), then.accuracy_delta
     verdict.noise_pct = (then.p50_ci_pct or 0.0) + (now.p50_ci_pct or 0.0)  # both intervals
     change = verdict.change_pct or 0.0
-    if change > threshold_pct:
+    if not latency_comparable:
+        verdict.notes.append("latency not judged from the stored figures: the two sides ran on different CPUs")
+    elif change > threshold_pct:
         verdict.failures.append(f"{percentile} latency regressed {change:+.1f}% (threshold {threshold_pct:g}%)")
         if change <= verdict.noise_pct:
             verdict.notes.append(
@@ -166,6 +173,26 @@ def moved(before: Records, after: Records, percentile: str, threshold_pct: float
     return out
 
 
+@dataclass
+class GateRun:
+    """What the stored figures say: each model's verdict, the variants that moved, warnings, each side's machine, and
+    whether their latencies compare (measured on the same CPU)."""
+
+    verdicts: list[Verdict]
+    movements: dict[str, list[tuple[str, float, float]]]
+    warnings: list[str]
+    machines: tuple[str, str]  # the base revision's, the workspace's
+    comparable: bool
+
+    @property
+    def failed(self) -> bool:
+        return any(v.failures for v in self.verdicts)
+
+
+def machine_of(env: records_env.Env | None) -> str:
+    return f"{env.machine_name or 'unnamed'} ({env.cpu_id})" if env else "unknown (no reports/env.json)"
+
+
 def run_gate(
     params: Params,
     rev: str = "HEAD~1",
@@ -173,9 +200,9 @@ def run_gate(
     percentile: str | None = None,
     models: list[str] | None = None,
     root: Path = Path("."),
-) -> tuple[list[Verdict], dict[str, list[tuple[str, float, float]]], list[str]]:
-    """Compare the figures in the workspace with those at `rev`: per-model verdicts, variants that
-    moved, warnings."""
+) -> GateRun:
+    """Compare the figures in the workspace with those at `rev`. Latency is compared only where both sides' env.json
+    name the same CPU (or either has none, as before env.json was recorded: then with a warning)."""
     if threshold_pct < 0:
         raise PipelineError(f"gate: --threshold must be >= 0 percent, got {threshold_pct}")
     percentile = percentile or params.select.percentile
@@ -190,11 +217,12 @@ def run_gate(
     warnings = []
     then = _json_at(rev, PurePosixPath(layout.env_file(results).as_posix()), root)
     env_then, env_now = records_env.parse(then) if then else None, records_env.load(root / results)
-    if env_then and env_now and env_then.cpu_id != env_now.cpu_id:
-        warnings.append(
-            f"the base revision was measured on another CPU ({env_then.cpu_id} vs {env_now.cpu_id}): latency changes "
-            "may be the machine, not the change"
-        )
+    comparable = not (env_then and env_now and env_then.cpu_id != env_now.cpu_id)
+    if not comparable:
+        warnings.append(f"the base revision was measured on another CPU ({machine_of(env_then)}, this workspace on "
+                        f"{machine_of(env_now)}): its latency figures are not compared with these")  # fmt: skip
+    elif not (env_then and env_now):
+        warnings.append("one side names no machine (no reports/env.json): latency compared as if on the same CPU")
     verdicts, movements = [], {}
     for model in models or list(params.models):
         before, after = records_at(rev, model, root, results), records.load(model, root / results)
@@ -208,25 +236,21 @@ def run_gate(
                 params,
                 threshold_pct,
                 percentile,
+                comparable,
             )
         )
-        movements[model] = moved(before, after, percentile, threshold_pct)
-    return verdicts, movements, warnings
+        movements[model] = moved(before, after, percentile, threshold_pct) if comparable else []
+    return GateRun(verdicts, movements, warnings, (machine_of(env_then), machine_of(env_now)), comparable)
 
 
-def print_gate(
-    verdicts: list[Verdict],
-    movements: dict[str, list[tuple[str, float, float]]],
-    warnings: list[str],
-    rev: str,
-    threshold_pct: float,
-    percentile: str,
-) -> None:
-    """The table of what moved, and one line per failure."""
+def print_gate(run: GateRun, rev: str, threshold_pct: float, percentile: str) -> None:
+    """Each side's machine first, then the table of what moved and one line per failure."""
     from rich.console import Console
     from rich.table import Table
 
+    verdicts, movements, warnings = run.verdicts, run.movements, run.warnings
     console = Console(width=160)
+    console.print(f"gate: {rev} measured on {run.machines[0]}; the workspace on {run.machines[1]}")
     table = Table(title=f"Regression gate: workspace vs {rev} ({percentile} latency, threshold {threshold_pct:g}%)")
     for column in ("model", "chosen", f"{percentile} ms", "change", "noise", "accuracy Δ", "verdict"):
         table.add_column(column, justify="right" if column in ("change", "noise") else "left")
