@@ -129,3 +129,22 @@ def test_a_text_model_takes_its_eval_rows_as_jsonl_text(project, tmp_path, monke
     bad.write_text('{"text": "a fine film", "label": "good"}\n')
     assert run_add(project, monkeypatch, "reviews_bad", str(path), "--eval", str(bad), "--trust-pickle") == 2
     assert "a label that is not an integer class" in capsys.readouterr().err
+
+
+class Unconvertible:
+    """A fitted estimator skl2onnx has no converter for (as YASA's LGBMClassifier was before trees went in)."""
+
+    n_features_in_ = 4
+
+    def predict(self, x):
+        return np.zeros(len(x))
+
+
+def test_an_estimator_skl2onnx_refuses_is_one_error_naming_the_users_file(project, tmp_path, monkeypatch, capsys):  # noqa: F811
+    path = tmp_path / "elsewhere" / "odd.joblib"
+    path.parent.mkdir()
+    joblib.dump(Unconvertible(), path)
+    assert run_add(project, monkeypatch, "odd", str(path), "--trust-pickle") == 2
+    error = capsys.readouterr().err
+    assert f"{path}: skl2onnx could not convert the Unconvertible" in error, error
+    assert "odd" not in params_of(project)["catalog"]

@@ -226,6 +226,12 @@ def runtime_names(names: list[str], specs: dict[str, InputSpec]) -> dict[str, st
     return found
 
 
+def by_input_name(arrays: Arrays, specs: dict[str, InputSpec]) -> Arrays:
+    """`arrays` with those named as a runtime prints an input's tensor (runtime_names) under the input's own name."""
+    renamed = runtime_names(list(arrays), specs)
+    return {renamed.get(name, name): value for name, value in arrays.items()}
+
+
 def load_user_data(
     path: Path, specs: dict[str, InputSpec], field_name: str, bounds: dict[str, int] | None = None
 ) -> DataSet:
@@ -240,7 +246,7 @@ def load_user_data(
             arrays = {k: z[k] for k in z.files}
     except (OSError, ValueError, zipfile.BadZipFile) as error:
         raise ModelFileError(f"{what}: not a readable .npz file ({error})") from None
-    arrays = {runtime_names(list(arrays), specs).get(k, k): v for k, v in arrays.items()}
+    arrays = by_input_name(arrays, specs)
     inputs = check_inputs(rows_first(arrays, specs), specs, what)
     check_input_values(inputs, specs, what, declared_bounds(specs) if bounds is None else bounds)
     rows = len(next(iter(inputs.values())))

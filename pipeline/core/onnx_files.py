@@ -113,6 +113,15 @@ def graph_stats(path: Path) -> dict[str, object]:
     return {"nodes": len(model.graph.node), "top_ops": ", ".join(f"{op}:{n}" for op, n in ops.most_common(3))}
 
 
+def keep_output(model: onnx.ModelProto, wanted: str | None, names: list[str]) -> None:
+    """Keep the converter's output named `wanted` (else its last: a classifier converter writes the label first
+    and the probabilities last) and name it as the source does (`names`)."""
+    kept = [o for o in model.graph.output if o.name == wanted] or list(model.graph.output)[-1:]
+    del model.graph.output[:]
+    model.graph.output.extend(kept)
+    name_outputs(model, names)
+
+
 def name_outputs(model: onnx.ModelProto, names: list[str]) -> None:
     """Give the graph's outputs `names`, whatever the exporter called them.
 
@@ -259,3 +268,13 @@ def output_producers(model: onnx.ModelProto) -> dict[str, str]:
         if node is not None:
             found[output.name] = node.op_type
     return found
+
+
+def file_producers(path: Path) -> dict[str, str]:
+    """output_producers of the ONNX file at `path`, its weights left unread; {} where `path` is no ONNX file (a
+    source of another kind, a failed export)."""
+    import onnx
+
+    if path.suffix != ".onnx" or not path.is_file():
+        return {}
+    return output_producers(onnx.load(str(path), load_external_data=False))

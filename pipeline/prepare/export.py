@@ -295,7 +295,7 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
         if (edges := source.edge_rows(evaluation)) is not None:
             edges.outputs = run_batched(source.predict, edges.inputs, batch, fixed is not None)
             edges.save(tmp / layout.EDGES)
-        producers = graph_producers(onnx_path, source.output_names)
+        producers = onnx_files.file_producers(onnx_path)  # what tells a sigmoid's [0, 1] from a Linear layer's
         metric = resolve(config.metric, name, root)  # a metric that cannot load or run fails the model here
         source_metric = metric(evaluation.outputs, evaluation.targets) if metric and evaluation.targets else None
         report: dict[str, Any] = {
@@ -387,17 +387,6 @@ def readings_of(config: ModelConfig, outputs: Arrays, producers: dict[str, str])
     judging = Judging.of(config, producers)
     found = (judging.kind(i, name, values) for i, (name, values) in enumerate(outputs.items()))
     return {name: {"reading": kind, "how": how} for name, (kind, how) in zip(outputs, found, strict=True)}
-
-
-def graph_producers(path: Path, outputs: list[str]) -> dict[str, str]:
-    """By output: the operator computing it in the ONNX export (onnx_files.output_producers), what tells a sigmoid's
-    [0, 1] from a Linear layer's; {} without an export."""
-    if not path.exists():
-        return {}
-    import onnx
-
-    found = onnx_files.output_producers(onnx.load(str(path), load_external_data=False))
-    return {name: found[name] for name in outputs if name in found}
 
 
 def check_output_names(name: str, config: ModelConfig, outputs: list[str]) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 from pipeline.core.data import Arrays, run_batched
 from pipeline.core.errors import ModelFileError
 from pipeline.core.files import sha256
-from pipeline.core.inputs import check_input_values, check_inputs, outputs_to_model, rows_first, runtime_names
+from pipeline.core.inputs import by_input_name, check_input_values, check_inputs, outputs_to_model, rows_first
 from pipeline.core.records import manifest as manifest_record
 from pipeline.machine.fingerprint import cores
 from pipeline.runtimes import load as load_runtime
@@ -80,8 +80,7 @@ class Predictor:
                 names = ", ".join(self.inputs)
                 raise ModelFileError(f"{source}: the model takes {len(self.inputs)} inputs ({names}); give an .npz")
             inputs = {next(iter(self.inputs)): inputs}
-        inputs = {runtime_names(list(inputs), self.inputs).get(k, k): v for k, v in inputs.items()}
-        checked = check_inputs(rows_first(inputs, self.inputs), self.inputs, source)
+        checked = check_inputs(rows_first(by_input_name(inputs, self.inputs), self.inputs), self.inputs, source)
         if self.check_values:
             check_input_values(checked, self.inputs, source, self.bounds, self.allow_nonfinite, NONFINITE_HINT)
         return checked

@@ -84,18 +84,6 @@ def with_judging(inferred: Inferred, flags: Flags) -> None:
         inferred.notes += [f"output {o!r}: a point may move {t:g} (--tolerance)" for o, t in flags.tolerances.items()]
 
 
-def file_producers(path: Path) -> dict[str, str]:
-    """By output, the operator computing it where the model is an ONNX file (the other kinds' graphs are the
-    export's: their readings are found again there, with the graph)."""
-    if path.suffix != ".onnx" or not path.is_file():
-        return {}
-    import onnx
-
-    from pipeline.core.onnx_files import output_producers
-
-    return output_producers(onnx.load(str(path), load_external_data=False))
-
-
 def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str]:
     """One line per output: what it is read as and how that was found (pipeline.core.evaluate.output_kind),
     from the source run on up to READ_ROWS eval rows (generated rows without them), and the flag that
@@ -103,6 +91,7 @@ def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str
     from pipeline.core.data import run_batched, sample_batch
     from pipeline.core.evaluate import Judging
     from pipeline.core.inputs import load_user_data
+    from pipeline.core.onnx_files import file_producers
 
     if config.eval_data:
         rows = load_user_data(folder / config.eval_data, config.inputs, "--eval").inputs
@@ -114,7 +103,7 @@ def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str
     except Exception as error:
         return [f"its outputs' readings are found at export: running it on the {what} here failed "
                 f"({type(error).__name__}: {first_line(error)})"]  # fmt: skip
-    judging, lines = Judging.of(config, file_producers(source.path)), []
+    judging, lines = Judging.of(config, file_producers(source.path)), []  # an ONNX file's graph; others' at export
     for i, (name, values) in enumerate(outputs.items()):
         kind, how = judging.kind(i, name, values)
         found = f"output {name!r}: {how} (on {len(values)} {what})"

@@ -68,23 +68,18 @@ class SklearnSource(SourceModel):
         return {self._names[0]: call(self.estimator, inputs[self._input])}
 
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
-        try:
-            return {**export_estimator(self.estimator, self._input, self.config.inputs[self._input], self._names, path,
-                                       export.opset),
-                    **({"load_warnings": self._warnings} if self._warnings else {})}  # fmt: skip
-        except Exception as error:
-            raise ModelFileError(
-                f"{self.path}: skl2onnx could not convert the {type(self.estimator).__name__}: "
-                f"{type(error).__name__}: {first_line(error)}"
-            ) from None
+        exported = export_estimator(self.estimator, self._input, self.config.inputs[self._input], self._names, path,
+                                    export.opset, self.path)  # fmt: skip
+        return exported | ({"load_warnings": self._warnings} if self._warnings else {})
 
 
 def export_estimator(
-    estimator: Any, input_name: str, spec: InputSpec, names: list[str], path: Path, opset: int
+    estimator: Any, input_name: str, spec: InputSpec, names: list[str], path: Path, opset: int, source_file: Path
 ) -> dict[str, Any]:
     """skl2onnx's graph of `estimator` written to `path`: its one input typed by the spec, the probabilities (or the
     prediction) kept as a plain tensor named `names`, the label left out; what was done. `add` calls it on the
-    estimator it loaded (pipeline.prepare.add.inspect.sklearn_file), the export stage through SklearnSource."""
+    estimator it loaded (pipeline.prepare.add.inspect.sklearn_file), the export stage through SklearnSource; a
+    conversion skl2onnx refuses is a ModelFileError naming `source_file`, the user's pickle."""
     import skl2onnx
     import sklearn
 
@@ -92,13 +87,13 @@ def export_estimator(
 
     start = time.perf_counter()
     opsets = SKL2ONNX_OPSETS | {"": min(opset, SKL2ONNX_OPSETS[""])}
-    model = skl2onnx.to_onnx(estimator, initial_types=[initial_type(input_name, spec)], options={"zipmap": False},
-                             target_opset=opsets)  # fmt: skip
-    answer = "probabilities" if hasattr(estimator, "predict_proba") else "variable"
-    kept = [o for o in model.graph.output if o.name == answer] or list(model.graph.output)[-1:]
-    del model.graph.output[:]
-    model.graph.output.extend(kept)
-    onnx_files.name_outputs(model, names)
+    try:
+        model = skl2onnx.to_onnx(estimator, initial_types=[initial_type(input_name, spec)],
+                                 options={"zipmap": False}, target_opset=opsets)  # fmt: skip
+    except Exception as error:
+        raise ModelFileError(f"{source_file}: skl2onnx could not convert the {type(estimator).__name__}: "
+                             f"{type(error).__name__}: {first_line(error)}") from None  # fmt: skip
+    onnx_files.keep_output(model, "probabilities" if hasattr(estimator, "predict_proba") else "variable", names)
     rescued = onnx_files.with_available_locale(model)
     onnx_files.save(model, path)
     return {

@@ -133,11 +133,9 @@ class TreeSource(SourceModel):
             raise ModelFileError(f"{self.path}: onnxmltools could not convert the {ensemble.library} model "
                                  f"(objective {ensemble.objective}): {type(error).__name__}: "
                                  f"{first_line(error)}") from None  # fmt: skip
-        wanted = output_name(ensemble.answer) if ensemble.answer != "values" else None
-        kept = [o for o in model.graph.output if o.name == wanted] or list(model.graph.output)[-1:]
-        del model.graph.output[:]
-        model.graph.output.extend(kept)
-        onnx_files.name_outputs(model, self._names)
+        onnx_files.keep_output(
+            model, output_name(ensemble.answer) if ensemble.answer != "values" else None, self._names
+        )
         onnx_files.save(model, path)
         return {
             "exporter": f"onnxmltools {onnxmltools.__version__} ({ensemble.library} {ensemble.version})",

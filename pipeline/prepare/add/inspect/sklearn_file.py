@@ -80,19 +80,15 @@ def inspect_sklearn(name: str, path: Path, flags: Flags) -> Inferred:
     if type(estimator).__module__.split(".")[0] in TREE_LIBRARIES:
         from pipeline.prepare.add.inspect.tree_file import from_estimator
 
-        return from_estimator(name, path, estimator, flags)
+        return from_estimator(path, estimator, flags)
     input_name, spec, how = the_input(path, estimator, eval_arrays(flags))
     entry = Entry("sklearn", file=path.name, inputs={input_name: spec})
     notes = [f"a {type(estimator).__name__} loaded on --trust-pickle; its input {input_name!r} {spec.dtype} "
              f"{spec.shape} ({how})", *(f"loading it warned: {said}" for said in warned)]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="add-sklearn-") as scratch:
         graph = Path(scratch) / "model.onnx"
-        try:
-            export_estimator(estimator, input_name, InputSpec.model_validate(spec.as_yaml()),
-                             output_names_of(estimator), graph, ExportConfig().opset)  # fmt: skip
-        except Exception as error:
-            raise AddError(f"{path}: skl2onnx could not convert the {type(estimator).__name__}: "
-                           f"{type(error).__name__}: {first_line(error)}") from None  # fmt: skip
+        export_estimator(estimator, input_name, InputSpec.model_validate(spec.as_yaml()), output_names_of(estimator),
+                         graph, ExportConfig().opset, path)  # fmt: skip
         import onnx
 
         if operators := onnx_ml_operators(onnx.load(str(graph))):

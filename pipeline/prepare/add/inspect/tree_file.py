@@ -56,9 +56,9 @@ def inspect_trees(name: str, path: Path, flags: Flags) -> Inferred:
     return inferred(path.name, path, ensemble, flags, f"a {ensemble.library} {ensemble.version} model file")
 
 
-def from_estimator(name: str, pickle: Path, estimator: Any, flags: Flags) -> Inferred:
-    """The entry of a scikit-learn-API tree estimator loaded from `pickle`: its booster saved in the library's
-    own format beside nothing the user has (a scratch folder), that file the model."""
+def from_estimator(pickle: Path, estimator: Any, flags: Flags) -> Inferred:
+    """The entry of a scikit-learn-API tree estimator loaded from `pickle`: its booster saved in the library's own
+    format in a scratch folder, and that file the model."""
     from pipeline.runtimes.boosters import open_ensemble
 
     scratch = Path(tempfile.mkdtemp(prefix="add-trees-"))
