@@ -98,27 +98,33 @@ def write_boosted(folder: Path, library: str, form: str, task: str = "binary") -
     """A small gradient-boosted ensemble (seeded, a few shallow trees) as its users ship it: `form` "file" is the
     library's own file (XGBoost JSON, LightGBM text), "pickle" its scikit-learn-API estimator through joblib.
     `task` binary: scikit-learn's breast-cancer rows (30 features); classes: its digits (64 features, 10
-    classes); values: a regression on the diabetes rows (10 features). folder/<library>_<task>.npz holds the
-    held-out third as float32 `X` and, for the classifiers, their `labels`."""
+    classes); values: a regression on the diabetes rows (10 features); ranking: a learning-to-rank model on them
+    (queries of 10 rows, the target binned into 5 grades). folder/<library>_<task>.npz holds the held-out third as
+    float32 `X` and, for the classifiers, their `labels`."""
     import joblib
     from sklearn import datasets
 
     x, y = {"binary": datasets.load_breast_cancer, "classes": datasets.load_digits,
-            "values": datasets.load_diabetes}[task](return_X_y=True)  # fmt: skip
+            "values": datasets.load_diabetes, "ranking": datasets.load_diabetes}[task](return_X_y=True)  # fmt: skip
     x = x.astype(np.float32)
     order = np.random.default_rng(0).permutation(len(x))
     train, held = order[: 2 * len(x) // 3], order[2 * len(x) // 3 :]
+    fit: dict = {}
+    if task == "ranking":  # queries of 10 consecutive training rows, graded 0-4 by the target's quintile
+        y = np.digitize(y, np.quantile(y, [0.2, 0.4, 0.6, 0.8]))
+        train = train[: len(train) // 10 * 10]
+        fit = {"group": [10] * (len(train) // 10)}
     if library == "xgboost":
         import xgboost
 
-        kind = xgboost.XGBRegressor if task == "values" else xgboost.XGBClassifier
-        model = kind(n_estimators=12, max_depth=3, random_state=0, n_jobs=1).fit(x[train], y[train])
+        kind = {"values": xgboost.XGBRegressor, "ranking": xgboost.XGBRanker}.get(task, xgboost.XGBClassifier)
+        model = kind(n_estimators=12, max_depth=3, random_state=0, n_jobs=1).fit(x[train], y[train], **fit)
         native = model.get_booster()
     else:
         import lightgbm
 
-        kind = lightgbm.LGBMRegressor if task == "values" else lightgbm.LGBMClassifier
-        model = kind(n_estimators=12, num_leaves=7, random_state=0, n_jobs=1, verbose=-1).fit(x[train], y[train])
+        kind = {"values": lightgbm.LGBMRegressor, "ranking": lightgbm.LGBMRanker}.get(task, lightgbm.LGBMClassifier)
+        model = kind(n_estimators=12, num_leaves=7, random_state=0, n_jobs=1, verbose=-1).fit(x[train], y[train], **fit)
         native = model.booster_
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{library}_{task}"
@@ -129,5 +135,5 @@ def write_boosted(folder: Path, library: str, form: str, task: str = "binary") -
         path = folder / f"{stem}.{'json' if library == 'xgboost' else 'txt'}"
         native.save_model(str(path))
     rows = folder / f"{stem}.npz"
-    np.savez(rows, X=x[held], **({} if task == "values" else {"labels": y[held].astype(np.int64)}))
+    np.savez(rows, X=x[held], **({} if task in ("values", "ranking") else {"labels": y[held].astype(np.int64)}))
     return path, rows

@@ -195,3 +195,19 @@ def test_a_linear_layers_values_in_0_1_are_values_where_the_graph_shows_no_sigmo
     kind, why = Judging(producers={"onet_out": "Sigmoid"}).kind(0, "onet_out", reference)
     assert kind == "probabilities" and "the graph's Sigmoid" in why
     assert Judging().kind(0, "onet_out", reference)[0] == "probabilities"  # no graph known: the values decide
+
+
+def test_every_reading_is_one_type_an_entry_can_declare_and_the_report_can_state():
+    """A reading is one class in pipeline.core.readings: the schema's `judged_as` words are its names (text is told by
+    its dtype, never declared), each states its verdict, and a record naming none is judged by the figures it holds."""
+    from typing import get_args
+
+    from pipeline.core.config import OutputKindName
+    from pipeline.core.readings import READINGS, UNKNOWN, reading
+
+    assert set(get_args(OutputKindName)) == set(READINGS) - {"strings"}
+    for name, found in READINGS.items():
+        assert found.name == name and found.verdict.format(threshold="0.5", logit="0", tolerance="1")
+    assert reading(None) is UNKNOWN and reading("no such reading") is UNKNOWN
+    old = {"cosine_min": 0.5, "values_per_row": 8, "top1_agreement": 0.9}  # written before readings were kept
+    assert {v.constraint for v in violations(old)} == {"min_cosine"}  # and its top-1 (no floor by default)

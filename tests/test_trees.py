@@ -12,13 +12,15 @@ import joblib
 import numpy as np
 import onnxruntime as ort
 import pytest
+import yaml
 
 from pipeline import runtimes
 from pipeline.core.config import Constraints, ExportConfig, ModelConfig
 from pipeline.core.data import DataSet
-from pipeline.core.evaluate import Judging, edge_block
-from pipeline.core.quality import edge_violations
-from pipeline.core.records import EdgeRows
+from pipeline.core.errors import NotApplicable
+from pipeline.core.evaluate import Judging, edge_block, fidelity_block
+from pipeline.core.quality import edge_violations, quality_violations
+from pipeline.core.records import EdgeRows, Measured
 from pipeline.prepare.add.inspect import tree_file
 from pipeline.prepare.sources import load_source
 from pipeline.prepare.sources.trees import edge_values, splits
@@ -179,3 +181,58 @@ def test_an_xgboost_model_with_named_features_exports(tmp_path):
     x = np.load(rows)["X"]
     exported = onnx_session(source, tmp_path)(x)["probabilities"]
     assert np.abs(exported - source.predict({"X": x})["probabilities"]).max() < 1e-5
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_a_ranker_is_judged_by_the_order_it_puts_rows_in(project, tmp_path, monkeypatch, capsys, library):  # noqa: F811
+    """A learning-to-rank model's score is read by its order: `add` declares its output a ranking; treelite keeps
+    every pair's order; onnxmltools writes an XGBoost ranker as a binary classifier (no ONNX-ML variant: skipped with
+    that reason) and LightGBM's float32 thresholds move a few pairs; a variant that swaps two rows the source tells
+    apart is refused, though its largest error is small against the scores' range."""
+    path, rows = write_boosted(tmp_path / "elsewhere", library, "file", "ranking")
+    assert run_add(project, monkeypatch, f"{library}_rank", str(path), "--eval", str(rows)) == 0
+    assert "a ranking score per row, judged by the order it puts rows in" in capsys.readouterr().out
+    assert params_of(project)["catalog"][f"{library}_rank"]["judged_as"] == {"prediction": "ranking"}
+    source, held = as_source(tmp_path, library, "ranking")
+    x, judging = held["X"], Judging(declared={"prediction": "ranking"})
+    want = {"prediction": source.predict({"X": x})["prediction"]}
+    compiled = compile_trees(source, tmp_path).run({"X": x})
+    kept = fidelity_block(want, compiled, judging=judging)["prediction"]
+    assert kept["output_kind"] == "ranking" and kept["pairs_ordered"] == 1.0 and kept["decision_flips"] == 0
+    if library == "xgboost":
+        with pytest.raises(NotApplicable, match="as a binary classifier"):
+            source.export_onnx(tmp_path / "model.onnx", ExportConfig())
+    else:
+        exported = fidelity_block(want, onnx_session(source, tmp_path)(x), judging=judging)["prediction"]
+        assert exported["pairs_ordered"] < 1.0  # a row down the other branch of a float32 threshold, a leaf apart
+    scores = want["prediction"].ravel()
+    values, counts = np.unique(scores, return_counts=True)  # trees tie rows: two neighbouring scores held by one row
+    low = next(i for i in range(len(values) - 1) if counts[i] == counts[i + 1] == 1)
+    a, b = (int(np.flatnonzero(scores == values[i])[0]) for i in (low, low + 1))
+    swapped = want["prediction"].copy()
+    swapped[[a, b]] = swapped[[b, a]]
+    block = fidelity_block(want, {"prediction": swapped}, judging=judging)["prediction"]
+    assert block["decision_flips"] == 2 and block["pairs_ordered"] < 1.0
+    refused = quality_violations(Measured(fidelity={"prediction": block}), Constraints(min_pairs_ordered=1.0))
+    assert [v.constraint for v in refused] == ["min_pairs_ordered"]
+
+
+def test_a_converter_that_does_not_apply_skips_the_onnx_variants_with_its_reason(tmp_path):
+    """An XGBoost ranker has no ONNX-ML export (onnxmltools would write a classifier): the export says so, its
+    ONNX variants are skipped as not applicable with that reason, and the library's baseline builds."""
+    from pipeline.core.config import Params
+    from pipeline.core.outcome import Kind
+    from pipeline.optimize.stage import build_variant
+    from pipeline.prepare.export import export_model
+
+    source, _ = as_source(tmp_path, "xgboost", "ranking")
+    config = source.config.model_copy(update={"judged_as": {"prediction": "ranking"}})
+    raw = {"models": ["m"], "catalog": {"m": config.model_dump(mode="json", exclude_none=True)},
+           "variants": {"onnx_fp32": {}, "xgboost": {}}}  # fmt: skip
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))  # the isolated build reads it
+    params = Params.model_validate(raw)
+    report = export_model("m", params, tmp_path)
+    assert report["status"] == "skipped" and "as a binary classifier" in report["reason"]
+    onnx = build_variant("m", "onnx_fp32", params, tmp_path)
+    assert onnx.status == "skipped" and onnx.kind == Kind.NOT_APPLICABLE and "as a binary classifier" in onnx.reason
+    assert build_variant("m", "xgboost", params, tmp_path).status == "ok"

@@ -39,9 +39,10 @@ VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool", "str"]
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
 BUILT_IN_METRICS = ("accuracy", "binary_accuracy", "f1", "cer", "none")
-# What an output is judged as (pipeline.core.evaluate.output_kind), when its values cannot tell
+# What an output is judged as, when its values cannot tell: a pipeline.core.readings.READINGS name (all but strings,
+# which a STRING tensor's dtype tells)
 OutputKindName = Literal["class_scores", "probabilities", "embedding", "channels", "logits", "class_logits", "ctc",
-                         "points", "values"]  # fmt: skip
+                         "points", "ranking", "values"]  # fmt: skip
 
 
 class Strict(BaseModel):
@@ -509,6 +510,9 @@ class Constraints(Strict):
     # as the library's, no tolerance (a moved threshold or a misread base score shows here first); an output that
     # decides nothing (a regression) is held there to max_rel_error as on the scoring rows
     exact_edge_decisions: bool = True
+    # A ranking (a learning-to-rank model's score per row): the share of row pairs the source tells apart that the
+    # variant keeps in the source's order, over all scoring rows (an order kept there is kept in every query)
+    min_pairs_ordered: float | None = Field(default=0.999, gt=0, le=1)
     max_latency_ms: float | None = Field(default=None, gt=0)  # at select.percentile
     max_size_mb: float | None = Field(default=None, gt=0)
     max_ppl_increase_pct: float | None = Field(default=2.0, ge=0)  # text generation: perplexity vs the FP32 source

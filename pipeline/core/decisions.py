@@ -218,3 +218,131 @@ def argmax_logits(reference: np.ndarray) -> bool:
     top = 1.0 / np.exp(shifted).sum(axis=-1)  # the softmax's largest value at each position
     picked = np.unique(values.argmax(axis=-1))
     return bool(np.median(top) >= 0.9 and len(picked) >= 5)
+
+
+SCALE_RATIO = 50.0  # channels whose reference peaks differ by more than this are judged one by one
+MAX_CHANNELS = 256  # an axis longer than this holds positions or features, not channels
+
+
+def mixed_scale_channels(reference: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(axis, each channel's peak |value|) when an axis after the batch holds channels on different
+    scales (peaks more than SCALE_RATIO apart), else None. Only outputs of rank 3 and more: a grid
+    [batch, channels, positions] or [batch, positions, channels]; a 2-D row is one vector (logits,
+    an embedding) whose dimensions are judged together."""
+    if reference.ndim < 3 or not reference.size:
+        return None
+    for axis in dict.fromkeys((1, reference.ndim - 1)):
+        channels = reference.shape[axis]
+        if not 2 <= channels <= MAX_CHANNELS:
+            continue
+        peaks = channel_peaks(reference, axis)
+        live = peaks[peaks > 0]
+        if len(live) >= 2 and live.max() > SCALE_RATIO * live.min():
+            return axis, peaks
+    return None
+
+
+def score_grid(reference: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(axis, each channel's peak |value|) when an axis after the batch holds a detector's channels at any
+    scale: some channels all in [0, 1] (objectness, class scores) beside others that are not (boxes), and
+    more positions than channels (anchors: a hidden state [batch, 8 tokens, 128] is no grid), else None."""
+    if reference.ndim < 3 or not reference.size:
+        return None
+    for axis in dict.fromkeys((1, reference.ndim - 1)):
+        channels = reference.shape[axis]
+        if not 2 <= channels <= MAX_CHANNELS or reference[0].size // channels < channels:
+            continue
+        bounded = probability_channels(reference, axis)
+        if bounded.any() and not bounded.all():
+            return axis, channel_peaks(reference, axis)
+    return None
+
+
+def grid_channels(reference: np.ndarray) -> tuple[int, np.ndarray, str] | None:
+    """(axis, peaks, why) of a grid of channels: mixed scales, else scores beside boxes."""
+    if (mixed := mixed_scale_channels(reference)) is not None:
+        return (*mixed, f"axis {mixed[0]} holds channels on scales over {SCALE_RATIO:g}x apart")
+    if (scored := score_grid(reference)) is not None:
+        return (*scored, f"axis {scored[0]} holds score channels in [0, 1] beside unbounded ones (boxes)")
+    return None
+
+
+def channel_peaks(reference: np.ndarray, axis: int) -> np.ndarray:
+    """Each channel's largest |value| along `axis`."""
+    channels = reference.shape[axis]
+    return np.abs(np.moveaxis(reference, axis, 0).reshape(channels, -1)).max(axis=1).astype(np.float64)
+
+
+def channel_errors(
+    reference: np.ndarray, output: np.ndarray, axis: int, peaks: np.ndarray, judged: np.ndarray | None = None
+) -> tuple[float, str]:
+    """The worst channel's max abs error relative to its own reference peak, and which channel it is
+    (with the figures a person checks: its error and its peak), over the `judged` channels (default all).
+    A channel the source holds at 0 is judged against the largest peak."""
+    channels = len(peaks)
+    diff = np.abs(np.moveaxis(output - reference, axis, 0).reshape(channels, -1)).max(axis=1)
+    scale = np.where(peaks > 0, peaks, peaks.max())
+    relative = diff / np.where(scale > 0, scale, 1.0)
+    if judged is not None:
+        relative = np.where(judged, relative, -np.inf)
+    worst = int(np.argmax(relative))
+    return float(
+        relative[worst]
+    ), f"axis {axis} channel {worst}: max error {diff[worst]:.4g} of a {peaks[worst]:.4g} peak"
+
+
+NEIGHBOURS = 10  # recall@k of the source's nearest neighbours
+
+
+def neighbour_agreement(reference: np.ndarray, output: np.ndarray, k: int = NEIGHBOURS) -> dict[str, float | None]:
+    """Does the variant rank the rows as the source does? Rows flattened and compared by cosine:
+    `neighbour_recall`, the mean share of each row's k nearest other rows under the source that
+    stay among its k nearest under the variant (k capped at rows - 1); `similarity_rank_corr`,
+    Spearman's rank correlation of every pair's similarity. None below 3 rows, or when every pair
+    is alike (nothing to rank)."""
+    from scipy.stats import spearmanr
+
+    n = len(reference)
+    if n < 3:
+        return {"neighbour_recall": None, "similarity_rank_corr": None}
+    ref_sim, got_sim = _similarities(reference), _similarities(output)
+    k = min(k, n - 1)
+    np.fill_diagonal(ref_sim, -np.inf)
+    np.fill_diagonal(got_sim, -np.inf)
+    ref_nn = np.argpartition(-ref_sim, k - 1, axis=1)[:, :k]
+    got_nn = np.argpartition(-got_sim, k - 1, axis=1)[:, :k]
+    recall = np.mean([len(np.intersect1d(a, b)) / k for a, b in zip(ref_nn, got_nn, strict=True)])
+    upper = np.triu_indices(n, 1)
+    ref_pairs, got_pairs = ref_sim[upper], got_sim[upper]
+    alike = np.ptp(ref_pairs) == 0 or np.ptp(got_pairs) == 0
+    return {
+        "neighbour_recall": float(recall),
+        "similarity_rank_corr": None if alike else float(spearmanr(ref_pairs, got_pairs).statistic),
+    }
+
+
+def _similarities(rows: np.ndarray) -> np.ndarray:
+    """Cosine similarity of every pair of rows (flattened); a zero row is alike to none."""
+    flat = rows.reshape(len(rows), -1).astype(np.float64)
+    norms = np.linalg.norm(flat, axis=1, keepdims=True)
+    unit = flat / np.where(norms > 0, norms, 1.0)
+    return unit @ unit.T
+
+
+def pairs_ordered(reference: np.ndarray, output: np.ndarray, block: int = 512) -> tuple[float, int]:
+    """A ranking's decisions: of every pair of rows whose source scores differ past float rounding (1e-5 of the
+    largest score), the share the variant keeps in the source's order (a tie it makes is no order), and how many
+    rows moved past another. Over all rows, not within queries: an order kept everywhere is kept in every query."""
+    ref = reference.reshape(len(reference), -1)[:, 0].astype(np.float64)
+    got = output.reshape(len(output), -1)[:, 0].astype(np.float64)
+    rounding = 1e-5 * max(float(np.abs(ref).max(initial=0.0)), np.finfo(np.float32).tiny)
+    apart = kept = 0
+    moved = np.zeros(len(ref), dtype=bool)
+    for start in range(0, len(ref), block):  # a block of rows against every row: memory stays block x rows
+        ref_gap = ref[start : start + block, None] - ref[None, :]
+        told = np.abs(ref_gap) > rounding
+        swapped = told & (np.sign(ref_gap) != np.sign(got[start : start + block, None] - got[None, :]))
+        apart += int(told.sum())
+        kept += int((told & ~swapped).sum())
+        moved[start : start + block] |= swapped.any(axis=1)
+    return (kept / apart if apart else 1.0), int(moved.sum())

@@ -28,7 +28,7 @@ import numpy as np
 from pipeline.core import layout, onnx_files
 from pipeline.core.config import PARAMS_FILE, ExportConfig, InputSpec, ModelConfig, Params
 from pipeline.core.data import Arrays, DataSet, run_batched, sample_batch
-from pipeline.core.errors import ConfigError, PipelineError, first_line
+from pipeline.core.errors import ConfigError, NotApplicable, PipelineError, first_line
 from pipeline.core.evaluate import Judging
 from pipeline.core.files import atomic_dir, tree_digest, write_json
 from pipeline.core.inputs import (
@@ -268,9 +268,10 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
                 env=CONVERTER_ENV.get(config.source),
                 usage=usage,
             )
-            export_failure = ""
-        except IsolatedFailure as failure:
-            exported, export_failure = {}, f"ONNX export failed: {failure}"
+            export_failure, export_skip = "", None
+        except IsolatedFailure as failure:  # a converter that does not apply (NotApplicable) is a skip, not a failure
+            exported, export_skip = {}, failure.skip_kind
+            export_failure = f"no ONNX export: {failure}" if export_skip else f"ONNX export failed: {failure}"
         exported["export_process_s"] = time.perf_counter() - start
         exported["export_peak_mb"] = round(usage.peak_mb, 1)  # the converter's process tree
         start = time.perf_counter()
@@ -323,6 +324,8 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
         validation.save(tmp / layout.VALIDATION)
         fixed = report["fixed_batch"]  # the exporter's, when it proved an ONNX file's batch relaxable
         try:
+            if export_skip:
+                raise NotApplicable(export_failure)
             if export_failure:
                 raise PipelineError(export_failure)
             report |= check_onnx(
@@ -345,7 +348,8 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
         except Exception as error:  # a converter failure is a result to record, not a crash
             if not isinstance(error, PipelineError):
                 traceback.print_exc()
-            report |= {"status": "failed", "reason": str(error) if isinstance(error, PipelineError) else
+            report |= {"status": "skipped" if isinstance(error, NotApplicable) else "failed",
+                       "reason": str(error) if isinstance(error, PipelineError) else
                        f"ONNX check failed: {type(error).__name__}: {first_line(error)}"}  # fmt: skip
         if report["status"] != "ok":
             for leftover in tmp.glob(layout.EXPORTED_ONNX + "*"):
@@ -382,7 +386,7 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
 
 
 def readings_of(config: ModelConfig, outputs: Arrays, producers: dict[str, str]) -> dict[str, dict[str, str]]:
-    """Each output's reading on the scoring rows and how it was found (pipeline.core.evaluate.output_kind): what
+    """Each output's reading on the scoring rows and how it was found (pipeline.core.readings.detect): what
     its variants are judged by."""
     judging = Judging.of(config, producers)
     found = (judging.kind(i, name, values) for i, (name, values) in enumerate(outputs.items()))

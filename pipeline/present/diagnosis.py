@@ -6,6 +6,7 @@ and which rows and outputs the quality figures rest on. Read from the records an
 from __future__ import annotations
 
 from pipeline.core.outcome import Skip
+from pipeline.core.readings import READINGS, reading
 from pipeline.core.records import Choice, Kind, Records, VariantRecord
 from pipeline.core.records.env import Cpu
 from pipeline.core.registry import should_beat
@@ -121,33 +122,15 @@ def scored_rows(found: Records, chosen: str | None) -> str | None:
     return accuracy and f"{accuracy.eval_origin}; {accuracy.eval_samples} of them scored for `{variant}`"
 
 
-JUDGED = {
-    "class_scores": "class scores: the class picked at every position kept (top-1 agreement, min_top1_agreement)",
-    "probabilities": "probabilities: the decisions at {threshold} kept (F1 against the source's, min_decision_f1)",
-    "embedding": "an embedding (task: embedding): neighbour recall@10 beside the worst row's cosine (min_cosine)",
-    "channels": "a grid of channels (a detector's): its score channels' decisions at {threshold} (min_decision_f1), "
-    "its coordinates' worst error against their own peak (max_channel_error)",
-    "logits": "raw logits read through a sigmoid: the decisions at {threshold} (logit {logit}) kept (F1 against the "
-    "source's, min_decision_f1)",
-    "class_logits": "raw logits read by argmax: the class picked at every position kept (top-1 agreement, "
-    "min_top1_agreement)",
-    "ctc": "a CTC recogniser's scores: each row's greedy-decoded string kept (repeats merged, blank 0 dropped; "
-    "min_top1_agreement)",
-    "points": "points: each point's displacement in the output's units, the rows whose every point stays within "
-    "{tolerance} kept (min_rows_within)",
-    "strings": "text (a STRING tensor): each row's strings equal to the source's, no tolerance (strings_equal)",
-    "values": "no decision found: judged by the worst row's cosine and its largest error (min_cosine, "
-    "max_value_error; one value per row: max_rel_error)",
-}
 DECLARE = (
-    "another reading is declared in the model's catalog entry: `judged_as: {{{name}: logits}}` (or class_scores, "
-    "probabilities, embedding, channels, class_logits, ctc, points, values), `decision_threshold: {{{name}: 0.25}}`, "
+    "another reading is declared in the model's catalog entry: `judged_as: {{{name}: logits}}` (or {kinds}), "
+    "`decision_threshold: {{{name}: 0.25}}`, "
     "`point_tolerance: {{{name}: 2.0}}`, or a task metric on labelled eval data (`metric:`, your function included)"
 )
 
 
 def judged_outputs(found: Records, metric_decides: bool = True) -> list[str]:
-    """How each output was judged (pipeline.core.evaluate.output_kind) and why, from the first measured
+    """How each output was judged (pipeline.core.readings) and why, from the first measured
     record; with a task metric, which outputs it judges (alone, unless `metric_decides` is false)."""
     first = next((r for r in found.values() if r.ok and r.outputs), None)
     if first is None:
@@ -160,14 +143,15 @@ def judged_outputs(found: Records, metric_decides: bool = True) -> list[str]:
         threshold = f"{block.decision_threshold:g}" if block.decision_threshold is not None else "its threshold"
         tolerance = f"{block.point_tolerance:.3g}" if block.point_tolerance is not None else "its tolerance"
         logit = f"{block.decision_logit:g}" if block.decision_logit is not None else "0"
-        judged = JUDGED[block.output_kind].format(threshold=threshold, logit=logit, tolerance=tolerance)
+        judged = reading(block.output_kind).verdict.format(threshold=threshold, logit=logit, tolerance=tolerance)
         why = f"; known from: {block.kind_from}" if block.kind_from else ""
         if metric and (first.metric_reads_every_output or i == 0):
             also = "and" if not metric_decides else "context:"
             judged = f"the task metric `{metric}` (max_metric_drop); {also} {judged}"
         lines.append(f"`{name}`: {judged}{why}")
     if lines:
-        lines.append(DECLARE.format(name=next(iter(first.outputs))))
+        kinds = ", ".join(k for k in READINGS if k not in ("logits", "strings"))
+        lines.append(DECLARE.format(name=next(iter(first.outputs)), kinds=kinds))
     return lines
 
 

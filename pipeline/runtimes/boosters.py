@@ -58,6 +58,12 @@ class Ensemble:
             return "classes"
         return "values"
 
+    @property
+    def ranks(self) -> bool:
+        """A learning-to-rank objective (XGBoost's rank:*, LightGBM's lambdarank, rank_xendcg): its score per row
+        is read by the order it puts rows in."""
+        return self.objective.startswith("rank") or self.objective == "lambdarank"
+
     def predictor(self, threads: int) -> Callable[[np.ndarray], np.ndarray]:
         """The library's fastest call for dense rows, at `threads`."""
         booster = self.booster

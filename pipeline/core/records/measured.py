@@ -119,8 +119,8 @@ class OutputFidelity(Part):
     """One output against the FP32 source on the same rows (pipeline.core.evaluate.output_fidelity), or a
     decoder's logits (pipeline.measure.generation.quality)."""
 
-    # what the output was judged as (pipeline.core.evaluate.output_kind): class_scores, probabilities,
-    # embedding, channels (a mixed-scale grid) or values, and how that was known; None in older records
+    # what the output was read as (a pipeline.core.readings.READINGS name: class_scores, probabilities, embedding,
+    # channels, ..., values), and how that was known; None in older records
     output_kind: str | None = None
     kind_from: str | None = None
     cosine_mean: float | None = None
@@ -133,7 +133,7 @@ class OutputFidelity(Part):
     top1_agreement_min: float | None = None  # decoders: the worst row's next-token agreement
     sequences_kept: float | None = None  # class scores over positions: rows whose every position kept its class
     # embeddings (several values per row, not class scores): the source's 10 nearest rows kept, and
-    # Spearman's correlation of every pair's similarity (pipeline.core.evaluate.neighbour_agreement)
+    # Spearman's correlation of every pair's similarity (pipeline.core.decisions.neighbour_agreement)
     neighbour_recall: float | None = None
     similarity_rank_corr: float | None = None
     # a mixed-scale grid: the worst channel's max error relative to that channel's reference peak, and which
@@ -155,6 +155,9 @@ class OutputFidelity(Part):
     rows_within: float | None = None
     max_displacement: float | None = None
     worst_point: str | None = None
+    # a ranking: the share of row pairs the source tells apart kept in its order (pipeline.core.decisions.pairs_ordered;
+    # decision_flips: the rows that moved past another)
+    pairs_ordered: float | None = None
     rows: int | None = None
 
     @property
@@ -165,10 +168,11 @@ class OutputFidelity(Part):
 
     @property
     def decides(self) -> bool:
-        """Judged by the decisions read off it (class scores, probabilities, a grid's channels), not by
+        """Judged by the decisions read off it (pipeline.core.readings: its reading left a decision figure), not by
         similarity: its cosine and relative error are context."""
-        return self.output_kind in ("class_scores", "probabilities", "channels", "logits", "class_logits", "ctc",
-                                    "points", "strings")  # fmt: skip
+        figures = (self.top1_agreement, self.sequences_kept, self.decision_f1, self.decision_flips, self.rows_within,
+                   self.pairs_ordered, self.channel_error)  # fmt: skip
+        return any(f is not None for f in figures)
 
     @property
     def score(self) -> float | None:
@@ -176,12 +180,10 @@ class OutputFidelity(Part):
         (top-1 agreement, decision F1, 1 - a grid's worst coordinate error, the share of rows whose points stay; 1 if it
         makes no decision); else 1 - the error relative to the output's range for one value per row, the worse
         of the worst row's cosine and 1 - that error for values no reading fits, or the worst row's cosine."""
+        figures = [self.top1_agreement, self.sequences_kept, self.decision_f1, self.rows_within, self.pairs_ordered]
+        figures += [] if self.channel_error is None else [1.0 - self.channel_error]
         if self.decides:
-            figures = [self.top1_agreement, self.sequences_kept, self.decision_f1, self.rows_within]
-            figures += [] if self.channel_error is None else [1.0 - self.channel_error]
             return min((f for f in figures if f is not None), default=1.0)
-        if self.channel_error is not None:  # records written before decisions were
-            return 1.0 - self.channel_error
         if self.one_value_per_row:
             return None if self.max_rel_diff is None else 1.0 - self.max_rel_diff
         if self.output_kind == "values" and self.max_rel_diff is not None and self.cosine_min is not None:

@@ -72,7 +72,7 @@ class ExportReport(Part):
 
     model_config = ConfigDict(extra="allow")
 
-    status: Literal["ok", "failed"]
+    status: Literal["ok", "failed", "skipped"]  # skipped: the converter does not apply to this model (its reason)
     reason: str = ""
     source: str | None = None
     declared_shape_notes: dict[str, str] | None = None  # by output: declared otherwise than it returns

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, get_args
 
 from pipeline.core.config import BUILT_IN_METRICS, OutputKindName
 from pipeline.core.errors import first_line
+from pipeline.core.readings import READINGS
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Inferred
 
@@ -85,7 +86,7 @@ def with_judging(inferred: Inferred, flags: Flags) -> None:
 
 
 def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str]:
-    """One line per output: what it is read as and how that was found (pipeline.core.evaluate.output_kind),
+    """One line per output: what it is read as and how that was found (pipeline.core.readings.detect),
     from the source run on up to READ_ROWS eval rows (generated rows without them), and the flag that
     changes it. An output no reading fits says so: it is judged by its cosine and its largest error."""
     from pipeline.core.data import run_batched, sample_batch
@@ -109,10 +110,7 @@ def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str
         found = f"output {name!r}: {how} (on {len(values)} {what})"
         if kind != "values":
             found = f"output {name!r} read as {kind}: {how} (on {len(values)} {what})"
-        if kind in ("probabilities", "logits", "channels"):
-            found += f"; decisions at {judging.threshold(name):g} (--threshold {name}=V to read them elsewhere)"
-        if kind in ("class_scores", "class_logits") and values.ndim >= 3:
-            found += f"; each row read whole, position by position (a CTC recogniser's: --judged-as {name}=ctc)"
+        found += READINGS[kind].note(name, values, judging.threshold(name))
         change = "if users read decisions from it" if kind == "values" else "to read it otherwise"
         lines.append(f"{found}; --judged-as {name}=KIND {change}")
     return lines

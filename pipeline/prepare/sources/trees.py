@@ -18,7 +18,7 @@ import numpy as np
 
 from pipeline.core.config import PARAMS_FILE, ExportConfig, ModelConfig
 from pipeline.core.data import Arrays, DataSet
-from pipeline.core.errors import ConfigError, ModelFileError, first_line
+from pipeline.core.errors import ConfigError, ModelFileError, NotApplicable, first_line
 from pipeline.prepare.sources.base import SourceModel, output_names
 from pipeline.runtimes.boosters import Ensemble, open_ensemble, output_name
 
@@ -124,6 +124,10 @@ class TreeSource(SourceModel):
             # and their predictions are the same; categorical splits ('c') are not converted either way)
             booster = booster.copy()
             booster.feature_names, booster.feature_types = None, None
+        if ensemble.library == "xgboost" and ensemble.ranks:
+            raise NotApplicable(f"onnxmltools {onnxmltools.__version__} writes XGBoost's ranking objective "
+                                f"({ensemble.objective}) as a binary classifier (a TreeEnsembleClassifier's [N, 2] "
+                                "probabilities), not the ranker's scores: no ONNX-ML variant")  # fmt: skip
         dtype = self.config.inputs[self._input].dtype
         tensor = DoubleTensorType if dtype == "float64" else FloatTensorType
         try:

@@ -193,7 +193,7 @@ def softmax_output(model: Any) -> str | None:
 
 def sigmoid_outputs(model: Any) -> list[str]:
     """The outputs a Sigmoid computes (through reshapes and transposes): independent probabilities, read at a
-    threshold. The bench judges by the values too (pipeline.core.evaluate.output_kind); this is what `add`
+    threshold. The bench judges by the values too (pipeline.core.readings.detect); this is what `add`
     can tell the user before anything runs."""
     origin = origins(model, PASS_THROUGH | {"Transpose"})
     return [o.name for o in model.graph.output if (node := origin(o.name)) is not None and node.op_type == "Sigmoid"]

@@ -87,8 +87,11 @@ def inferred(file: str, path: Path, ensemble: Any, flags: Flags, what: str) -> I
     reading = {"binary": "a binary classifier: P(class 1) given as two columns [1 - p, p], judged by the class "
                          "each row takes (the model's threshold 0.5)",
                "classes": f"{ensemble.classes} class probabilities per row, judged by the class each row takes",
-               "values": "one value per row (a regression or a ranking score), judged by its largest error "
-                         "against the output's range"}[ensemble.answer]  # fmt: skip
+               "values": "one value per row (a regression's), judged by its largest error against the output's "
+                         "range"}[ensemble.answer]  # fmt: skip
+    if ensemble.ranks:
+        entry.judged_as = {output_name(ensemble.answer): "ranking"}
+        reading = "a ranking score per row, judged by the order it puts rows in (every pair the source tells apart)"
     notes = [
         f"{what}: objective {ensemble.objective}, {features} features ({shown}); its input {input_name!r} {dtype} "
         f"[batch, {features}]" + (f" (the eval data's {input_name!r})" if found else ""),
