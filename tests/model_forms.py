@@ -94,9 +94,13 @@ def write_numeric_estimator(folder: Path) -> tuple[Path, Path]:
     return folder / "iris.joblib", folder / "iris.npz"
 
 
+TREE_FILES = {"xgboost": "json", "lightgbm": "txt", "catboost": "cbm"}  # each library's own file, by its suffix
+
+
 def write_boosted(folder: Path, library: str, form: str, task: str = "binary") -> tuple[Path, Path]:
     """A small gradient-boosted ensemble (seeded, a few shallow trees) as its users ship it: `form` "file" is the
-    library's own file (XGBoost JSON, LightGBM text), "pickle" its scikit-learn-API estimator through joblib.
+    library's own file (XGBoost JSON, LightGBM text, CatBoost .cbm), "pickle" its scikit-learn-API estimator through
+    joblib.
     `task` binary: scikit-learn's breast-cancer rows (30 features); classes: its digits (64 features, 10
     classes); values: a regression on the diabetes rows (10 features); ranking: a learning-to-rank model on them
     (queries of 10 rows, the target binned into 5 grades). folder/<library>_<task>.npz holds the held-out third as
@@ -120,19 +124,28 @@ def write_boosted(folder: Path, library: str, form: str, task: str = "binary") -
         kind = {"values": xgboost.XGBRegressor, "ranking": xgboost.XGBRanker}.get(task, xgboost.XGBClassifier)
         model = kind(n_estimators=12, max_depth=3, random_state=0, n_jobs=1).fit(x[train], y[train], **fit)
         native = model.get_booster()
-    else:
+    elif library == "lightgbm":
         import lightgbm
 
         kind = {"values": lightgbm.LGBMRegressor, "ranking": lightgbm.LGBMRanker}.get(task, lightgbm.LGBMClassifier)
         model = kind(n_estimators=12, num_leaves=7, random_state=0, n_jobs=1, verbose=-1).fit(x[train], y[train], **fit)
         native = model.booster_
+    else:
+        import catboost
+
+        kind = {"values": catboost.CatBoostRegressor, "ranking": catboost.CatBoostRanker}.get(
+            task, catboost.CatBoostClassifier
+        )
+        fit = {"group_id": np.repeat(np.arange(len(train) // 10), 10)} if task == "ranking" else {}
+        model = kind(iterations=12, depth=3, random_seed=0, thread_count=1, verbose=0, allow_writing_files=False)
+        native = model.fit(x[train], y[train], **fit)
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{library}_{task}"
     if form == "pickle":
         path = folder / f"{stem}.joblib"
         joblib.dump(model, path)
     else:
-        path = folder / f"{stem}.{'json' if library == 'xgboost' else 'txt'}"
+        path = folder / f"{stem}.{TREE_FILES[library]}"
         native.save_model(str(path))
     rows = folder / f"{stem}.npz"
     np.savez(rows, X=x[held], **({} if task in ("values", "ranking") else {"labels": y[held].astype(np.int64)}))

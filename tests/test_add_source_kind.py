@@ -44,8 +44,8 @@ EDITS = [
     (REGISTRY, "SOURCES: dict[str, Source] = {\n", "SOURCES: dict[str, Source] = {\n"
      f'    "{KIND}": Source("pipeline.prepare.sources.{KIND}", "onnx_fp32", ("onnx", "onnxruntime")),\n'),
     (SCHEMA, '"transformers"]  # fmt: skip', f'"transformers", "{KIND}"]  # fmt: skip'),  # SourceKind
-    (SCHEMA, 'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm")',
-     f'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm", "{KIND}")'),  # its `file`
+    (SCHEMA, 'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", *TREE_SOURCES)',
+     f'FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", *TREE_SOURCES, "{KIND}")'),  # its `file`
     (USER_DOCS, "`jax`, `onnx`, or", f"`jax`, `onnx`, `{KIND}` (an ONNX file, loaded as `onnx`), or"),
 ]  # fmt: skip
 

@@ -24,10 +24,10 @@ from pipeline.core.records import EdgeRows, Measured
 from pipeline.prepare.add.inspect import tree_file
 from pipeline.prepare.sources import load_source
 from pipeline.prepare.sources.trees import edge_values, splits
-from tests.model_forms import write_boosted
+from tests.model_forms import TREE_FILES, write_boosted
 from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
 
-FILES = {"xgboost": "json", "lightgbm": "txt"}
+LIBRARIES = ["xgboost", "lightgbm", "catboost"]
 
 
 def as_source(tmp_path, library: str, task: str):
@@ -48,7 +48,7 @@ def onnx_session(source, tmp_path):
     return lambda x: {source.output_names[0]: session.run(None, {"X": x})[0]}
 
 
-@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("library", LIBRARIES)
 def test_the_source_answers_as_the_library_and_the_onnx_ml_export_keeps_every_class(library, tmp_path):
     source, held = as_source(tmp_path, library, "binary")
     x = held["X"]
@@ -61,7 +61,7 @@ def test_the_source_answers_as_the_library_and_the_onnx_ml_export_keeps_every_cl
     assert (exported.argmax(1) == want.argmax(1)).all() and np.abs(exported - want).max() < 1e-5
 
 
-@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("library", LIBRARIES)
 def test_edge_rows_sit_on_the_models_own_thresholds_and_one_step_either_side(library, tmp_path):
     source, held = as_source(tmp_path, library, "classes")
     features, thresholds = splits(source.ensemble)
@@ -113,28 +113,27 @@ def compile_trees(source, tmp_path):
     return runtimes.load("tl2cgen", Context.out_dir / built.entry, 1, built.runtime_config)
 
 
-@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("library", LIBRARIES)
 def test_the_baseline_and_the_compiled_trees_answer_as_the_source(library, tmp_path):
     source, held = as_source(tmp_path, library, "classes")
     want = source.predict({"X": held["X"]})["probabilities"]
     native = runtimes.load(library, source.path, 2, {"input_names": ["X"], "output_names": ["probabilities"]})
     assert np.array_equal(native.run({"X": held["X"]})["probabilities"], want)
     assert native.details()["library"].startswith(library) and native.details()["threads"] == 2
+    if library == "catboost":  # treelite reads no CatBoost model: the registry gives it no treelite stage
+        return
     compiled = compile_trees(source, tmp_path).run({"X": held["X"]})["probabilities"]
     assert (compiled.argmax(1) == want.argmax(1)).all() and np.abs(compiled - want).max() < 1e-5
 
 
 def test_the_inspector_reads_tree_files_by_their_first_bytes_only(tmp_path):
-    xgb, _ = write_boosted(tmp_path, "xgboost", "file")
-    lgbm, _ = write_boosted(tmp_path, "lightgbm", "file")
-    assert tree_file.reads(xgb) and tree_file.reads(lgbm)
+    assert all(tree_file.reads(write_boosted(tmp_path, library, "file")[0]) for library in LIBRARIES)
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
     (tmp_path / "notes.txt").write_text("trees are nice\n")
     assert not tree_file.reads(tmp_path / "config.json") and not tree_file.reads(tmp_path / "notes.txt")
 
 
-@pytest.mark.parametrize(("library", "form"), [("xgboost", "file"), ("lightgbm", "file"), ("xgboost", "pickle"),
-                                               ("lightgbm", "pickle")])  # fmt: skip
+@pytest.mark.parametrize(("library", "form"), [(library, form) for library in LIBRARIES for form in ("file", "pickle")])
 def test_add_takes_a_tree_file_or_its_pickled_estimator_with_one_command(
     project,  # noqa: F811
     tmp_path,
@@ -148,10 +147,11 @@ def test_add_takes_a_tree_file_or_its_pickled_estimator_with_one_command(
     trust = ["--trust-pickle"] if form == "pickle" else []
     assert run_add(project, monkeypatch, name, str(path), "--eval", str(rows), *trust) == 0
     printed = capsys.readouterr().out
-    assert f"objective {'binary:logistic' if library == 'xgboost' else 'binary'}, 30 features" in printed
+    objective = {"xgboost": "binary:logistic", "lightgbm": "binary", "catboost": "Logloss"}[library]
+    assert f"objective {objective}, 30 features" in printed
     assert f"its baseline is {library}'s own predict (variant {library})" in printed
     entry = params_of(project)["catalog"][name]
-    file = f"{library}_binary.{FILES[library]}"
+    file = f"{library}_binary.{TREE_FILES[library]}"
     assert entry["source"] == library and entry["file"] == file and entry["onnx_ml"] is True
     assert entry["inputs"] == {"X": {"shape": ["batch", 30], "dtype": "float32"}} and entry["metric"] == "accuracy"
     assert (project / "models" / name / f"{file}.dvc").exists()
@@ -183,12 +183,13 @@ def test_an_xgboost_model_with_named_features_exports(tmp_path):
     assert np.abs(exported - source.predict({"X": x})["probabilities"]).max() < 1e-5
 
 
-@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("library", LIBRARIES)
 def test_a_ranker_is_judged_by_the_order_it_puts_rows_in(project, tmp_path, monkeypatch, capsys, library):  # noqa: F811
-    """A learning-to-rank model's score is read by its order: `add` declares its output a ranking; treelite keeps
-    every pair's order; onnxmltools writes an XGBoost ranker as a binary classifier (no ONNX-ML variant: skipped with
-    that reason) and LightGBM's float32 thresholds move a few pairs; a variant that swaps two rows the source tells
-    apart is refused, though its largest error is small against the scores' range."""
+    """A learning-to-rank model's score is read by its order: `add` declares its output a ranking; treelite (and
+    CatBoost's own ONNX export) keep every pair's order; onnxmltools writes an XGBoost ranker as a binary classifier
+    (no ONNX-ML variant: skipped with that reason) and LightGBM's float32 thresholds move a few pairs; a variant
+    that swaps two rows the source tells apart is refused, though its largest error is small against the scores'
+    range."""
     path, rows = write_boosted(tmp_path / "elsewhere", library, "file", "ranking")
     assert run_add(project, monkeypatch, f"{library}_rank", str(path), "--eval", str(rows)) == 0
     assert "a ranking score per row, judged by the order it puts rows in" in capsys.readouterr().out
@@ -196,13 +197,16 @@ def test_a_ranker_is_judged_by_the_order_it_puts_rows_in(project, tmp_path, monk
     source, held = as_source(tmp_path, library, "ranking")
     x, judging = held["X"], Judging(declared={"prediction": "ranking"})
     want = {"prediction": source.predict({"X": x})["prediction"]}
-    compiled = compile_trees(source, tmp_path).run({"X": x})
-    kept = fidelity_block(want, compiled, judging=judging)["prediction"]
+    if library == "catboost":  # CatBoost's own export: float32 borders, as CatBoost compares its float32 features
+        exact = onnx_session(source, tmp_path)(x)
+    else:
+        exact = compile_trees(source, tmp_path).run({"X": x})
+    kept = fidelity_block(want, exact, judging=judging)["prediction"]
     assert kept["output_kind"] == "ranking" and kept["pairs_ordered"] == 1.0 and kept["decision_flips"] == 0
     if library == "xgboost":
         with pytest.raises(NotApplicable, match="as a binary classifier"):
             source.export_onnx(tmp_path / "model.onnx", ExportConfig())
-    else:
+    elif library == "lightgbm":
         exported = fidelity_block(want, onnx_session(source, tmp_path)(x), judging=judging)["prediction"]
         assert exported["pairs_ordered"] < 1.0  # a row down the other branch of a float32 threshold, a leaf apart
     scores = want["prediction"].ravel()

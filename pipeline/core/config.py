@@ -31,10 +31,11 @@ from pipeline.core.validation import FieldError, validate
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # DVC stage names allow [A-Za-z0-9_-]; '-' joins matrix keys
 # The registry's source kinds (pipeline.core.registry.SOURCES: tests/test_registry.py holds them equal),
 # written out so that the schema imports no table; transformers: a Hugging Face model folder
-SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm", "jax",
-                     "transformers"]  # fmt: skip
-FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm")  # a model file (or folder): `file`
-ONNX_ML_SOURCES = ("onnx", "sklearn", "xgboost", "lightgbm")  # an ONNX file; skl2onnx's and onnxmltools' exports
+SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "sklearn", "xgboost", "lightgbm", "catboost",
+                     "jax", "transformers"]  # fmt: skip
+TREE_SOURCES = ("xgboost", "lightgbm", "catboost")  # gradient-boosted trees in their library's own file
+FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", *TREE_SOURCES)  # a model file (or folder): `file`
+ONNX_ML_SOURCES = ("onnx", "sklearn", *TREE_SOURCES)  # an ONNX file; skl2onnx's and the tree converters' exports
 VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool", "str"]
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'

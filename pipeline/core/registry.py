@@ -70,6 +70,7 @@ PACKAGES: dict[str, Package] = {
     # gradient-boosted trees: the libraries (sources and their baselines), their ONNX-ML converter, treelite
     "xgboost-cpu": Package(("xgboost",), alternatives=("xgboost",)),  # xgboost without its CUDA (nccl) wheels
     "lightgbm": Package(("lightgbm",)),
+    "catboost": Package(("catboost",)),  # its own ONNX export too
     "onnxmltools": Package(("onnxmltools",)),
     "treelite": Package(("treelite",)),  # reads the libraries' files for tl2cgen
     "tl2cgen": Package(("tl2cgen",)),  # compiles a treelite model to C and runs the shared library
@@ -107,6 +108,7 @@ SOURCES: dict[str, Source] = {
     "sklearn": Source("pipeline.prepare.sources.sklearn", "sklearn", ("scikit-learn", "skl2onnx", "onnx"), True),
     "xgboost": Source("pipeline.prepare.sources.trees", "xgboost", ("xgboost-cpu", "onnxmltools", "onnx"), True),
     "lightgbm": Source("pipeline.prepare.sources.trees", "lightgbm", ("lightgbm", "onnxmltools", "onnx"), True),
+    "catboost": Source("pipeline.prepare.sources.trees", "catboost", ("catboost", "onnx"), True),
     "jax": Source("pipeline.prepare.sources.jaxfn", "jax_jit", ("jax", "jaxlib", "flax", "jax2onnx", "onnx"), True),
     # a Hugging Face causal LM folder (task: text-generation), exported by pipeline.prepare.decoder
     "transformers": Source(None, "lm_torch", ("transformers", "torch")),
@@ -148,6 +150,7 @@ RUNTIMES: dict[str, Runtime] = {
     "sklearn": Runtime("pipeline.runtimes.sklearn_rt", ("scikit-learn",), strings=True),
     "xgboost": Runtime("pipeline.runtimes.boosters", ("xgboost-cpu",)),
     "lightgbm": Runtime("pipeline.runtimes.boosters", ("lightgbm",)),
+    "catboost": Runtime("pipeline.runtimes.boosters", ("catboost",)),
     "tl2cgen": Runtime("pipeline.runtimes.tl2cgen_rt", ("tl2cgen",)),  # a tree ensemble compiled to a shared library
     "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
     # generators (pipeline.runtimes.generator): text-generation variants
@@ -262,6 +265,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "fp32", "pipeline.optimize.passes.trees:AsSaved", frozenset({"xgboost"}), onnx_ml=True),
     Variant("lightgbm", "the LightGBM model file as it ships, LightGBM's Booster.predict: the baseline", "lightgbm",
             "fp32", "pipeline.optimize.passes.trees:AsSaved", frozenset({"lightgbm"}), onnx_ml=True),
+    Variant("catboost", "the CatBoost model file as it ships, CatBoost's own predict: the baseline", "catboost",
+            "fp32", "pipeline.optimize.passes.trees:AsSaved", frozenset({"catboost"}), onnx_ml=True),
     Variant("treelite", "the trees compiled to native code (treelite + tl2cgen, gcc), run by tl2cgen's Predictor",
             "tl2cgen", "fp32", "pipeline.optimize.passes.trees:Treelite", frozenset({"xgboost", "lightgbm"}),
             requires=("treelite",), onnx_ml=True),  # gcc's default flags: portable across x86-64 CPUs

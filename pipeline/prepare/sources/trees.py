@@ -1,6 +1,7 @@
-"""A gradient-boosted tree ensemble in its library's own file (source: xgboost, lightgbm): the reference outputs
-are the library's own predictions (pipeline.runtimes.boosters, shared with the baseline), the ONNX export is
-onnxmltools' ONNX-ML TreeEnsemble (probabilities kept, the label output left out: it is their argmax).
+"""A gradient-boosted tree ensemble in its library's own file (source: xgboost, lightgbm, catboost): the reference
+outputs are the library's own predictions (pipeline.runtimes.boosters, shared with the baseline), the ONNX export is
+an ONNX-ML TreeEnsemble (`CONVERTERS`: onnxmltools' for XGBoost and LightGBM, CatBoost's own), its probabilities
+kept and the label output left out (it is their argmax).
 
 A converted ensemble must take every row down the branches the library takes. Its thresholds can move (ONNX's
 TreeEnsemble holds float32 thresholds, LightGBM float64 ones) and a converter can misread a base score, so
@@ -9,7 +10,7 @@ bench runs every variant on them and select wants their decisions kept without a
 
 from __future__ import annotations
 
-import re
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,29 +23,13 @@ from pipeline.core.errors import ConfigError, ModelFileError, NotApplicable, fir
 from pipeline.prepare.sources.base import SourceModel, output_names
 from pipeline.runtimes.boosters import Ensemble, open_ensemble, output_name
 
-ONNXMLTOOLS_OPSET = 15  # the newest standard opset onnxmltools 1.16's tree converters accept
+ONNX_ML_OPSET = 15  # the newest standard opset onnxmltools 1.16's tree converters accept
 EDGE_SPLITS = 1000  # at most this many (feature, threshold) pairs, each giving three rows
 
 
 def splits(ensemble: Ensemble) -> tuple[np.ndarray, np.ndarray]:
-    """(feature, threshold) of every numerical split, unique: XGBoost's from its JSON model (a row goes left
-    below the threshold), LightGBM's from its text model (left at or below it); categorical splits are not
-    thresholds and are left out."""
-    if ensemble.library == "xgboost":
-        import json
-
-        trees = json.loads(ensemble.booster.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
-        pairs = [(f, t) for tree in trees
-                 for f, t, left, kind in zip(tree["split_indices"], tree["split_conditions"], tree["left_children"],
-                                             tree.get("split_type", [0] * len(tree["left_children"])), strict=True)
-                 if left != -1 and kind == 0]  # fmt: skip
-    else:
-        text = ensemble.booster.model_to_string()
-        features = re.findall(r"^split_feature=(.*)$", text, re.M)
-        thresholds = re.findall(r"^threshold=(.*)$", text, re.M)
-        kinds = re.findall(r"^decision_type=(.*)$", text, re.M)
-        pairs = [(int(f), float(t)) for fs, ts, ks in zip(features, thresholds, kinds, strict=True)
-                 for f, t, k in zip(fs.split(), ts.split(), ks.split(), strict=True) if not int(k) & 1]  # fmt: skip
+    """(feature, threshold) of every numerical split, unique (the library's own reading: Library.splits)."""
+    pairs = ensemble.library.splits(ensemble.booster)
     if not pairs:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
     unique = np.unique(np.array(pairs, dtype=np.float64), axis=0)
@@ -60,7 +45,7 @@ def edge_values(thresholds: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 class TreeSource(SourceModel):
-    """An XGBoost or LightGBM model file in models/<name>/, with one input: the feature matrix."""
+    """An XGBoost, LightGBM or CatBoost model file in models/<name>/, with one input: the feature matrix."""
 
     def __init__(self, name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> None:
         super().__init__(name, config, root, dims)
@@ -70,8 +55,8 @@ class TreeSource(SourceModel):
         except Exception as error:
             raise ModelFileError(f"{path}: not a model {config.source} can load ({PARAMS_FILE}: {self.field}.file): "
                                  f"{type(error).__name__}: {first_line(error)}") from None  # fmt: skip
-        if self.ensemble.library != config.source:
-            raise ConfigError(f"{PARAMS_FILE}: {self.field}.source: {path.name} is a {self.ensemble.library} model, "
+        if self.ensemble.name != config.source:
+            raise ConfigError(f"{PARAMS_FILE}: {self.field}.source: {path.name} is a {self.ensemble.name} model, "
                               f"not {config.source}")  # fmt: skip
         if len(config.inputs) != 1:
             raise ConfigError(f"{PARAMS_FILE}: {self.field}.inputs: a tree ensemble takes one input, its features")
@@ -81,7 +66,7 @@ class TreeSource(SourceModel):
 
     @property
     def kind(self) -> str:  # type: ignore[override]
-        return self.ensemble.library
+        return self.ensemble.name
 
     @property
     def output_names(self) -> list[str]:
@@ -108,44 +93,79 @@ class TreeSource(SourceModel):
         return DataSet({self._input: rows}, origin=origin)
 
     def export_onnx(self, path: Path, export: ExportConfig) -> dict[str, Any]:
-        import onnxmltools
-        from onnxmltools.convert.common.data_types import DoubleTensorType, FloatTensorType
-
         from pipeline.core import onnx_files
 
         start = time.perf_counter()
         ensemble = self.ensemble
-        convert = onnxmltools.convert_xgboost if ensemble.library == "xgboost" else onnxmltools.convert_lightgbm
-        options = {} if ensemble.library == "xgboost" else {"zipmap": False}
-        booster = ensemble.booster
-        if ensemble.library == "xgboost" and (booster.feature_names or booster.feature_types):
-            # onnxmltools reads features as 'f%d' only, and an indicator feature's ('i') split from its dump, which
-            # then names no threshold: an unnamed, untyped copy dumps every split with its threshold (the trees
-            # and their predictions are the same; categorical splits ('c') are not converted either way)
-            booster = booster.copy()
-            booster.feature_names, booster.feature_types = None, None
-        if ensemble.library == "xgboost" and ensemble.ranks:
-            raise NotApplicable(f"onnxmltools {onnxmltools.__version__} writes XGBoost's ranking objective "
-                                f"({ensemble.objective}) as a binary classifier (a TreeEnsembleClassifier's [N, 2] "
-                                "probabilities), not the ranker's scores: no ONNX-ML variant")  # fmt: skip
         dtype = self.config.inputs[self._input].dtype
-        tensor = DoubleTensorType if dtype == "float64" else FloatTensorType
         try:
-            model = convert(booster, initial_types=[(self._input, tensor([None, ensemble.features]))],
-                            target_opset=min(export.opset, ONNXMLTOOLS_OPSET), **options)  # fmt: skip
+            model, exporter = CONVERTERS[ensemble.name](ensemble, self._input, dtype, min(export.opset, ONNX_ML_OPSET))
+        except NotApplicable:
+            raise
         except Exception as error:
-            raise ModelFileError(f"{self.path}: onnxmltools could not convert the {ensemble.library} model "
-                                 f"(objective {ensemble.objective}): {type(error).__name__}: "
-                                 f"{first_line(error)}") from None  # fmt: skip
-        onnx_files.keep_output(
-            model, output_name(ensemble.answer) if ensemble.answer != "values" else None, self._names
-        )
+            raise ModelFileError(
+                f"{self.path}: the ONNX-ML export of the {ensemble.name} model (objective "
+                f"{ensemble.objective}) failed: {type(error).__name__}: {first_line(error)}"
+            ) from None
+        onnx_files.keep_output(model, output_name(ensemble.answer), self._names)
         onnx_files.save(model, path)
         return {
-            "exporter": f"onnxmltools {onnxmltools.__version__} ({ensemble.library} {ensemble.version})",
+            "exporter": f"{exporter} ({ensemble.name} {ensemble.version})",
             "export_s": time.perf_counter() - start,
             "objective": ensemble.objective,
         }
+
+
+def onnxmltools_export(ensemble: Ensemble, input_name: str, dtype: str, opset: int) -> tuple[Any, str]:
+    """onnxmltools: XGBoost's and LightGBM's ONNX-ML TreeEnsemble (probabilities as a tensor, no ZipMap)."""
+    import onnxmltools
+    from onnxmltools.convert.common.data_types import DoubleTensorType, FloatTensorType
+
+    booster = ensemble.booster
+    if ensemble.name == "xgboost" and ensemble.ranks:
+        raise NotApplicable(f"onnxmltools {onnxmltools.__version__} writes XGBoost's ranking objective "
+                            f"({ensemble.objective}) as a binary classifier (a TreeEnsembleClassifier's [N, 2] "
+                            "probabilities), not the ranker's scores: no ONNX-ML variant")  # fmt: skip
+    if ensemble.name == "xgboost" and (booster.feature_names or booster.feature_types):
+        # onnxmltools reads features as 'f%d' only, and an indicator feature's ('i') split from its dump, which
+        # then names no threshold: an unnamed, untyped copy dumps every split with its threshold (the trees
+        # and their predictions are the same; categorical splits ('c') are not converted either way)
+        booster = booster.copy()
+        booster.feature_names, booster.feature_types = None, None
+    convert = onnxmltools.convert_xgboost if ensemble.name == "xgboost" else onnxmltools.convert_lightgbm
+    options = {} if ensemble.name == "xgboost" else {"zipmap": False}
+    tensor = DoubleTensorType if dtype == "float64" else FloatTensorType
+    model = convert(booster, initial_types=[(input_name, tensor([None, ensemble.features]))], target_opset=opset,
+                    **options)  # fmt: skip
+    return model, f"onnxmltools {onnxmltools.__version__}"
+
+
+def catboost_export(ensemble: Ensemble, input_name: str, dtype: str, opset: int) -> tuple[Any, str]:
+    """CatBoost's own ONNX export: its TreeEnsemble, the ZipMap read as its probabilities tensor, the input named as
+    the entry's (CatBoost calls it 'features'); categorical or text features it cannot export."""
+    import onnx
+
+    from pipeline.core import onnx_files
+    from pipeline.prepare.sources.onnxfile import zipmap_as_tensor
+
+    if dtype == "float64":
+        raise NotApplicable("CatBoost's ONNX export takes float32 features only (its input is float)")
+    booster = ensemble.booster
+    if booster.get_cat_feature_indices() or booster.get_text_feature_indices():
+        raise NotApplicable("CatBoost exports no ONNX for a model with categorical or text features")
+    with tempfile.TemporaryDirectory(prefix="catboost-onnx-") as scratch:
+        file = Path(scratch) / "model.onnx"
+        booster.save_model(str(file), format="onnx")
+        model = onnx.load(str(file))
+    if zipmap_as_tensor(model) and not any(o.domain in ("", "ai.onnx") for o in model.opset_import):
+        model.opset_import.append(onnx.helper.make_opsetid("", opset))  # the Identity where its ZipMap was
+    onnx_files.name_inputs(model, {model.graph.input[0].name: input_name})
+    if ensemble.answer == "values":  # a regression's or a ranking's one value per row: [N] as [N, 1]
+        model.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 1
+    return model, f"catboost {ensemble.version} save_model(format='onnx')"
+
+
+CONVERTERS = {"xgboost": onnxmltools_export, "lightgbm": onnxmltools_export, "catboost": catboost_export}
 
 
 def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> TreeSource:

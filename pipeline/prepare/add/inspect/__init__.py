@@ -49,7 +49,8 @@ def inspect_model(name: str, path: Path, flags: Flags) -> Inferred:
     raise AddError(
         f"{path}: not a model `add` reads: it takes an .onnx file (with its external-data files beside it), a "
         ".keras (or Keras 2 .h5) file, a SavedModel folder, a Hugging Face folder (config.json and weights), a "
-        ".tflite file, an XGBoost model (.json, .ubj, .model) or a LightGBM text model (.txt), a scikit-learn "
-        "(or XGBoost / LightGBM estimator) .joblib/.pkl file (--trust-pickle), or a PyTorch or JAX factory as "
+        ".tflite file, an XGBoost model (.json, .ubj, .model), a LightGBM text model (.txt) or a CatBoost model "
+        "(.cbm), a scikit-learn (or XGBoost / LightGBM / CatBoost estimator) .joblib/.pkl file (--trust-pickle), or "
+        "a PyTorch or JAX factory as "
         "FILE.py:FUNCTION (docs/bring-your-own-model.md)"
     )

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core.config import TREE_SOURCES
 from pipeline.core.errors import first_line
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Entry, Inferred, Input
 
 PICKLES = (".joblib", ".pkl", ".pickle", ".p")
-TREE_LIBRARIES = ("xgboost", "lightgbm")  # their estimators go in as the library's own file (tree_file)
 
 
 def reads(path: Path) -> bool:
@@ -77,7 +77,7 @@ def inspect_sklearn(name: str, path: Path, flags: Flags) -> Inferred:
                        f"{first_line(error)}") from None  # fmt: skip
     if not hasattr(estimator, "predict"):
         raise AddError(f"{path}: holds a {type(estimator).__name__}, not an estimator with predict")
-    if type(estimator).__module__.split(".")[0] in TREE_LIBRARIES:
+    if type(estimator).__module__.split(".")[0] in TREE_SOURCES:  # in as the library's own file (tree_file)
         from pipeline.prepare.add.inspect.tree_file import from_estimator
 
         return from_estimator(path, estimator, flags)

@@ -1,9 +1,10 @@
 """`add` reading a gradient-boosted tree ensemble in its library's own file: XGBoost's JSON or UBJSON model (and
-its legacy binary as .model/.bst/.xgb), LightGBM's text model; or one of their scikit-learn-API estimators
-(XGBClassifier, LGBMRegressor, ...) found in a pickle (pipeline.prepare.add.inspect.sklearn_file hands it over:
-its booster is saved as the library's own file, what the baseline and every converter read). The feature count
-and names, the objective and the classes are read off the file; the input's dtype is the eval rows' (float32 or
-float64: LightGBM compares in double, so float64 rows stay float64), float32 without eval data."""
+its legacy binary as .model/.bst/.xgb), LightGBM's text model, CatBoost's .cbm; or one of their scikit-learn-API
+estimators (XGBClassifier, LGBMRegressor, CatBoostClassifier, ...) found in a pickle
+(pipeline.prepare.add.inspect.sklearn_file hands it over: its booster is saved as the library's own file, what the
+baseline and every converter read). The feature count and names, the objective and the classes are read off the
+file; the input's dtype is the eval rows' (float32 or float64: LightGBM compares in double, so float64 rows stay
+float64), float32 without eval data."""
 
 from __future__ import annotations
 
@@ -14,23 +15,17 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import first_line
+from pipeline.core.registry import VARIANTS
 from pipeline.prepare.add.flags import Flags
 from pipeline.prepare.add.inferred import AddError, Entry, Inferred, Input
 
-XGBOOST_BINARY = (".model", ".bst", ".xgb")  # the legacy binary format: no marker to read before loading it
-
 
 def reads(path: Path) -> bool:
-    """A file whose first bytes say it is a tree model (or a legacy XGBoost binary by its name)."""
-    if not path.is_file():
-        return False
-    if path.suffix in XGBOOST_BINARY:
-        return True
-    with open(path, "rb") as file:
-        head = file.read(4096)
-    if path.suffix == ".txt":
-        return head[:5].rstrip() == b"tree"
-    return path.suffix in (".json", ".ubj") and b"learner" in head
+    """A file whose first bytes say it is a tree model (or a legacy XGBoost binary by its name): the libraries'
+    own markers (pipeline.runtimes.boosters.Library.reads), nothing loaded."""
+    from pipeline.runtimes.boosters import library_of
+
+    return library_of(path) is not None
 
 
 def eval_features(flags: Flags, features: int) -> tuple[str, np.dtype] | None:
@@ -51,24 +46,23 @@ def inspect_trees(name: str, path: Path, flags: Flags) -> Inferred:
     try:
         ensemble = open_ensemble(path)
     except Exception as error:
-        raise AddError(f"{path}: not a tree model XGBoost or LightGBM can load: {type(error).__name__}: "
+        raise AddError(f"{path}: not a tree model XGBoost, LightGBM or CatBoost can load: {type(error).__name__}: "
                        f"{first_line(error)}") from None  # fmt: skip
-    return inferred(path.name, path, ensemble, flags, f"a {ensemble.library} {ensemble.version} model file")
+    return inferred(path.name, path, ensemble, flags, f"a {ensemble.name} {ensemble.version} model file")
 
 
 def from_estimator(pickle: Path, estimator: Any, flags: Flags) -> Inferred:
     """The entry of a scikit-learn-API tree estimator loaded from `pickle`: its booster saved in the library's own
     format in a scratch folder, and that file the model."""
-    from pipeline.runtimes.boosters import open_ensemble
+    from pipeline.runtimes.boosters import LIBRARIES
 
     scratch = Path(tempfile.mkdtemp(prefix="add-trees-"))
-    library = type(estimator).__module__.split(".")[0]
-    file = scratch / f"{pickle.stem}.{'json' if library == 'xgboost' else 'txt'}"
-    booster = estimator.get_booster() if library == "xgboost" else estimator.booster_
-    booster.save_model(str(file))
-    ensemble = open_ensemble(file)
+    library = LIBRARIES[type(estimator).__module__.split(".")[0]]
+    file = scratch / f"{pickle.stem}{library.suffix}"
+    library.booster_of(estimator).save_model(str(file))
+    ensemble = library.open(file)
     how = (f"a {type(estimator).__name__} loaded on --trust-pickle, its booster saved as {file.name} "
-           f"({library}'s own format: the baseline and the converters read that)")  # fmt: skip
+           f"({library.name}'s own format: the baseline and the converters read that)")  # fmt: skip
     found = inferred(file.name, file, ensemble, flags, how)
     found.scratch.append(scratch)
     return found
@@ -81,7 +75,7 @@ def inferred(file: str, path: Path, ensemble: Any, flags: Flags, what: str) -> I
     found = eval_features(flags, features)
     input_name, dtype = (found[0], found[1].name) if found else ("X", "float32")
     dtype = dtype if dtype in ("float32", "float64") else "float32"
-    entry = Entry(ensemble.library, file=file, inputs={input_name: Input(["batch", features], dtype)}, onnx_ml=True)
+    entry = Entry(ensemble.name, file=file, inputs={input_name: Input(["batch", features], dtype)}, onnx_ml=True)
     named = ensemble.feature_names
     shown = f"{', '.join(named[:6])}{', ...' if len(named) > 6 else ''}" if named else "unnamed"
     reading = {"binary": "a binary classifier: P(class 1) given as two columns [1 - p, p], judged by the class "
@@ -96,9 +90,10 @@ def inferred(file: str, path: Path, ensemble: Any, flags: Flags, what: str) -> I
         f"{what}: objective {ensemble.objective}, {features} features ({shown}); its input {input_name!r} {dtype} "
         f"[batch, {features}]" + (f" (the eval data's {input_name!r})" if found else ""),
         f"its output {output_name(ensemble.answer)!r}: {reading}",
-        f"its baseline is {ensemble.library}'s own predict (variant {ensemble.library}): every speed-up is stated "
-        "against it; onnxmltools writes ONNX-ML TreeEnsemble operators, which ONNX Runtime runs (onnx_fp32, "
-        "onnx_opt) and the variants that cannot (OpenVINO, FP16, INT8) get no stage; treelite compiles the trees",
+        f"its baseline is {ensemble.name}'s own predict (variant {ensemble.name}): every speed-up is stated "
+        f"against it; {ensemble.library.converter} writes ONNX-ML TreeEnsemble operators, which ONNX Runtime runs "
+        "(onnx_fp32, onnx_opt) and the variants that cannot (OpenVINO, FP16, INT8) get no stage"
+        + ("; treelite compiles the trees" if ensemble.name in (VARIANTS["treelite"].sources or ()) else ""),
         "every variant is also run on rows placed on the model's own split thresholds (and one float step either "
         "side): select wants their decisions exactly as the library's",
     ]
