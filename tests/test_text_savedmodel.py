@@ -6,6 +6,7 @@ equality, row by row, with no tolerance."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipeline import runtimes
 from pipeline.core.config import Constraints, ModelConfig
@@ -64,3 +65,36 @@ def test_a_string_output_is_judged_by_equality_row_by_row():
     assert moved.sequences_kept == 2 / 3 and moved.decides and moved.score == 2 / 3
     (found,) = output_violations("classes", moved, Constraints())
     assert found.constraint == "strings_equal" and "1 rows' strings differ" in found.message
+
+
+def test_an_export_onnx_cannot_run_skips_the_onnx_variants_naming_what_the_converter_left(tmp_path):
+    """tf2onnx leaves TF's StringLength unconverted (and writes StringSplit, an opset-20 operator, into opset-18
+    graphs): ONNX Runtime would refuse the file, so the export says which operators and every ONNX variant is
+    skipped, not applicable, with that reason."""
+    import shutil
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    from pipeline.core import onnx_files
+    from pipeline.core.config import ExportConfig
+    from pipeline.core.errors import NotApplicable
+
+    (tmp_path / "models" / "lang").mkdir(parents=True)
+    shutil.copytree(write_text_classifier(tmp_path), tmp_path / "models" / "lang" / "text_model")
+    config = ModelConfig(
+        source="savedmodel", file="text_model", inputs={"content": {"shape": ["batch"], "dtype": "str"}}
+    )
+    with pytest.raises(NotApplicable, match=r"opset 18: StringLength \(text operators would need onnxruntime-ext"):
+        load_source("lang", config, tmp_path).export_onnx(tmp_path / "model.onnx", ExportConfig())
+
+    def graph(op: str, opset: int) -> onnx.ModelProto:
+        node = helper.make_node(op, ["x"], ["y"])
+        io = [helper.make_tensor_value_info(n, TensorProto.STRING, ["batch"]) for n in ("x", "y")]
+        return helper.make_model(
+            helper.make_graph([node], "g", io[:1], io[1:]), opset_imports=[helper.make_opsetid("", opset)]
+        )
+
+    assert onnx_files.unknown_operators(graph("StringSplit", 18)) == {"StringSplit": 1}
+    assert not onnx_files.unknown_operators(graph("StringSplit", 20))  # defined from opset 20
+    assert onnx_files.unknown_operators(graph("RFFT2D", 20)) == {"RFFT2D": 1}

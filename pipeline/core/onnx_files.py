@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.core.errors import NotApplicable
+
 if TYPE_CHECKING:
     import onnx
 
@@ -278,3 +280,40 @@ def file_producers(path: Path) -> dict[str, str]:
     if path.suffix != ".onnx" or not path.is_file():
         return {}
     return output_producers(onnx.load(str(path), load_external_data=False))
+
+
+STANDARD_DOMAINS = {"": "", "ai.onnx": "", "ai.onnx.ml": "ai.onnx.ml"}
+
+
+def unknown_operators(model: onnx.ModelProto) -> Counter[str]:
+    """Operators of the standard domains that have no definition at the opset the model imports: what a converter
+    left unconverted under the framework's name (tf2onnx's 'StringLength', 'RFFT2D'), or wrote newer than its opset
+    (StringSplit, opset 20, in an opset-18 graph). ONNX Runtime refuses to load such a graph."""
+    import onnx
+
+    opsets = {STANDARD_DOMAINS.get(o.domain, o.domain): o.version for o in model.opset_import}
+    found: Counter[str] = Counter()
+    for node in model.graph.node:
+        domain = STANDARD_DOMAINS.get(node.domain)
+        if domain is None or domain not in opsets:
+            continue
+        try:
+            onnx.defs.get_schema(node.op_type, opsets[domain], domain)
+        except onnx.defs.SchemaError:
+            found[node.op_type] += 1
+    return found
+
+
+def refuse_unknown_operators(model: onnx.ModelProto, converter: str) -> None:
+    """A converter's graph that ONNX Runtime cannot load (unknown_operators) is no ONNX variant: NotApplicable, each
+    operator it left named, so every ONNX variant is skipped with that reason rather than failed."""
+    import onnx
+
+    if left := unknown_operators(model):
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), "?")
+        named = ", ".join(f"{op} (x{n})" if n > 1 else op for op, n in sorted(left.items()))
+        text = any(i.type.tensor_type.elem_type == onnx.TensorProto.STRING for i in model.graph.input)
+        why = " (text operators would need onnxruntime-extensions, not wired in)" if text else ""
+        raise NotApplicable(
+            f"{converter} leaves operators ONNX has no definition of at opset {opset}: {named}{why}: no ONNX variant"
+        )

@@ -95,6 +95,7 @@ class TfSource(SourceModel):
         model, _ = tf2onnx.convert.from_function(
             serve, input_signature=input_signature(self.config.inputs), opset=opset
         )
+        onnx_files.refuse_unknown_operators(model, f"tf2onnx {tf2onnx.__version__}")
         inlined = inline_captured_constants(model, serve, set(self.config.inputs))
         onnx_files.name_outputs(model, self._names)  # tf2onnx names them after TF tensors ('Identity:0')
         onnx_files.save(model, path)

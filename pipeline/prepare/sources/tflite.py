@@ -77,6 +77,7 @@ class TfliteSource(SourceModel):
             model, _ = tf2onnx.convert.from_tflite(str(self.path), opset=min(export.opset, TF2ONNX_MAX_OPSET))
         except Exception as error:
             raise ModelFileError(f"{self.path}: tf2onnx could not convert it: {first_line(error)}") from None
+        onnx_files.refuse_unknown_operators(model, f"tf2onnx {tf2onnx.__version__}")
         onnx_files.name_inputs(model, {t.tensor: t.name for t in self._runner.inputs})
         names = spec_names(self._runner.inputs, self._runner.outputs, self._names)
         onnx_files.name_outputs(model, [names[o.name] for o in model.graph.output])
