@@ -201,6 +201,27 @@ def test_a_fallback_searches_only_when_the_variant_it_rescues_breaks_a_quality_c
         )
 
 
+@pytest.mark.parametrize(("fallback", "of"), FALLBACKS)
+@pytest.mark.parametrize(
+    ("rescued", "said"),
+    [
+        (metric(1.0, delta=-0.3, cosine=0.999), "a task metric drop of 0.3 against max_"),  # labels: the metric's drop
+        (metric(1.0, delta=None, cosine=0.6), "a worst-output decision score of 0.6000 against "),  # no labels
+    ],
+)
+def test_a_search_that_would_start_beyond_its_reach_is_not_started_and_says_why(
+    stage_project, monkeypatch, fallback, of, rescued, said
+):
+    """No search on the corpus closed a gap of 0.18 or more: one that would start further than `reach` (0.1) from
+    its bound is skipped in no time, its record naming where it would have started."""
+    monkeypatch.setattr(build_module, "call", lambda *a, **k: pytest.fail("the search ran"))
+    records.write("tiny", of, rescued, stage_project)
+    info = build_variant("tiny", fallback, rescue_params(), stage_project)
+    assert info.status == "skipped" and info.kind == Kind.NOT_APPLICABLE
+    assert info.reason.startswith(f"{of}: out of reach: the search would start from {said}"), info.reason
+    assert info.reason.endswith("beyond its reach (0.1: raise `reach` to search anyway)")
+
+
 def test_a_run_time_quantized_int8_that_keeps_the_answers_makes_accuracy_control_unneeded(stage_project, monkeypatch):
     """Static INT8 broke max_metric_drop, but openvino_int8_dynamic (also rescued) meets every constraint."""
     monkeypatch.setattr(build_module, "call", lambda *a, **k: pytest.fail("accuracy control ran"))

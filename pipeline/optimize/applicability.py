@@ -255,8 +255,8 @@ def nothing_to_gain(fallback: Pass, knob_values: Any, rescued: dict[str, records
     variant it rescues, that its work could not improve on them: skipped before any build."""
     if not rescued or not all(record.ok for record in rescued.values()):
         return None
-    reasons = [fallback.nothing_to_gain(knob_values, name, record) for name, record in rescued.items()]
-    return None if None in reasons else Skip(Kind.NOT_APPLICABLE, "; ".join(filter(None, reasons)))
+    reason = fallback.nothing_to_gain(knob_values, rescued)
+    return None if reason is None else Skip(Kind.NOT_APPLICABLE, reason)
 
 
 def why_not_built(

@@ -156,10 +156,35 @@ class Pass(ABC):
         process starts; a pass that can convert a `source` kind's own file says when it does not."""
         return True
 
-    def nothing_to_gain(self, config: Any, rescued: str, record: VariantRecord) -> str | None:
-        """A fallback's own question, asked when it is needed (`rescued` missed a constraint): why its
-        work could not improve on `record`, the variant's measured record (None: do the work). No build."""
+    def nothing_to_gain(self, config: Any, rescued: dict[str, VariantRecord]) -> str | None:
+        """A fallback's own question, asked when it is needed (every variant it rescues missed a constraint): why
+        its work could not improve on them, from their measured records by name (None: do the work). No build."""
         return None
+
+
+def beyond_reach(start: VariantRecord, reach: float | None, max_drop: float, target_score: float,
+                 relative: bool = False) -> str | None:  # fmt: skip
+    """Why a search that starts from `start` (the plain variant it rescues, measured on its scoring rows) should not
+    start: its figure lies further from the search's bound than `reach` (None: search whatever the start). The figure
+    is the search's own: the task metric's drop (absolute, or `relative` to the source's value) where the record has
+    one, else the worst output's decision score. A search reverts operations to float one group at a time and gains
+    little per step: on the corpus none that started 0.18 or more below its bound reached it (docs/results.md)."""
+    if reach is None:
+        return None
+    if start.accuracy_drop is not None:
+        drop = start.accuracy_relative_drop if relative else start.accuracy_drop
+        if drop is None or drop <= max_drop + reach:
+            return None
+        what, gap = f"a task metric drop of {drop:.4g} against max_drop {max_drop:g}", drop - max_drop
+    else:
+        score = start.worst_output_score
+        if score is None or score >= target_score - reach:
+            return None
+        what, gap = f"a worst-output decision score of {score:.4f} against {target_score:g}", target_score - score
+    return (
+        f"out of reach: the search would start from {what} on the scoring rows, {gap:.3g} from its bound, "
+        f"beyond its reach ({reach:g}: raise `reach` to search anyway)"
+    )
 
 
 def session_runner(runtime: str, path: Path, config: dict[str, Any] | None = None) -> Callable[[Arrays], Arrays]:

@@ -15,7 +15,7 @@ from pydantic import AliasChoices, Field
 from pipeline.core import rescues
 from pipeline.core.data import Arrays, padded_batches
 from pipeline.core.errors import NotApplicable
-from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass
+from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass, beyond_reach
 from pipeline.optimize.passes.onnxruntime.export import MODEL_FILE
 from pipeline.optimize.passes.onnxruntime.quantize_recipe import (
     DynamicConfig,
@@ -58,6 +58,9 @@ class SearchConfig(StaticConfig):
     # with a task metric and labelled validation rows: how far below the source's it may stay, its units
     max_metric_drop: float = Field(default=0.005, ge=0)
     max_excluded: int = Field(default=16, ge=1)
+    # start only when onnx_int8_static's figure on its scoring rows lies within this of the target (its drop at most
+    # max_metric_drop + reach, else its decision score at least target_score - reach); null: search whatever the start
+    reach: float | None = Field(default=0.1, gt=0)
 
 
 class CalibrationReader:
@@ -182,9 +185,14 @@ class StaticInt8Search(StaticInt8):
 
     Config = SearchConfig
 
-    def nothing_to_gain(self, config: SearchConfig, rescued: str, record: VariantRecord) -> str | None:
-        """The search raises the task metric, or without one every output's decision score; a model that
-        already keeps its target on the scoring rows missed another constraint: searching would rebuild it."""
+    def nothing_to_gain(self, config: SearchConfig, rescued: dict[str, VariantRecord]) -> str | None:
+        """The search raises the task metric, or without one every output's decision score, from where the plain
+        model stands: a model that already keeps its target on the scoring rows missed another constraint
+        (searching would rebuild it), and one beyond the search's reach would not get there (base.beyond_reach)."""
+        reasons = [self.start_question(config, name, record) for name, record in rescued.items()]
+        return None if not reasons or None in reasons else "; ".join(filter(None, reasons))
+
+    def start_question(self, config: SearchConfig, rescued: str, record: VariantRecord) -> str | None:
         if record.accuracy_drop is not None:
             kept, figure = record.accuracy_drop <= config.max_metric_drop, record.accuracy_drop
             target = f"max_metric_drop {config.max_metric_drop:g} (task metric drop {figure:.5g})"
@@ -193,7 +201,10 @@ class StaticInt8Search(StaticInt8):
             if figure is None:
                 return None
             kept, target = figure >= config.target_score, f"target_score {config.target_score:g} ({figure:.5g})"
-        return nothing_to_search(f"{rescued} already keeps", target, "its scoring rows") if kept else None
+        if kept:
+            return nothing_to_search(f"{rescued} already keeps", target, "its scoring rows")
+        found = beyond_reach(record, config.reach, config.max_metric_drop, config.target_score)
+        return found and f"{rescued}: {found}"
 
     def quantize(
         self, ctx: BuildContext, config: SearchConfig, quantize: Quantize, float_model: Path, op_types: list[str] | None

@@ -13,14 +13,19 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core import rescues
 from pipeline.core.errors import PipelineError
-from pipeline.optimize.passes.base import BuildContext, BuildResult
+from pipeline.optimize.passes.base import BuildContext, BuildResult, beyond_reach
 from pipeline.optimize.passes.openvino.accuracy_search import Int8AccuracyConfig, SearchStopped, Validation
 from pipeline.optimize.passes.openvino.convert import ConvertsSource, convert, save
 from pipeline.optimize.passes.openvino.quantize import calibration_dataset, int8_details, quantize_kwargs
+
+if TYPE_CHECKING:
+    from pipeline.core.records import VariantRecord
+
+STARTS_FROM = "openvino_int8"  # the variant whose recipe the search quantizes with first: where it starts
 
 
 @contextmanager
@@ -77,6 +82,16 @@ class NncfInt8AccuracyControl(ConvertsSource):
     eval-split metric drops by at most `max_drop`."""
 
     Config = Int8AccuracyConfig
+
+    def nothing_to_gain(self, config: Int8AccuracyConfig, rescued: dict[str, VariantRecord]) -> str | None:
+        """The search quantizes as openvino_int8 does, then reverts: it starts where that variant's record stands,
+        and a start beyond its reach is skipped in no time (base.beyond_reach); openvino_int8_dynamic's record says
+        nothing of it."""
+        if (start := rescued.get(STARTS_FROM)) is None:
+            return None
+        relative = config.drop_type == "relative"
+        found = beyond_reach(start, config.reach, config.max_drop, 1.0 - config.max_drop, relative)
+        return found and f"{STARTS_FROM}: {found}"
 
     def run(self, ctx: BuildContext, config: Int8AccuracyConfig) -> BuildResult:
         import nncf

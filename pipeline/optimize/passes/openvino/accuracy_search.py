@@ -25,6 +25,10 @@ class Int8AccuracyConfig(Int8Config):
     # each group of quantized operations NNCF ranks adds this to max_seconds: a model with many layers gets
     # a budget that fits it (a paddle2onnx detector's 71 groups stopped at 120 s, 34 s short of ranking them)
     seconds_per_group: float = Field(default=2.0, ge=0)
+    # start only when plain INT8's figure on its scoring rows lies within this of max_drop's bound (its drop at most
+    # max_drop + reach; without a task metric, its decision score at least 1 - max_drop - reach): no search on the
+    # corpus closed a gap of 0.18 or more; null: search whatever the start
+    reach: float | None = Field(default=0.1, gt=0)
 
 
 class SearchStopped(Exception):
