@@ -108,7 +108,6 @@ class Reading:
     verdict: ClassVar[str] = "judged by the figures its record holds"  # {threshold}, {logit}, {tolerance}
     decides: ClassVar[bool] = True  # judged by its decisions; its cosine and relative error are context
     numeric: ClassVar[bool] = True  # compared as numbers (cosine, errors beside the decisions); text is not
-    thresholded: ClassVar[bool] = False  # its decisions are read at a threshold (`decision_threshold`)
     whole: ClassVar[str] = "rows whose class at every position is kept (a sequence read whole)"  # sequences_kept
 
     def figures(self, ref: np.ndarray, got: np.ndarray, ask: Ask) -> dict[str, Any]:
@@ -225,7 +224,6 @@ def at_threshold(found: Decisions) -> dict[str, Any]:
 class Probabilities(Reading):
     name = "probabilities"
     verdict = "probabilities: the decisions at {threshold} kept (F1 against the source's, min_decision_f1)"
-    thresholded = True
 
     def figures(self, ref: np.ndarray, got: np.ndarray, ask: Ask) -> dict[str, Any]:
         return at_threshold(Decisions.count(ref, got, ask.threshold))
