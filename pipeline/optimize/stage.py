@@ -158,9 +158,8 @@ def build_variant(model: str, variant: str, params: Params, root: Path = Path(".
             and the_pass.reads_export(knob_values, params.model(model).source)
         ):
             ended = {"status": "failed", "kind": Kind.FAILED, "reason": f"no ONNX export: {source.export.reason}"}
-            if (
-                source.export.status == "skipped"
-            ):  # the converter does not apply to this model: its reason is the skip's
+            # a converter that does not apply to this model: its reason is the variant's skip
+            if source.export.status == "skipped":
                 ended = {"status": "skipped", "kind": Kind.NOT_APPLICABLE, "reason": source.export.reason}
         else:
             ended = isolated_build(model, variant, tmp, root, target, params.build.timeout_s)

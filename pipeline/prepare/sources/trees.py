@@ -116,28 +116,39 @@ class TreeSource(SourceModel):
         }
 
 
-def onnxmltools_export(ensemble: Ensemble, input_name: str, dtype: str, opset: int) -> tuple[Any, str]:
-    """onnxmltools: XGBoost's and LightGBM's ONNX-ML TreeEnsemble (probabilities as a tensor, no ZipMap)."""
+def onnxmltools_export(
+    library: str, booster: Any, features: int, input_name: str, dtype: str, opset: int, **options: Any
+) -> tuple[Any, str]:
+    """onnxmltools' ONNX-ML TreeEnsemble of an XGBoost or LightGBM booster (`library`), its input typed as the rows."""
     import onnxmltools
     from onnxmltools.convert.common.data_types import DoubleTensorType, FloatTensorType
 
+    convert = getattr(onnxmltools, f"convert_{library}")
+    tensor = DoubleTensorType if dtype == "float64" else FloatTensorType
+    model = convert(booster, initial_types=[(input_name, tensor([None, features]))], target_opset=opset, **options)
+    return model, f"onnxmltools {onnxmltools.__version__}"
+
+
+def xgboost_export(ensemble: Ensemble, input_name: str, dtype: str, opset: int) -> tuple[Any, str]:
+    """onnxmltools on an unnamed, untyped copy of the booster; a ranker refused (it would be written as a
+    classifier)."""
+    if ensemble.ranks:
+        raise NotApplicable(f"onnxmltools writes XGBoost's ranking objective ({ensemble.objective}) as a binary "
+                            "classifier (a TreeEnsembleClassifier's [N, 2] probabilities), not the ranker's scores: no "
+                            "ONNX-ML variant")  # fmt: skip
     booster = ensemble.booster
-    if ensemble.name == "xgboost" and ensemble.ranks:
-        raise NotApplicable(f"onnxmltools {onnxmltools.__version__} writes XGBoost's ranking objective "
-                            f"({ensemble.objective}) as a binary classifier (a TreeEnsembleClassifier's [N, 2] "
-                            "probabilities), not the ranker's scores: no ONNX-ML variant")  # fmt: skip
-    if ensemble.name == "xgboost" and (booster.feature_names or booster.feature_types):
+    if booster.feature_names or booster.feature_types:
         # onnxmltools reads features as 'f%d' only, and an indicator feature's ('i') split from its dump, which
         # then names no threshold: an unnamed, untyped copy dumps every split with its threshold (the trees
         # and their predictions are the same; categorical splits ('c') are not converted either way)
         booster = booster.copy()
         booster.feature_names, booster.feature_types = None, None
-    convert = onnxmltools.convert_xgboost if ensemble.name == "xgboost" else onnxmltools.convert_lightgbm
-    options = {} if ensemble.name == "xgboost" else {"zipmap": False}
-    tensor = DoubleTensorType if dtype == "float64" else FloatTensorType
-    model = convert(booster, initial_types=[(input_name, tensor([None, ensemble.features]))], target_opset=opset,
-                    **options)  # fmt: skip
-    return model, f"onnxmltools {onnxmltools.__version__}"
+    return onnxmltools_export("xgboost", booster, ensemble.features, input_name, dtype, opset)
+
+
+def lightgbm_export(ensemble: Ensemble, input_name: str, dtype: str, opset: int) -> tuple[Any, str]:
+    """onnxmltools, its probabilities as a tensor (no ZipMap)."""
+    return onnxmltools_export("lightgbm", ensemble.booster, ensemble.features, input_name, dtype, opset, zipmap=False)
 
 
 def catboost_export(ensemble: Ensemble, input_name: str, dtype: str, opset: int) -> tuple[Any, str]:
@@ -165,7 +176,7 @@ def catboost_export(ensemble: Ensemble, input_name: str, dtype: str, opset: int)
     return model, f"catboost {ensemble.version} save_model(format='onnx')"
 
 
-CONVERTERS = {"xgboost": onnxmltools_export, "lightgbm": onnxmltools_export, "catboost": catboost_export}
+CONVERTERS = {"xgboost": xgboost_export, "lightgbm": lightgbm_export, "catboost": catboost_export}
 
 
 def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> TreeSource:
