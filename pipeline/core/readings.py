@@ -320,7 +320,8 @@ class Strings(Reading):
 
     def figures(self, ref: np.ndarray, got: np.ndarray, ask: Ask) -> dict[str, Any]:
         rows = len(ref)
-        same = sum(bool(np.array_equal(r.astype(str), o.astype(str))) for r, o in zip(ref, got, strict=True))
+        ref, got = ref.astype(str), got.astype(str)  # ONNX Runtime gives Python str objects, TF and NumPy '<U'
+        same = sum(bool(np.array_equal(r, o)) for r, o in zip(ref, got, strict=True))
         return {"values_per_row": int(np.prod(ref.shape[1:])), "top1_agreement": None,
                 "sequences_kept": same / rows if rows else 1.0, "decision_flips": rows - same}  # fmt: skip
 

@@ -48,6 +48,7 @@ PACKAGES: dict[str, Package] = {
     "onnx": Package(("onnx",)),
     "onnxscript": Package(("onnxscript",)),  # torch.onnx's dynamo exporter
     "onnxruntime": Package(("onnxruntime",), alternatives=("onnxruntime-gpu",)),
+    "onnxruntime-extensions": Package(("onnxruntime_extensions",)),  # its text operators (tf2onnx's string graphs)
     "onnxslim": Package(("onnxslim",)),
     "onnxconverter-common": Package(("onnxconverter_common",)),
     "openvino": Package(("openvino",)),
@@ -141,7 +142,9 @@ class Runtime:
 
 
 RUNTIMES: dict[str, Runtime] = {
-    "onnxruntime": Runtime("pipeline.runtimes.ort", ("onnxruntime",), ("cpu", "cuda"), strings=True),
+    "onnxruntime": Runtime(
+        "pipeline.runtimes.ort", ("onnxruntime", "onnxruntime-extensions"), ("cpu", "cuda"), strings=True
+    ),
     "torch": Runtime("pipeline.runtimes.torch_rt", ("torch",), ("cpu", "cuda")),
     "tensorrt": Runtime("pipeline.runtimes.trt", ("tensorrt-cu13", "cuda-python"), ("cuda",)),
     "openvino": Runtime("pipeline.runtimes.ov", ("openvino",)),

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core import onnx_files
+
 DENSE = {"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul"}
 CONVOLUTION = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose"}
 RECURRENT = {"LSTM": 4, "GRU": 3, "RNN": 1}  # gates: W is [directions, gates x hidden, input]
@@ -88,7 +90,7 @@ def _shapes_by_running(model: Any) -> Any:
     for node in probe.graph.node:
         if node.op_type != "Constant":
             probe.graph.output.extend(onnx.ValueInfoProto(name=o) for o in node.output if o and o not in named)
-    options = ort.SessionOptions()
+    options = onnx_files.session_options()
     options.intra_op_num_threads, options.log_severity_level = 1, 3
     session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
     declared = {value.name: value.type.tensor_type for value in probe.graph.input}

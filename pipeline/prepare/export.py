@@ -140,7 +140,7 @@ def check_onnx(
     }
     if same_graph:
         return facts | {"parity": "ok", "parity_how": "by construction: the source's own ONNX graph, copied"}
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(path), onnx_files.session_options(), providers=["CPUExecutionProvider"])
     names = list(reference.outputs)
 
     def run(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

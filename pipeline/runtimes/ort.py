@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from pipeline.core import bfloat16
+from pipeline.core import bfloat16, onnx_files
 from pipeline.core.data import Arrays
 from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.records.env import Probe
@@ -30,7 +30,7 @@ from pipeline.runtimes.base import OpTime, Session
 
 
 def session_options(threads: int) -> ort.SessionOptions:
-    options = ort.SessionOptions()
+    options = onnx_files.session_options()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

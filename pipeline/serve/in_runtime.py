@@ -15,10 +15,12 @@ version (pipeline.serve.side_by_side).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 WARM_CALLS = 2
@@ -31,6 +33,8 @@ def load(runtime: str, model: str, properties: dict, threads: int = 0) -> Callab
         import onnxruntime as ort
 
         options = ort.SessionOptions()
+        if extensions := importlib.util.find_spec("onnxruntime_extensions"):  # its text operators, where installed
+            options.register_custom_ops_library(str(next(Path(extensions.origin).parent.glob("_ext*pydll*"))))
         if threads:
             options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core import onnx_files
 from pipeline.core.errors import ModelFileError, first_line
 from pipeline.core.records.manifest import Manifest
 
@@ -127,7 +128,7 @@ def _ordered(path: Path, kind: str, found: Ports, names: list[str], every: bool)
 def _onnxruntime_ports(path: Path) -> tuple[Ports, Ports]:
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
+    options = onnx_files.session_options()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # its declared tensors, fast
     options.log_severity_level = 3
     try:

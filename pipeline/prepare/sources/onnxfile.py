@@ -501,7 +501,10 @@ def _other_row(value: np.ndarray) -> np.ndarray:
 def _session(model: Path | bytes) -> Any:
     import onnxruntime as ort
 
-    return ort.InferenceSession(model if isinstance(model, bytes) else str(model), providers=["CPUExecutionProvider"])
+    from pipeline.core import onnx_files
+
+    model = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(model, onnx_files.session_options(), providers=["CPUExecutionProvider"])
 
 
 def load(name: str, config: ModelConfig, root: Path, dims: dict[str, int] | None = None) -> OnnxSource:

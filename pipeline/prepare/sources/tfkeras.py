@@ -92,8 +92,13 @@ class TfSource(SourceModel):
         serve = tf.function(lambda *inputs: self.call(*inputs), input_signature=input_signature(self.config.inputs),
                             autograph=False)  # fmt: skip
         start = time.perf_counter()
+        text = any(spec.dtype == "str" for spec in self.config.inputs.values())
         model, _ = tf2onnx.convert.from_function(
-            serve, input_signature=input_signature(self.config.inputs), opset=opset
+            serve,
+            input_signature=input_signature(self.config.inputs),
+            opset=opset,
+            # text operators as onnxruntime-extensions' (StringRegexReplace, StringToHashBucketFast, ...)
+            extra_opset=[onnx_files.contrib_opset()] if text else None,
         )
         onnx_files.refuse_unknown_operators(model, f"tf2onnx {tf2onnx.__version__}")
         inlined = inline_captured_constants(model, serve, set(self.config.inputs))

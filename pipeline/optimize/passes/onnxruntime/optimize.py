@@ -110,7 +110,7 @@ class OrtOptimize(Pass):
                 details["slim"] = "applied" if after_slim < before["nodes"] else "no gain, not used"
                 if after_slim < before["nodes"]:
                     source = slimmed
-        options = ort.SessionOptions()
+        options = onnx_files.session_options()
         options.graph_optimization_level = {
             "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
             "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field
 
-from pipeline.core import rescues
+from pipeline.core import onnx_files, rescues
 from pipeline.core.data import Arrays, padded_batches
 from pipeline.core.errors import NotApplicable
 from pipeline.optimize.passes.base import BuildContext, BuildResult, Pass, beyond_reach
@@ -237,7 +237,7 @@ def unloadable(path: Path) -> Exception | None:
     import onnxruntime as ort
 
     try:
-        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        ort.InferenceSession(str(path), onnx_files.session_options(), providers=["CPUExecutionProvider"])
     except Exception as error:
         return error
     return None

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core import onnx_files
 from pipeline.core.data import Arrays, padded_batches, run_batched
 from pipeline.core.evaluate import SearchGoal
 
@@ -40,7 +41,7 @@ def goal_figure(model: Path, goal: SearchGoal, batch: int, fixed: bool = False, 
     """The search goal's figure (higher is better) of the ONNX model at `model` on the goal's rows."""
     import onnxruntime as ort
 
-    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(model), onnx_files.session_options(), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
 
     def run(chunk: Arrays) -> Arrays:
