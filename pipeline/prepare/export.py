@@ -148,8 +148,13 @@ def check_onnx(
         return outputs_rows_first(dict(zip(names, outputs, strict=True)), output_axes or {})
 
     outputs = run_batched(run, reference.inputs, batch, fixed)
-    worst, passed = 0.0, True
+    worst, passed, texts = 0.0, True, {}
     for name, expected in reference.outputs.items():
+        if expected.dtype.kind in "OSU":  # text: equal or not, row by row
+            same = (outputs[name].astype(str) == expected.astype(str)).reshape(len(expected), -1).all(axis=1)
+            texts[name] = int((~same).sum())
+            passed &= bool(same.all())
+            continue
         got = outputs[name].astype(np.float64)
         want = expected.astype(np.float64)
         worst = max(worst, float(np.abs(got - want).max(initial=0.0)))
@@ -160,7 +165,20 @@ def check_onnx(
         "parity_atol": atol,
         "parity_rtol": rtol,
         "parity": "ok" if passed else "failed",
+        **({"parity_text_rows_differ": texts} if texts else {}),
     }
+
+
+def parity_failure(report: dict[str, Any], params: Params, rows: int) -> str:
+    """Why the export's outputs are not the source's: text rows that differ (no tolerance), else the largest
+    numerical difference against export.atol/rtol."""
+    if differ := {name: n for name, n in report.get("parity_text_rows_differ", {}).items() if n}:
+        named = ", ".join(f"{name} on {n} of {rows} rows" for name, n in differ.items())
+        return f"ONNX output's text differs from the source's ({named}; text is compared by equality)"
+    return (
+        f"ONNX output differs from the source: max abs diff {report['parity_max_abs_diff']:.3g} "
+        f"exceeds atol {params.export.atol:g} + rtol {params.export.rtol:g} (export.atol/rtol)"
+    )
 
 
 def export_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, Any]:
@@ -341,10 +359,7 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
             )
             if report["parity"] != "ok":
                 report["status"] = "failed"
-                report["reason"] = (
-                    f"ONNX output differs from the source: max abs diff {report['parity_max_abs_diff']:.3g} "
-                    f"exceeds atol {params.export.atol:g} + rtol {params.export.rtol:g} (export.atol/rtol)"
-                )
+                report["reason"] = parity_failure(report, params, len(evaluation))
         except Exception as error:  # a converter failure is a result to record, not a crash
             if not isinstance(error, PipelineError):
                 traceback.print_exc()

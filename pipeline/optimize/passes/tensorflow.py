@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.core.errors import NotApplicable
 from pipeline.optimize.passes.base import BuildContext, BuildResult, NoConfig, Pass
 
 SAVED_MODEL = "saved_model"
@@ -49,3 +50,8 @@ class TfGraph(_TfSaved):
 
 class TfXla(_TfSaved):
     jit = True
+
+    def run(self, ctx: BuildContext, config: NoConfig) -> BuildResult:
+        if texts := [name for name, spec in ctx.config.inputs.items() if spec.dtype == "str"]:
+            raise NotApplicable(f"XLA compiles no string tensors, and {ctx.model} takes text ({', '.join(texts)})")
+        return super().run(ctx, config)
