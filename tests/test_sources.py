@@ -46,6 +46,23 @@ def test_parity_failure_is_detected(tiny_project):
     assert check_onnx(path, DataSet(inputs, wrong), atol=1e-4, rtol=0)["parity"] == "failed"
 
 
+def test_text_parity_is_equality_row_by_row_and_the_reason_counts_the_rows(tmp_path):
+    """A text output has no tolerance: one row's string differs and the export fails, naming the output and rows."""
+    from onnx import TensorProto, helper
+
+    from pipeline.prepare.export import parity_failure
+
+    io = [helper.make_tensor_value_info(n, TensorProto.STRING, ["batch"]) for n in ("text", "same")]
+    graph = helper.make_graph([helper.make_node("Identity", ["text"], ["same"])], "g", io[:1], io[1:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    onnx.save(model, tmp_path / "echo.onnx")
+    rows = np.array(["a", "b", "c"])
+    assert check_onnx(tmp_path / "echo.onnx", DataSet({"text": rows}, {"same": rows}), 1e-4, 0)["parity"] == "ok"
+    report = check_onnx(tmp_path / "echo.onnx", DataSet({"text": rows}, {"same": np.array(["a", "x", "c"])}), 1e-4, 0)
+    assert report["parity"] == "failed" and report["parity_text_rows_differ"] == {"same": 1}
+    assert "same on 1 of 3 rows" in parity_failure(report, 3)
+
+
 def test_wrong_input_spec_names_the_field(tiny_project):
     with pytest.raises(ConfigError, match=r"params.yaml: catalog.tiny.inputs: the model rejects inputs x\(2, 7\)"):
         load_source("tiny", tiny_config(inputs={"x": {"shape": ["batch", 7]}}), tiny_project)

@@ -169,7 +169,7 @@ def check_onnx(
     }
 
 
-def parity_failure(report: dict[str, Any], params: Params, rows: int) -> str:
+def parity_failure(report: dict[str, Any], rows: int) -> str:
     """Why the export's outputs are not the source's: text rows that differ (no tolerance), else the largest
     numerical difference against export.atol/rtol."""
     if differ := {name: n for name, n in report.get("parity_text_rows_differ", {}).items() if n}:
@@ -177,7 +177,7 @@ def parity_failure(report: dict[str, Any], params: Params, rows: int) -> str:
         return f"ONNX output's text differs from the source's ({named}; text is compared by equality)"
     return (
         f"ONNX output differs from the source: max abs diff {report['parity_max_abs_diff']:.3g} "
-        f"exceeds atol {params.export.atol:g} + rtol {params.export.rtol:g} (export.atol/rtol)"
+        f"exceeds atol {report['parity_atol']:g} + rtol {report['parity_rtol']:g} (export.atol/rtol)"
     )
 
 
@@ -359,7 +359,7 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
             )
             if report["parity"] != "ok":
                 report["status"] = "failed"
-                report["reason"] = parity_failure(report, params, len(evaluation))
+                report["reason"] = parity_failure(report, len(evaluation))
         except Exception as error:  # a converter failure is a result to record, not a crash
             if not isinstance(error, PipelineError):
                 traceback.print_exc()
