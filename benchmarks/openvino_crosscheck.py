@@ -121,13 +121,12 @@ def loaded_ir(xml: str, runtime_config: dict[str, Any], folder: str, threads: in
     """The IR loaded by our OpenVINO adapter with the inputs saved in `folder` bound (its prepared call),
     its details, and the benchmark_app command that runs it `seconds` compiled with the same properties."""
     from pipeline import runtimes
-    from pipeline.core.records.build import RuntimeConfig
-    from pipeline.runtimes.ov import compile_properties
+    from pipeline.runtimes.ov import Config, compile_properties
 
     session = runtimes.load("openvino", Path(xml), threads, runtime_config)
     files = {path.stem: str(path) for path in sorted(Path(folder).glob("*.npy"))}
     details = session.details()
-    group_size = RuntimeConfig.model_validate(runtime_config).dynamic_quantization_group_size
+    group_size = Config.model_validate(runtime_config).dynamic_quantization_group_size
     properties = compile_properties("LATENCY", threads, details["inference_precision_requested"], group_size)
     command = benchmark_app_command(Path(xml), files, properties, seconds, Path(folder))
     return session.prepare({name: np.load(path) for name, path in files.items()}), details, command

@@ -44,9 +44,9 @@ RUNTIME_FILE = "pipeline/runtimes/dummy_rt.py"
 RUNTIME_CODE = '''
 """A dummy backend's runtime: ONNX Runtime's adapter under another name."""
 
-from pipeline.runtimes.ort import load, unavailable_on
+from pipeline.runtimes.ort import Config, Details, load, unavailable_on
 
-__all__ = ["load", "unavailable_on"]
+__all__ = ["Config", "Details", "load", "unavailable_on"]
 '''
 # The registry entries, each after its table's opening line.
 ENTRIES = {

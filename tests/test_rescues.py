@@ -226,9 +226,8 @@ def test_a_saved_model_with_optimizer_slots_is_read_by_the_tf1_loader(tmp_path):
     import onnxruntime as ort
 
     from pipeline.core.config import ExportConfig
-    from pipeline.core.records.build import RuntimeConfig
     from pipeline.prepare.sources.tfkeras import SavedModelSource
-    from pipeline.runtimes.tf_rt import TfSession
+    from pipeline.runtimes.tf_rt import Config, TfSession
     from tests.conftest import tiny_config
 
     folder = tmp_path / "models" / "transcriber" / "saved"
@@ -249,7 +248,7 @@ def test_a_saved_model_with_optimizer_slots_is_read_by_the_tf1_loader(tmp_path):
     np.testing.assert_allclose(session.run(None, {"audio": audio})[0], expected["onsets"], atol=1e-5)
 
     source.serving_module(jit=False).save(tmp_path / "tf_graph")  # the tf_graph variant: a TF2 SavedModel again
-    runtime = TfSession(tmp_path / "tf_graph", 1, RuntimeConfig())
+    runtime = TfSession(tmp_path / "tf_graph", 1, Config())
     np.testing.assert_allclose(runtime.run({"audio": audio})["onsets"], expected["onsets"], atol=1e-6)
 
 

@@ -190,12 +190,11 @@ def bf16_model(path: Path) -> Path:
 def test_the_runtimes_take_and_give_bf16_as_float32(tmp_path: Path, runtime: str):
     """ONNX Runtime's numpy door refuses bfloat16; OpenVINO read float32 bytes as bfloat16 and labelled
     bfloat16 results float16. Both now take and give float32 for a bfloat16 port."""
-    from pipeline.core.records.build import RuntimeConfig
     from pipeline.runtimes.ort import OrtSession
-    from pipeline.runtimes.ov import OpenVinoSession
+    from pipeline.runtimes.ov import Config, OpenVinoSession
 
     path = bf16_model(tmp_path / "bf16.onnx")
-    session = OrtSession(path, 1) if runtime == "onnxruntime" else OpenVinoSession(path, 1, RuntimeConfig())
+    session = OrtSession(path, 1) if runtime == "onnxruntime" else OpenVinoSession(path, 1, Config())
     x = np.array([1.5, 3.14159, -1e-3, np.inf], np.float32)
     out = session.run({"h": x, "x": x})
     rounded = bfloat16.to_float32(bfloat16.from_float32(x))

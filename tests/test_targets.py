@@ -15,7 +15,6 @@ from pipeline.core import registry as variants
 from pipeline.core.config import Constraints, InputSpec, Params, SelectConfig, validate
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
-from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.records.env import Probe
 from pipeline.core.targets import Target, target_for
 from pipeline.decide.selection import screen
@@ -78,8 +77,8 @@ def test_a_session_that_falls_back_to_the_cpu_is_an_error(tiny_onnx):
 
 
 def test_provider_lists_follow_target_and_build(tmp_path, monkeypatch):
-    assert ort.providers(tmp_path / "m.onnx", "cpu", RuntimeConfig()) == ["CPUExecutionProvider"]
-    assert ort.providers(tmp_path / "m.onnx", "cuda:1", RuntimeConfig(provider="cuda")) == [
+    assert ort.providers(tmp_path / "m.onnx", "cpu", ort.Config()) == ["CPUExecutionProvider"]
+    assert ort.providers(tmp_path / "m.onnx", "cuda:1", ort.Config(provider="cuda")) == [
         ("CUDAExecutionProvider", {"device_id": 1}),
         "CPUExecutionProvider",
     ]
@@ -88,9 +87,7 @@ def test_provider_lists_follow_target_and_build(tmp_path, monkeypatch):
     gpu = {"available": True, "gpu": "NVIDIA H100", "compute_capability": "9.0"}
     monkeypatch.setattr(target_probe, "probe_cuda", lambda index: gpu)
     monkeypatch.setattr(target_probe, "external_weights", lambda path: [])
-    chain = ort.providers(
-        model, "cuda:0", RuntimeConfig(provider="tensorrt", fp16=True, trt_profile_min_shapes="x:1x12")
-    )
+    chain = ort.providers(model, "cuda:0", ort.Config(provider="tensorrt", fp16=True, trt_profile_min_shapes="x:1x12"))
     name, options = chain[0]
     assert name == "TensorrtExecutionProvider" and [p[0] for p in chain[1:2]] == ["CUDAExecutionProvider"]
     assert options["trt_fp16_enable"] and not options["trt_int8_enable"]

@@ -9,9 +9,8 @@ import pytest
 import yaml
 
 from pipeline.core.config import ExportConfig, ModelConfig
-from pipeline.core.records.build import RuntimeConfig
 from pipeline.prepare.sources import load_source
-from pipeline.runtimes.litert import load
+from pipeline.runtimes.litert import Config, load
 from tests.model_forms import write_tflite
 
 RNG = np.random.default_rng(1)
@@ -63,7 +62,7 @@ def test_a_tflite_file_exports_to_onnx_that_agrees_with_the_interpreter(files, k
 
 def test_the_baseline_runs_the_file_as_it_ships_with_the_sources_names(files):
     root, paths = files
-    session = load(paths["int8"], threads=1, config=RuntimeConfig(output_names=["scores"]))
+    session = load(paths["int8"], threads=1, config=Config(output_names=["scores"]))
     x = rows("int8", 4)
     assert session.input_names == ["image"] and session.output_names == ["scores"]
     out = session.run(x)["scores"]

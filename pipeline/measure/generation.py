@@ -97,14 +97,6 @@ def quality(generator: Generator, reference: dict[str, np.ndarray], ids: np.ndar
     }
 
 
-def executed_precision(runtime: RuntimeSettings) -> str | None:
-    """OpenVINO's compute and KV-cache precision as the plugin chose them (bench.honest_precision reads it)."""
-    chose = runtime.plugin_chose
-    if not chose:
-        return None
-    return f"{chose['INFERENCE_PRECISION_HINT']} (KV cache {chose['KV_CACHE_PRECISION']})"
-
-
 def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
     base = Path(root)
     family = source_record.load(model, base).family
@@ -174,7 +166,7 @@ def measure(model: str, artifact: str, root: str = ".") -> dict[str, Any]:
             ),
         ),
         **scored,
-        **({"inference_precision": executed} if (executed := executed_precision(runtime_settings)) else {}),
+        **({"inference_precision": executed} if (executed := runtime_settings.inference_precision) else {}),
         import_ms=loaded.import_ms,
         runtime_rss_mb=loaded.runtime_rss_mb,
         baseline_rss_mb=baseline_mb,

@@ -49,10 +49,10 @@ def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | N
     import_ms = 1000 * (time.perf_counter() - start)
     runtime_rss_mb = psutil.Process().memory_info().rss / 1e6
 
+    config = adapter.Config.model_validate(build.runtime_config.as_dict())  # as the runtime types its own keys
     start = time.perf_counter()
     with sampler.phase("load") if sampler else nullcontext():
-        session = in_layout(adapter.load(artifact / build.entry, threads, build.runtime_config, target),
-                            build.runtime_config)  # fmt: skip
+        session = in_layout(adapter.load(artifact / build.entry, threads, config, target), config)
     load_ms = 1000 * (time.perf_counter() - start)
     edges = layout.source_dir(model, root) / layout.EDGES
     return Loaded(session, reference, params, import_ms, runtime_rss_mb, load_ms, target, root,

@@ -206,10 +206,9 @@ def _ort_call(path: Path, threads: int) -> Callable[[], Any]:
 
 def _ov_call(path: Path, threads: int, hint: str) -> Callable[[], Any]:
     """The call a bench times (pipeline.runtimes.ov: LATENCY hint, the threads, a request with its inputs bound)."""
-    from pipeline.core.records.build import RuntimeConfig
-    from pipeline.runtimes.ov import OpenVinoSession
+    from pipeline.runtimes.ov import Config, OpenVinoSession
 
-    session = OpenVinoSession(path, threads, RuntimeConfig(inference_precision=hint))
+    session = OpenVinoSession(path, threads, Config(inference_precision=hint))
     call = session.prepare({"x": _feed(path)})
     return lambda _alive=session: call()  # the session keeps the request's compiled model
 

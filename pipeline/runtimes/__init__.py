@@ -3,7 +3,8 @@
 
 `config` is the runtime configuration a build recorded (for example OpenVINO's inference
 precision hint, or ONNX Runtime's execution provider), so that an artifact is always run the way
-it was built to run; `target` is where (cpu, cuda:N: pipeline.core.targets).
+it was built to run, typed by the adapter's own `Config`; `target` is where (cpu, cuda:N:
+pipeline.core.targets). Each adapter also types what its sessions report (`Details`).
 """
 
 from __future__ import annotations
@@ -24,5 +25,6 @@ def load(
     `config` is its build's runtime config (a dict: as a pass returns it)."""
     from pipeline.runtimes.layout import in_layout
 
-    settings = RuntimeConfig.model_validate(config or {})
-    return in_layout(importlib.import_module(RUNTIMES[name].module).load(artifact, threads, settings, target), settings)
+    adapter = importlib.import_module(RUNTIMES[name].module)
+    settings = adapter.Config.model_validate(config.as_dict() if isinstance(config, RuntimeConfig) else config or {})
+    return in_layout(adapter.load(artifact, threads, settings, target), settings)

@@ -11,8 +11,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ConfigDict
+
 from pipeline.core.data import Arrays
 from pipeline.core.records.build import RuntimeConfig
+from pipeline.core.records.measured import RuntimeSettings
+
+
+class Config(RuntimeConfig):
+    """A runtime's load settings (its build's `runtime_config`): an adapter with keys of its own subclasses this in
+    its module as `Config`; one with none names this. A key the runtime does not read is an error naming it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Details(RuntimeSettings):
+    """What a session reports of its settings (Session.details, recorded as `runtime_settings`): each adapter
+    subclasses this in its module as `Details` with its own keys; a key it does not declare is an error."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 def code_root(config: RuntimeConfig) -> Path:

@@ -21,11 +21,26 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from pipeline.core.data import Arrays
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import Session
 
 Answer = Literal["binary", "classes", "values"]  # how a library's raw predictions read (shaped)
 PROBABILITIES, PREDICTION = "probabilities", "prediction"  # the output's name, as the ONNX-ML export keeps it
+
+
+class Config(base.Config):
+    """What tree libraries' adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    input_names: list[str] | None = None  # its one input's name (a booster names none)
+    output_names: list[str] | None = None
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    threads: int | None = None
+    library: str | None = None  # the library and version that ran it ('xgboost 3.2.0')
+    mode: str | None = None  # the call
 
 
 def shaped(raw: np.ndarray, answer: Answer) -> np.ndarray:
@@ -263,7 +278,7 @@ def open_ensemble(path: Path) -> Ensemble:
 
 
 class BoosterSession(Session):
-    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, path: Path, threads: int, config: Config) -> None:
         self._ensemble = open_ensemble(path)
         self._threads = threads
         self._call = self._ensemble.predictor(threads)
@@ -279,9 +294,9 @@ class BoosterSession(Session):
 
     def details(self) -> dict[str, Any]:
         ensemble = self._ensemble
-        return {"threads": self._threads, "library": f"{ensemble.name} {ensemble.version}",
-                "mode": ensemble.library.call}  # fmt: skip
+        library = f"{ensemble.name} {ensemble.version}"
+        return Details(threads=self._threads, library=library, mode=ensemble.library.call).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> BoosterSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> BoosterSession:
     return BoosterSession(artifact, threads, config)

@@ -19,12 +19,26 @@ from flax import serialization
 from pipeline.core.data import Arrays
 from pipeline.core.model_code import as_list, import_object
 from pipeline.core.records import code_entry
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import Session, code_root
 
 
+class Config(base.Config):
+    """What the JAX adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    compile_at_load: bool | None = None  # compile once at load with a batch-1 call
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    kind: str | None = None  # jit or export
+    backend: str | None = None
+    xla_flags: str | None = None
+
+
 class JaxSession(Session):
-    def __init__(self, entry: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, entry: Path, threads: int, config: Config) -> None:
         spec = code_entry.load(entry)
         state = serialization.msgpack_restore((entry.parent / (spec.params or "")).read_bytes())
         if spec.kind == "export":
@@ -49,8 +63,10 @@ class JaxSession(Session):
         return lambda: jax.block_until_ready(function(params, *arrays))
 
     def details(self) -> dict[str, Any]:
-        return {"kind": self._kind, "backend": jax.default_backend(), "xla_flags": os.getenv("XLA_FLAGS", "")}
+        return Details.model_validate(
+            {"kind": self._kind, "backend": jax.default_backend(), "xla_flags": os.getenv("XLA_FLAGS", "")}
+        ).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> JaxSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> JaxSession:
     return JaxSession(artifact, threads, config)

@@ -17,10 +17,24 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pipeline.core.data import Arrays
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import Session
 
 SIGNATURE = "serving_default"
+
+
+class Config(base.Config):
+    """What the LiteRT adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    output_names: list[str] | None = None  # the names the outputs go by, in order
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    threads: int | None = None
+    delegate: str | None = None
+    litert: str | None = None  # the package's version
 
 
 class Tensor(NamedTuple):
@@ -118,7 +132,7 @@ class TfliteRunner:
 
 
 class LiteRtSession(Session):
-    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, path: Path, threads: int, config: Config) -> None:
         self._path, self._config, self._threads = path, config, threads
         self._runner = TfliteRunner(path, threads)
         self.input_names = [t.name for t in self._runner.inputs]
@@ -147,9 +161,9 @@ class LiteRtSession(Session):
     def details(self) -> dict[str, Any]:
         import ai_edge_litert
 
-        return {"threads": self._threads, "delegate": "XNNPACK (the interpreter's default)",
-                "litert": getattr(ai_edge_litert, "__version__", "unknown")}  # fmt: skip
+        version = getattr(ai_edge_litert, "__version__", "unknown")
+        return Details(threads=self._threads, delegate="XNNPACK (the interpreter's default)", litert=version).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> LiteRtSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> LiteRtSession:
     return LiteRtSession(artifact, threads, config)

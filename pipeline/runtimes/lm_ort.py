@@ -13,10 +13,21 @@ from typing import Any
 import numpy as np
 import onnxruntime_genai as og
 
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.generator import Generation, Generator
 
 NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(bfloat16)": np.float32}
+
+
+Config = base.Config  # no load settings of its own
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    threads: int | None = None
+    onnxruntime_genai: str | None = None  # its version
+    provider: str | None = None
 
 
 class GenaiGenerator(Generator):
@@ -67,8 +78,10 @@ class GenaiGenerator(Generator):
         return json.loads((self.folder / "genai_config.json").read_text())["model"]["decoder"]
 
     def details(self) -> dict[str, Any]:
-        return {"threads": self.threads, "onnxruntime_genai": og.__version__, "provider": "cpu"}
+        return Details.model_validate(
+            {"threads": self.threads, "onnxruntime_genai": og.__version__, "provider": "cpu"}
+        ).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> GenaiGenerator:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> GenaiGenerator:
     return GenaiGenerator(artifact, threads)

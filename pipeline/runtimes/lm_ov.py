@@ -16,11 +16,27 @@ import openvino as ov
 import openvino_genai as ov_genai
 
 from pipeline.core import layout
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.generator import Generation, Generator
 
 
-def properties(threads: int, config: RuntimeConfig) -> dict[str, Any]:
+class Config(base.Config):
+    """What the openvino-genai adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    inference_precision: str | None = None  # the CPU plugin's INFERENCE_PRECISION_HINT ("auto": the plugin's)
+    kv_cache_precision: str | None = None
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    openvino_genai: str | None = None  # its version
+    properties: dict[str, str | int | bool] | None = None  # the OpenVINO properties openvino-genai was given
+    prefix_caching: bool | None = None
+    plugin_chose: dict[str, str] | None = None  # OpenVINO property -> what the CPU plugin chose (auto precisions)
+
+
+def properties(threads: int, config: Config) -> dict[str, Any]:
     props: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
     if config.inference_precision not in (None, "auto"):
         props["INFERENCE_PRECISION_HINT"] = config.inference_precision
@@ -45,7 +61,7 @@ class Stamps(ov_genai.StreamerBase):
 
 
 class OpenVinoGenerator(Generator):
-    def __init__(self, folder: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, folder: Path, threads: int, config: Config) -> None:
         self.folder, self.props = folder, properties(threads, config)
         # no prefix caching: a repeated prompt would skip its prefill and time a cache hit, not the model
         scheduler = ov_genai.SchedulerConfig()
@@ -88,9 +104,12 @@ class OpenVinoGenerator(Generator):
         used = {
             key: compiled.get_property(key).to_string() for key in ("INFERENCE_PRECISION_HINT", "KV_CACHE_PRECISION")
         }
-        return {"openvino_genai": ov_genai.__version__, "properties": self.props, "prefix_caching": False,
-                "plugin_chose": used}  # fmt: skip
+        executed = f"{used['INFERENCE_PRECISION_HINT']} (KV cache {used['KV_CACHE_PRECISION']})"
+        return Details(
+            openvino_genai=ov_genai.__version__, properties=self.props, prefix_caching=False, plugin_chose=used,
+            inference_precision=executed,  # what the plugin computed in: bench.honest_precision reads it
+        ).as_dict()  # fmt: skip
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> OpenVinoGenerator:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> OpenVinoGenerator:
     return OpenVinoGenerator(artifact, threads, config)

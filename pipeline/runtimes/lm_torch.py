@@ -10,8 +10,17 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.generator import Generation, Generator
+
+Config = base.Config  # no load settings of its own
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    threads: int | None = None
+    attention: str | None = None
 
 
 class TorchGenerator(Generator):
@@ -39,8 +48,10 @@ class TorchGenerator(Generator):
         return self.model(input_ids=torch.from_numpy(ids[None])).logits[0].float().numpy()
 
     def details(self) -> dict[str, Any]:
-        return {"threads": torch.get_num_threads(), "attention": self.model.config._attn_implementation}
+        return Details.model_validate(
+            {"threads": torch.get_num_threads(), "attention": self.model.config._attn_implementation}
+        ).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> TorchGenerator:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> TorchGenerator:
     return TorchGenerator(artifact, threads)

@@ -17,16 +17,38 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import onnxruntime as ort
 
 from pipeline.core import bfloat16, onnx_files
 from pipeline.core.data import Arrays
-from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.records.env import Probe
+from pipeline.runtimes import base
 from pipeline.runtimes.base import OpTime, Session
+
+
+class Config(base.Config):
+    """What the ONNX Runtime adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    provider: Literal["cuda", "tensorrt"] | None = None  # on a GPU target: CUDA, or TensorRT before it
+    fp16: bool | None = None  # TensorRT execution provider precisions
+    int8: bool | None = None
+    trt_profile_min_shapes: str | None = None
+    trt_profile_opt_shapes: str | None = None
+    trt_profile_max_shapes: str | None = None
+    trt_builder_optimization_level: int | None = None
+    trt_max_workspace_size: int | None = None
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    provider: str | None = None  # the execution provider the session runs on
+    target: str | None = None
+    intra_op_threads: int | None = None
+    graph_optimization: str | None = None  # the session's graph optimization level (Triton's optimization.graph.level)
 
 
 def session_options(threads: int) -> ort.SessionOptions:
@@ -43,7 +65,7 @@ PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "te
 CACHE_DIR = "trt_cache"
 
 
-def providers(path: Path, target: str, config: RuntimeConfig) -> list[Any]:
+def providers(path: Path, target: str, config: Config) -> list[Any]:
     """The provider list for `target`: the one asked for first, then CUDA and CPU for the nodes it
     leaves (ONNX Runtime assigns each node to the first provider that takes it)."""
     if target == "cpu":
@@ -55,7 +77,7 @@ def providers(path: Path, target: str, config: RuntimeConfig) -> list[Any]:
     return chain
 
 
-def tensorrt_options(path: Path, target: str, config: RuntimeConfig) -> dict[str, Any]:
+def tensorrt_options(path: Path, target: str, config: Config) -> dict[str, Any]:
     from pipeline.machine.probe import engine_cache_key, probe_cuda
 
     gpu = Probe.model_validate(probe_cuda(int(target.partition(":")[2] or 0)))
@@ -90,8 +112,8 @@ def unavailable_on(target: str) -> str | None:
 
 
 class OrtSession(Session):
-    def __init__(self, path: Path, threads: int, target: str = "cpu", config: RuntimeConfig | None = None) -> None:
-        config = config or RuntimeConfig()
+    def __init__(self, path: Path, threads: int, target: str = "cpu", config: Config | None = None) -> None:
+        config = config or Config()
         self._path, self._target, self._providers = path, target, providers(path, target, config)
         self._session = self._load(session_options(threads))
         self.input_names = [i.name for i in self._session.get_inputs()]
@@ -176,13 +198,15 @@ class OrtSession(Session):
 
     def details(self) -> dict[str, Any]:
         executed = self.executed_precision()
-        return {
-            "provider": self._session.get_providers()[0],
-            "target": self._target,
-            "intra_op_threads": self._threads,
-            "graph_optimization": "all",
-            **({"inference_precision": executed} if executed else {}),
-        }
+        return Details.model_validate(
+            {
+                "provider": self._session.get_providers()[0],
+                "target": self._target,
+                "intra_op_threads": self._threads,
+                "graph_optimization": "all",
+                **({"inference_precision": executed} if executed else {}),
+            }
+        ).as_dict()
 
 
 # Operators whose weights decide the arithmetic (ORT's fused and contrib forms included).
@@ -210,7 +234,7 @@ def _has_fp16_weights(path: Path) -> bool:
     return any(i.data_type == onnx.TensorProto.FLOAT16 for i in graph.initializer)
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> OrtSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> OrtSession:
     return OrtSession(artifact, threads, target, config)
 
 

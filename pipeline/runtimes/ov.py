@@ -23,10 +23,28 @@ import openvino as ov
 
 from pipeline.core import bfloat16
 from pipeline.core.data import Arrays
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import OpTime, Session
 
 DEVICE = "CPU"
+
+
+class Config(base.Config):
+    """What the OpenVINO adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    inference_precision: str | None = None  # the CPU plugin's INFERENCE_PRECISION_HINT ("auto": the plugin's)
+    dynamic_quantization_group_size: int | None = None
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    device: str | None = None
+    inference_precision_requested: str | None = None
+    inference_num_threads: int | None = None
+    dynamic_quantization_group_size: int | None = None
+    latency_hint_streams: int | None = None
+    execution_devices: str | None = None
 
 
 def compile_properties(hint: str, threads: int, precision: str, group_size: int | None = None) -> dict[str, Any]:
@@ -63,7 +81,7 @@ def infer(request: ov.InferRequest, compiled: ov.CompiledModel, names: list[str]
 
 
 class OpenVinoSession(Session):
-    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, path: Path, threads: int, config: Config) -> None:
         self._path, self._threads = path, threads
         self._precision = config.inference_precision or "auto"
         self._group_size = config.dynamic_quantization_group_size
@@ -138,15 +156,17 @@ class OpenVinoSession(Session):
         return True
 
     def details(self) -> dict[str, Any]:
-        return {
-            "device": DEVICE,
-            "inference_precision": self._compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
-            "inference_precision_requested": self._precision,
-            "inference_num_threads": int(self._compiled.get_property("INFERENCE_NUM_THREADS")),
-            "dynamic_quantization_group_size": int(self._compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE")),
-            "latency_hint_streams": int(self._compiled.get_property("NUM_STREAMS")),
-            "execution_devices": ", ".join(self._compiled.get_property("EXECUTION_DEVICES")),
-        }
+        return Details.model_validate(
+            {
+                "device": DEVICE,
+                "inference_precision": self._compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
+                "inference_precision_requested": self._precision,
+                "inference_num_threads": int(self._compiled.get_property("INFERENCE_NUM_THREADS")),
+                "dynamic_quantization_group_size": int(self._compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE")),
+                "latency_hint_streams": int(self._compiled.get_property("NUM_STREAMS")),
+                "execution_devices": ", ".join(self._compiled.get_property("EXECUTION_DEVICES")),
+            }
+        ).as_dict()
 
 
 class OpenVinoRequest(Session):
@@ -186,5 +206,5 @@ class OpenVinoQueue:
         }
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> OpenVinoSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> OpenVinoSession:
     return OpenVinoSession(artifact, threads, config)

@@ -17,10 +17,25 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.data import Arrays
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import Session
 
 PROBABILITIES, PREDICTION = "probabilities", "prediction"  # the outputs, as the ONNX export names them too
+
+
+class Config(base.Config):
+    """What the scikit-learn adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    input_names: list[str] | None = None  # its one input's name (an estimator names none)
+    output_names: list[str] | None = None  # the names the outputs go by, in order
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    threads: int | None = None
+    sklearn: str | None = None  # its version
+    estimator: str | None = None  # the estimator's class
 
 
 def load_estimator(path: Path) -> tuple[Any, list[str]]:
@@ -68,7 +83,7 @@ def call(estimator: Any, x: np.ndarray) -> np.ndarray:
 
 
 class SklearnSession(Session):
-    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, path: Path, threads: int, config: Config) -> None:
         from threadpoolctl import threadpool_limits
 
         self._limits = threadpool_limits(limits=threads)  # process-wide, held while the session lives
@@ -87,9 +102,9 @@ class SklearnSession(Session):
     def details(self) -> dict[str, Any]:
         import sklearn
 
-        return {"threads": self._threads, "sklearn": sklearn.__version__,
-                "estimator": type(self._estimator).__name__}  # fmt: skip
+        estimator = type(self._estimator).__name__
+        return Details(threads=self._threads, sklearn=sklearn.__version__, estimator=estimator).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> SklearnSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> SklearnSession:
     return SklearnSession(artifact, threads, config)

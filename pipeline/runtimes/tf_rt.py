@@ -14,10 +14,24 @@ import numpy as np
 import tensorflow as tf
 
 from pipeline.core.data import Arrays
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import Session
 
 SIGNATURE = "serving_default"
+
+
+class Config(base.Config):
+    """What the TensorFlow adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    compile_at_load: bool | None = None  # compile once at load with a batch-1 call
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    intra_op_threads: int | None = None
+    inter_op_threads: int | None = None
+    xla_compiled_at_load: bool | None = None
 
 
 def as_numpy(tensor: tf.Tensor) -> np.ndarray:
@@ -27,7 +41,7 @@ def as_numpy(tensor: tf.Tensor) -> np.ndarray:
 
 
 class TfSession(Session):
-    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, path: Path, threads: int, config: Config) -> None:
         try:
             tf.config.threading.set_intra_op_parallelism_threads(threads)
             tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -54,12 +68,14 @@ class TfSession(Session):
         return lambda: signature(**tensors)
 
     def details(self) -> dict[str, Any]:
-        return {
-            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
-            "xla_compiled_at_load": self._compile_at_load,
-        }
+        return Details.model_validate(
+            {
+                "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+                "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+                "xla_compiled_at_load": self._compile_at_load,
+            }
+        ).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> TfSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> TfSession:
     return TfSession(artifact, threads, config)

@@ -6,18 +6,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from pipeline.core.data import Arrays
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import Session
 from pipeline.runtimes.boosters import output_name, shaped
 
 
+class Config(base.Config):
+    """What the tl2cgen adapter reads of its build's runtime_config (beside layout and code_root)."""
+
+    input_names: list[str] | None = None  # its one input's name
+    output_names: list[str] | None = None
+    answer: Literal["binary", "classes", "values"] | None = None  # how its predictions read
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    threads: int | None = None
+    library: str | None = None  # tl2cgen and its version
+    mode: str | None = None
+
+
 class CompiledTreesSession(Session):
-    def __init__(self, path: Path, threads: int, config: RuntimeConfig) -> None:
+    def __init__(self, path: Path, threads: int, config: Config) -> None:
         import tl2cgen
 
         self._predictor = tl2cgen.Predictor(str(path), nthread=threads)
@@ -38,8 +54,10 @@ class CompiledTreesSession(Session):
     def details(self) -> dict[str, Any]:
         import tl2cgen
 
-        return {"threads": self._threads, "library": f"tl2cgen {tl2cgen.__version__}", "mode": "compiled C"}
+        return Details.model_validate(
+            {"threads": self._threads, "library": f"tl2cgen {tl2cgen.__version__}", "mode": "compiled C"}
+        ).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> CompiledTreesSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> CompiledTreesSession:
     return CompiledTreesSession(artifact, threads, config)

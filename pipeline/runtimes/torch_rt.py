@@ -14,9 +14,19 @@ import torch
 
 from pipeline.core.data import Arrays
 from pipeline.core.records import code_entry
-from pipeline.core.records.build import RuntimeConfig
+from pipeline.runtimes import base
 from pipeline.runtimes.base import OpTime, Session, code_root
 from pipeline.runtimes.torch_module import as_tuple, build_module
+
+Config = base.Config  # no load settings of its own
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    intra_op_threads: int | None = None
+    mode: str | None = None  # eager module or AOTInductor package
+    device: str | None = None  # the torch.device
 
 
 def unavailable_on(target: str) -> str | None:
@@ -29,7 +39,7 @@ def unavailable_on(target: str) -> str | None:
 
 
 class TorchSession(Session):
-    def __init__(self, entry: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> None:
+    def __init__(self, entry: Path, threads: int, config: Config, target: str = "cpu") -> None:
         self._device = torch.device(target)
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
@@ -79,8 +89,10 @@ class TorchSession(Session):
         ]
 
     def details(self) -> dict[str, Any]:
-        return {"intra_op_threads": self._threads, "mode": self._mode, "device": str(self._device)}
+        return Details.model_validate(
+            {"intra_op_threads": self._threads, "mode": self._mode, "device": str(self._device)}
+        ).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cpu") -> TorchSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cpu") -> TorchSession:
     return TorchSession(artifact, threads, config, target)

@@ -20,9 +20,18 @@ from cuda.bindings import runtime as cudart
 
 from pipeline.core.data import Arrays
 from pipeline.core.records import engine as engine_entry
-from pipeline.core.records.build import RuntimeConfig
 from pipeline.core.records.env import Probe
+from pipeline.runtimes import base
 from pipeline.runtimes.base import Session
+
+Config = base.Config  # no load settings of its own
+
+
+class Details(base.Details):
+    """What its sessions report (Session.details); None in a record written before the key was."""
+
+    tensorrt: str | None = None  # its version
+    stream: str | None = None
 
 
 def check(result: tuple[Any, ...]) -> Any:
@@ -99,8 +108,10 @@ class TrtSession(Session):
         return {n: a.copy() for n, a in self.prepare(inputs)().items()}
 
     def details(self) -> dict[str, Any]:
-        return {"tensorrt": trt.__version__, "stream": "a CUDA stream per prepared call, synchronized per call"}
+        return Details.model_validate(
+            {"tensorrt": trt.__version__, "stream": "a CUDA stream per prepared call, synchronized per call"}
+        ).as_dict()
 
 
-def load(artifact: Path, threads: int, config: RuntimeConfig, target: str = "cuda:0") -> TrtSession:
+def load(artifact: Path, threads: int, config: Config, target: str = "cuda:0") -> TrtSession:
     return TrtSession(artifact, target)

@@ -8,7 +8,7 @@ manifest) load the artifact with it, so every figure and every deployment ran th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ConfigDict, Field
 
@@ -28,27 +28,15 @@ class ModelLayout(Part):
 
 
 class RuntimeConfig(Part):
-    """How the runtime loads the artifact: the settings its pass chose (every key is optional)."""
+    """How the runtime loads the artifact: the settings its pass chose. Every runtime honours these two; each
+    types its own further keys in its adapter module (`Config`, a subclass: pipeline.runtimes.ort.Config,
+    .ov.Config, ...), with which pipeline.runtimes.load validates them. The record keeps a runtime's keys as they
+    are, so a new runtime adds no field here."""
 
-    layout: ModelLayout | None = None
+    model_config = ConfigDict(extra="allow")
+
+    layout: ModelLayout | None = None  # a model not rows first: fed in its own layout (pipeline.runtimes.layout)
     code_root: str | None = None  # where a code artifact's factory module lies (predict: the deploy folder)
-    compile_at_load: bool | None = None  # TensorFlow / JAX: compile once at load with a batch-1 call
-    output_names: list[str] | None = None  # LiteRT, scikit-learn: the names the outputs go by, in order
-    input_names: list[str] | None = None  # scikit-learn, trees: its one input's name (an estimator names none)
-    answer: Literal["binary", "classes", "values"] | None = None  # trees compiled to code: how its predictions read
-    # ONNX Runtime
-    provider: Literal["cuda", "tensorrt"] | None = None
-    fp16: bool | None = None  # TensorRT execution provider precisions
-    int8: bool | None = None
-    trt_profile_min_shapes: str | None = None
-    trt_profile_opt_shapes: str | None = None
-    trt_profile_max_shapes: str | None = None
-    trt_builder_optimization_level: int | None = None
-    trt_max_workspace_size: int | None = None
-    # OpenVINO
-    inference_precision: str | None = None  # the CPU plugin's INFERENCE_PRECISION_HINT ("auto": the plugin's)
-    dynamic_quantization_group_size: int | None = None
-    kv_cache_precision: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The settings that are set, as the files record them."""

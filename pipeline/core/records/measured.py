@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from pipeline.core.records.base import Part
 
@@ -266,48 +266,18 @@ class Perplexity(Part):
 
 class RuntimeSettings(Part):
     """The runtime's own settings, as its session reports them (Session.details in pipeline.runtimes): what the
-    figures were measured with, and what a server's configuration reproduces (pipeline.serve). Each runtime
-    sets its own; the others stay None."""
+    figures were measured with, and what a server's configuration reproduces (pipeline.serve). Each runtime types
+    its own keys in its adapter module (`Details`, a subclass: pipeline.runtimes.ort.Details, .ov.Details, ...);
+    the record keeps them as they are, so a new runtime adds no field here. The two typed here are read for
+    every runtime."""
 
-    # ONNX Runtime (provider: its execution provider; onnxruntime-genai: "cpu")
-    provider: str | None = None
-    target: str | None = None
-    graph_optimization: str | None = None  # the session's graph optimization level
-    # threads: ONNX Runtime's, PyTorch's and TensorFlow's intra- and inter-op pools; a decoder runtime's threads
-    intra_op_threads: int | None = None
-    inter_op_threads: int | None = None
-    threads: int | None = None
-    # OpenVINO's CPU plugin, read back from the compiled model
-    device: str | None = None  # OpenVINO's device; PyTorch's torch.device
-    inference_precision: str | None = None  # what it computed in (ONNX Runtime: the executed precision)
-    inference_precision_requested: str | None = None
-    inference_num_threads: int | None = None
-    dynamic_quantization_group_size: int | None = None
-    latency_hint_streams: int | None = None
-    execution_devices: str | None = None
-    # LiteRT: the interpreter's delegate and the package's version
-    delegate: str | None = None
-    litert: str | None = None
-    # scikit-learn: its version and the estimator's class
-    sklearn: str | None = None
-    estimator: str | None = None
-    library: str | None = None  # tree ensembles: the library and version that ran them ('xgboost 3.2.0')
-    # PyTorch, TensorFlow, JAX, TensorRT
-    mode: str | None = None  # torch: eager module or AOTInductor package
-    xla_compiled_at_load: bool | None = None
-    kind: str | None = None  # JAX: jit or export
-    backend: str | None = None
-    xla_flags: str | None = None
-    tensorrt: str | None = None  # its version
-    stream: str | None = None
+    model_config = ConfigDict(extra="allow")
+
+    inference_precision: str | None = None  # what it computed in, where the runtime says (bench.honest_precision)
     layout: str | None = None  # a model not rows first: fed in its own layout (pipeline.runtimes.layout)
-    # decoders: the generation library's version and settings
-    attention: str | None = None
-    onnxruntime_genai: str | None = None
-    openvino_genai: str | None = None
-    properties: dict[str, str | int | bool] | None = None  # the OpenVINO properties openvino-genai was given
-    prefix_caching: bool | None = None
-    plugin_chose: dict[str, str] | None = None  # OpenVINO property -> what the CPU plugin chose (auto precisions)
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class Measured(Part):
@@ -402,7 +372,9 @@ class Measured(Part):
         None, description="the 95% interval of each batch's samples/s in throughput_sps (keyed b<batch>)"
     )
     runtime_settings: RuntimeSettings | None = Field(
-        None, description="the runtime's own settings (threads, providers, hints)"
+        None,
+        description="the runtime's own settings (threads, providers, hints), each runtime's keys as its adapter "
+        "module types them (`Details` in pipeline/runtimes/<adapter>.py)",
     )
     batching: dict[str, Any] | None = Field(None, description="the memory-bounded batch sizes and how they were found")
     eval_origin: str | None = Field(None, description="decoders: where the held-out windows came from")

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pipeline.core.records.manifest import Manifest
 from pipeline.core.records.measured import RuntimeSettings, SampleRateInterval
 from pipeline.core.records.variant import VariantRecord
+from pipeline.runtimes import ov
 from pipeline.serve.signature import Signature
 
+Settings = TypeVar("Settings", bound=RuntimeSettings)
 MEMORY_HEADROOM = 2.0  # x the bench process's peak RSS: a server's own baseline differs from a Python process's
 
 
@@ -25,9 +28,11 @@ def metrics(manifest: Manifest) -> VariantRecord:
     return manifest.metrics
 
 
-def runtime_settings(manifest: Manifest) -> RuntimeSettings:
-    """The runtime's own settings the figures were measured with (none recorded: every one unset)."""
-    return metrics(manifest).runtime_settings or RuntimeSettings()
+def runtime_settings(manifest: Manifest, details: type[Settings]) -> Settings:
+    """The runtime's own settings the figures were measured with, as its adapter types them (`details`, the
+    runtime module's Details; none recorded: every one unset)."""
+    recorded = metrics(manifest).runtime_settings
+    return details.model_validate(recorded.as_dict() if recorded else {})
 
 
 def by_batch(manifest: Manifest) -> dict[int, float]:
@@ -148,10 +153,10 @@ class PluginSettings:
 
 def openvino_plugin(manifest: Manifest) -> PluginSettings:
     found = concurrency(manifest)
-    ran = runtime_settings(manifest)
-    precision = ran.inference_precision or manifest.runtime_config.inference_precision
+    ran, built = runtime_settings(manifest, ov.Details), ov.Config.model_validate(manifest.runtime_config.as_dict())
+    precision = ran.inference_precision or built.inference_precision
     recorded = ran.dynamic_quantization_group_size
-    group = manifest.runtime_config.dynamic_quantization_group_size if recorded is None else recorded
+    group = built.dynamic_quantization_group_size if recorded is None else recorded
     return PluginSettings(
         threads=found.threads or found.total_threads,
         streams=found.streams,

@@ -15,6 +15,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from pipeline.core.files import write_text
 from pipeline.core.records.manifest import Manifest
+from pipeline.runtimes import ort
 from pipeline.serve.repositories import measured
 from pipeline.serve.repositories.analyzer import FILE as MODEL_ANALYZER
 from pipeline.serve.repositories.analyzer import write_analyzer
@@ -130,7 +131,7 @@ def _instances(config: mc.ModelConfig, manifest: Manifest, backend: str) -> list
         notes.append(
             "inter_op_thread_count 1, execution_mode 0 (sequential): how pipeline.runtimes.ort runs every session"
         )
-        level = measured.runtime_settings(manifest).graph_optimization or "all"
+        level = measured.runtime_settings(manifest, ort.Details).graph_optimization or "all"
         if level in ORT_GRAPH_LEVEL:
             config.optimization.graph.level = ORT_GRAPH_LEVEL[level]
             notes.append(f"optimization.graph.level {ORT_GRAPH_LEVEL[level]}: graph optimization {level}, as measured")
