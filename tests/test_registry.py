@@ -183,6 +183,7 @@ STRING_IMPORTERS = {
     "pipeline.runtimes": "pipeline.runtimes",
     "pipeline.measure.loading": "pipeline.runtimes",
     "pipeline.prepare.sources": "pipeline.prepare.sources",
+    "pipeline.prepare.check": "pipeline.prepare.sources",  # a source kind's check_file (Source.checks_file)
     "pipeline.core.isolate": None,
     "pipeline.core.model_code": "models",
 }
@@ -309,3 +310,26 @@ def test_the_schemas_source_kinds_are_the_registrys():
     from pipeline.core.config import SourceKind
 
     assert set(get_args(SourceKind)) == set(registry.SOURCES)
+
+
+def test_no_module_outside_a_kinds_own_branches_on_a_source_kinds_name():
+    """A source kind is its loader, its inspector and its registry rows (docs/development.md, "Adding a source
+    kind"): no other module compares a model's kind with a kind's name. The schema says what each kind's entry
+    must hold through its own tables (FILE_SOURCES, FACTORY_SOURCES, ...), never `source == "onnx"`."""
+    own = {s.loader for s in SOURCES.values() if s.loader} | {"pipeline.core.registry"}
+    kinds = set(SOURCES)
+    found = []
+    for name, tree in modules().items():
+        if name in own or name.startswith("pipeline.prepare.add.inspect"):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            subject = any(isinstance(s, ast.Attribute) and s.attr == "source" for s in sides)
+            named = {s.value for s in sides if isinstance(s, ast.Constant)}
+            named |= {e.value for s in sides if isinstance(s, ast.Tuple | ast.Set | ast.List) for e in s.elts
+                      if isinstance(e, ast.Constant)}  # fmt: skip
+            if subject and named & kinds:
+                found.append(f"{name}:{node.lineno}")
+    assert not found, f"branches on a source kind's name: {found}"

@@ -36,6 +36,16 @@ SourceKind = Literal["torch", "onnx", "keras", "savedmodel", "tflite", "sklearn"
 TREE_SOURCES = ("xgboost", "lightgbm", "catboost")  # gradient-boosted trees in their library's own file
 FILE_SOURCES = ("onnx", "savedmodel", "tflite", "sklearn", *TREE_SOURCES)  # a model file (or folder): `file`
 ONNX_ML_SOURCES = ("onnx", "sklearn", *TREE_SOURCES)  # an ONNX file; skl2onnx's and the tree converters' exports
+# What else each kind's entry must or may say: the schema's own tables, so that no check below names a kind
+FACTORY_SOURCES = ("torch", "jax")  # the model's code: `factory` (module:function) builds it
+FILE_OR_FACTORY = {  # a file, or a factory building the model: what the file is
+    "keras": "a .keras file",
+    "transformers": "the model folder: config.json, weights, tokenizer; a factory returns the model and tokenizer",
+}
+GENERATING_SOURCES = ("transformers",)  # a Hugging Face causal LM folder: measured as text generation
+TORCH_EXPORT_SOURCES = ("torch",)  # torch_exporter chooses its ONNX exporter
+# A graph the runtimes take as it is: scalar inputs, a batch axis after the first, output_rows, make_batch_dynamic
+OWN_LAYOUT_SOURCES = ("onnx",)
 VARIANT_GROUPS = ("variants", "machine_variants", "gpu_variants")  # params.yaml's lists of variants to build
 DType = Literal["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool", "str"]
 # The task metric: a built-in (pipeline.core.task_metrics.BUILT_IN) or a user's function 'module:function'
@@ -250,34 +260,29 @@ class ModelConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
-        if self.generates != (self.source == "transformers"):
+        if self.generates != (self.source in GENERATING_SOURCES):
             raise FieldError(
-                "task" if self.source == "transformers" else "source",
-                "text-generation models come as a Hugging Face causal LM folder (source: transformers), "
-                "and a transformers folder is measured as a text-generation model",
+                "source" if self.generates else "task",
+                f"text-generation models come as a Hugging Face causal LM folder (source: {GENERATING_SOURCES[0]}), "
+                "and such a folder is measured as a text-generation model",
             )
-        if self.source == "transformers" and not (self.file or self.factory):
-            raise FieldError(
-                "file",
-                "transformers models need 'file:' (the model folder: config.json, weights, tokenizer) or "
-                "'factory:' (module:function returning the model and its tokenizer)",
-            )
-        if self.source in ("torch", "jax") and not self.factory:
+        if self.source in FILE_OR_FACTORY and not (self.file or self.factory):
+            what = FILE_OR_FACTORY[self.source]
+            raise FieldError("file", f"{self.source} models need 'file:' ({what}) or 'factory:' (module:function)")
+        if self.source in FACTORY_SOURCES and not self.factory:
             raise FieldError("factory", f"{self.source} models need 'factory: module:function' (the model's code)")
         if self.source in FILE_SOURCES and not self.file:
             raise FieldError("file", f"{self.source} models need 'file:' (a path inside models/<name>/)")
-        if self.source == "keras" and not (self.file or self.factory):
-            raise FieldError("file", "keras models need 'file:' (a .keras file) or 'factory:'")
         self._check_dims()
-        if self.torch_exporter and self.source != "torch":
+        if self.torch_exporter and self.source not in TORCH_EXPORT_SOURCES:
             raise FieldError("torch_exporter", f"applies to torch models; this is a {self.source} model")
-        if self.make_batch_dynamic and (self.source != "onnx" or self.fixed_batch is None):
+        if self.make_batch_dynamic and (self.source not in OWN_LAYOUT_SOURCES or self.fixed_batch is None):
             raise FieldError("make_batch_dynamic", "applies to ONNX files whose inputs fix the batch axis")
         if self.onnx_ml and self.source not in ONNX_ML_SOURCES:
             raise FieldError(
                 "onnx_ml", f"applies to the kinds whose export may hold ONNX-ML operators ({ONNX_ML_SOURCES})"
             )
-        if self.output_rows and self.source != "onnx":
+        if self.output_rows and self.source not in OWN_LAYOUT_SOURCES:
             raise FieldError("output_rows", "applies to ONNX files (source: onnx)")
         if unknown := sorted(set(self.output_rows) - set(self.outputs or self.output_rows)):
             raise FieldError(f"output_rows.{unknown[0]}", f"not an output (outputs: {self.outputs})")
@@ -291,7 +296,7 @@ class ModelConfig(Strict):
         if not batched:
             raise FieldError("inputs", "every input is a scalar: at least one input has a batch axis")
         for name, spec in self.inputs.items():
-            if not spec.rows_first and self.source != "onnx":
+            if not spec.rows_first and self.source not in OWN_LAYOUT_SOURCES:
                 field = "value" if spec.scalar else "batch_axis"
                 raise FieldError(f"inputs.{name}.{field}", "scalar inputs and a batch axis after the first are "
                                  "supported for ONNX files (source: onnx)")  # fmt: skip

@@ -96,14 +96,24 @@ class Source:
     # `add` loads it as the export stage will (a factory's module built, a file's outputs run on the eval rows
     # and each output's reading said); the others' readings are found at export
     loaded_at_add: bool = False
+    checks_file: bool = False  # `python -m pipeline check` runs the loader module's check_file(path, config, field)
+    # the converter process's environment (pipeline.prepare.export): tf2onnx rewrites every node's protobuf after
+    # each of its graph optimizers, and with protobuf's default upb backend the replaced copies stay in the
+    # message's arena (VGG19, 548 MB of weights, grew 548 MB per pass, past 22 GB); the pure-Python backend frees
+    # them (11.1 GB peak, in TF's freezing; 110 s)
+    converter_env: tuple[tuple[str, str], ...] = ()
 
+
+TF2ONNX_ENV = (("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python"),)  # Source.converter_env: why
 
 # fmt: off
 SOURCES: dict[str, Source] = {
     "torch": Source("pipeline.prepare.sources.pytorch", "torch_eager", ("torch", "onnx", "onnxscript"), True),
-    "onnx": Source("pipeline.prepare.sources.onnxfile", "onnx_fp32", ("onnx", "onnxruntime"), True),
-    "keras": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "keras", "tf2onnx", "onnx")),
-    "savedmodel": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "tf2onnx", "onnx")),
+    "onnx": Source("pipeline.prepare.sources.onnxfile", "onnx_fp32", ("onnx", "onnxruntime"), True, checks_file=True),
+    "keras": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "keras", "tf2onnx", "onnx"),
+                    converter_env=TF2ONNX_ENV),
+    "savedmodel": Source("pipeline.prepare.sources.tfkeras", "tf_graph", ("tensorflow-cpu", "tf2onnx", "onnx"),
+                         converter_env=TF2ONNX_ENV),
     "tflite": Source("pipeline.prepare.sources.tflite", "tflite",
                      ("ai-edge-litert", "tensorflow-cpu", "tf2onnx", "onnx"), True),
     "sklearn": Source("pipeline.prepare.sources.sklearn", "sklearn", ("scikit-learn", "skl2onnx", "onnx"), True),

@@ -10,13 +10,14 @@ Each problem is one line naming the file and the params.yaml field.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any
 
 from pipeline.core.config import PARAMS_FILE, Params
 from pipeline.core.errors import ConfigError, PipelineError, first_line
 from pipeline.core.inputs import load_user_data
 from pipeline.core.layout import model_dir
+from pipeline.core.registry import SOURCES
 
 TRAINED = "trained"  # the train stage's output folder inside models/<name>/ (dvc.yaml)
 
@@ -36,14 +37,8 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, 
         path = folder / config.file
         if not path.exists():
             raise PipelineError(f"{path}: not found ({PARAMS_FILE}: catalog.{name}.file)")
-        if config.source == "onnx":
-            from pipeline.prepare.sources.onnxfile import check_operators, check_spec, read_model
-
-            model = read_model(path, f"catalog.{name}")
-            check_spec(model, config, path, f"catalog.{name}")
-            check_operators(model, config, path, f"catalog.{name}")
-            if problem := non_tensor_output(model, path):
-                raise ConfigError(f"{problem} ({PARAMS_FILE}: catalog.{name}.file)")
+        if (source := SOURCES[config.source]).checks_file and source.loader:  # the kind's own look inside its file
+            importlib.import_module(source.loader).check_file(path, config, f"catalog.{name}")
     evaluation = None
     for field in ("eval_data", "calib_data"):
         relative = getattr(config, field)
@@ -51,21 +46,6 @@ def check_model(name: str, params: Params, root: Path = Path(".")) -> dict[str, 
             data = load_user_data(folder / relative, config.inputs, f"catalog.{name}.{field}")
             evaluation = evaluation or data
     return resolve_dims(name, config, evaluation)
-
-
-def non_tensor_output(model: Any, path: Path) -> str | None:
-    """The first output the pipeline cannot compare (a sequence or a map, not a tensor), with the fix; the
-    export would otherwise fail on it in every variant's stage. A ZipMap's is read as the tensor it maps
-    (pipeline.prepare.sources.onnxfile)."""
-    zipmapped = {node.output[0] for node in model.graph.node if node.op_type == "ZipMap"}
-    for output in model.graph.output:
-        if not output.type.HasField("tensor_type") and output.name not in zipmapped:
-            kind = output.type.WhichOneof("value")
-            return (
-                f"{path}: output {output.name!r} is a {kind}, not a tensor: the pipeline compares tensors; export "
-                "the model with tensor outputs"
-            )
-    return None
 
 
 def check_factory(reference: str, root: Path, field: str) -> None:

@@ -42,6 +42,7 @@ from pipeline.core.layout import model_dir
 from pipeline.core.memory import ProbeLog, batch_limit, batch_size
 from pipeline.core.records import source as source_record
 from pipeline.core.records.source import SourceRecord
+from pipeline.core.registry import SOURCES
 from pipeline.core.task_metrics import resolve
 from pipeline.prepare.decoder import export_decoder
 from pipeline.prepare.family import model_family
@@ -242,13 +243,6 @@ def _failed(name: str, params: Params, root: Path, reason: str) -> dict[str, Any
     return report
 
 
-# The converter process's environment, by source kind. tf2onnx rewrites every node's protobuf after
-# each of its ONNX graph optimizers; with protobuf's default upb backend the replaced copies stay in
-# the message's arena, so VGG19 (548 MB of weights) grew 548 MB per optimizer pass, past the 22 GB
-# this machine has. The pure-Python backend frees them: 11.1 GB peak (in TF's freezing), 110 s.
-CONVERTER_ENV = {kind: {"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"} for kind in ("keras", "savedmodel")}
-
-
 def export_onnx_file(
     model: str, config: dict[str, Any], export: dict[str, Any], out: str, dims: dict[str, int], root: str = "."
 ) -> dict[str, Any]:
@@ -283,7 +277,7 @@ def _export(name: str, params: Params, root: Path, probes: Path, cap: dict[str, 
                     "root": str(root),
                 },
                 timeout=params.build.timeout_s,
-                env=CONVERTER_ENV.get(config.source),
+                env=dict(SOURCES[config.source].converter_env) or None,
                 usage=usage,
             )
             export_failure, export_skip = "", None

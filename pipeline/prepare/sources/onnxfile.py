@@ -234,6 +234,31 @@ def check_operators(model: onnx.ModelProto, config: ModelConfig, path: Path, fie
         )
 
 
+def check_file(path: Path, config: ModelConfig, field: str) -> None:
+    """`python -m pipeline check`'s look inside an ONNX file (registry: Source.checks_file): it loads
+    with its external weights, its inputs match the spec, its operators run here, its outputs are tensors."""
+    model = read_model(path, field)
+    check_spec(model, config, path, field)
+    check_operators(model, config, path, field)
+    if problem := non_tensor_output(model, path):
+        raise ConfigError(f"{problem} ({PARAMS_FILE}: {field}.file)")
+
+
+def non_tensor_output(model: Any, path: Path) -> str | None:
+    """The first output the pipeline cannot compare (a sequence or a map, not a tensor), with the fix; the
+    export would otherwise fail on it in every variant's stage. A ZipMap's is read as the tensor it maps
+    (pipeline.prepare.sources.onnxfile)."""
+    zipmapped = {node.output[0] for node in model.graph.node if node.op_type == "ZipMap"}
+    for output in model.graph.output:
+        if not output.type.HasField("tensor_type") and output.name not in zipmapped:
+            kind = output.type.WhichOneof("value")
+            return (
+                f"{path}: output {output.name!r} is a {kind}, not a tensor: the pipeline compares tensors; export "
+                "the model with tensor outputs"
+            )
+    return None
+
+
 def read_model(path: Path, field: str) -> onnx.ModelProto:
     """The graph without its weights, checked; any failure names the file and the field."""
     try:

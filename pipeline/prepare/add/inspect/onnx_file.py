@@ -29,11 +29,11 @@ def inspect_onnx(name: str, path: Path, flags: Flags) -> Inferred:
     import onnx
 
     from pipeline.core import onnx_files
-    from pipeline.prepare.check import non_tensor_output
     from pipeline.prepare.sources.onnxfile import (
         ONNX_DTYPES,
         graph_inputs,
         input_dims,
+        non_tensor_output,
         onnx_ml_operators,
         zipmap_as_tensor,
     )
