@@ -329,13 +329,21 @@ def _similarities(rows: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
+MOVED = 1e-5  # an answer moved past float rounding: by more than this share of the output's largest magnitude
+
+
+def float_rounding(reference: np.ndarray) -> float:
+    """How far an answer may move and still be the same answer: MOVED of the reference's largest magnitude."""
+    return MOVED * max(float(np.abs(reference).max(initial=0.0)), np.finfo(np.float32).tiny)
+
+
 def pairs_ordered(reference: np.ndarray, output: np.ndarray, block: int = 512) -> tuple[float, int]:
-    """A ranking's decisions: of every pair of rows whose source scores differ past float rounding (1e-5 of the
+    """A ranking's decisions: of every pair of rows whose source scores differ past float rounding (MOVED of the
     largest score), the share the variant keeps in the source's order (a tie it makes is no order), and how many
     rows moved past another. Over all rows, not within queries: an order kept everywhere is kept in every query."""
     ref = reference.reshape(len(reference), -1)[:, 0].astype(np.float64)
     got = output.reshape(len(output), -1)[:, 0].astype(np.float64)
-    rounding = 1e-5 * max(float(np.abs(ref).max(initial=0.0)), np.finfo(np.float32).tiny)
+    rounding = float_rounding(ref)
     apart = kept = 0
     moved = np.zeros(len(ref), dtype=bool)
     for start in range(0, len(ref), block):  # a block of rows against every row: memory stays block x rows

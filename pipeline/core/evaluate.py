@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.core.data import Arrays, DataSet
-from pipeline.core.decisions import DEFAULT_THRESHOLD
+from pipeline.core.decisions import DEFAULT_THRESHOLD, float_rounding
 from pipeline.core.readings import READINGS, Ask, detect
 from pipeline.core.records.measured import OutputFidelity
 
@@ -129,16 +129,13 @@ def fidelity_block(
     return block
 
 
-MOVED = 1e-5  # an answer moved past float rounding: by more than this share of the output's largest magnitude
-
-
 def edge_block(edges: DataSet, outputs: Arrays, judging: Judging) -> dict[str, Any]:
     """A variant on a tree ensemble's split-threshold rows (records.EdgeRows): how many rows' answers moved past
     float rounding (a leaf taken on the other side of a split), and each output's fidelity there."""
     moved = np.zeros(len(edges), dtype=bool)
     for name, ref in edges.outputs.items():
         difference = np.abs(np.asarray(outputs[name], np.float64) - ref).reshape(len(ref), -1).max(axis=1)
-        moved |= difference > MOVED * max(float(np.abs(ref).max(initial=0.0)), np.finfo(np.float32).tiny)
+        moved |= difference > float_rounding(ref)
     return {"rows": len(edges), "origin": edges.origin, "moved": int(moved.sum()),
             "fidelity": fidelity_block(edges.outputs, outputs, judging=judging)}  # fmt: skip
 

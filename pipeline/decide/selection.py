@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass, field
 
 from pipeline.core.config import Constraints, SelectConfig
-from pipeline.core.quality import Violation, excess, quality_violations
+from pipeline.core.quality import quality_violations
+from pipeline.core.readings import Violation, excess
 from pipeline.core.records import EdgeRows, OutputFidelity, Records, VariantRecord
 from pipeline.core.registry import RUNTIMES
 

@@ -86,6 +86,11 @@ class Library:
         """The booster inside one of the library's scikit-learn-API estimators."""
         raise NotImplementedError
 
+    def treelite_model(self, booster: Any, path: Path) -> Any:
+        """The model treelite's frontend reads from the booster or its file (the registry lists the libraries
+        the treelite variant applies to)."""
+        raise NotImplementedError
+
     def ranks(self, objective: str) -> bool:
         return objective.startswith("rank")
 
@@ -124,6 +129,11 @@ class XGBoost(Library):
     def booster_of(self, estimator: Any) -> Any:
         return estimator.get_booster()
 
+    def treelite_model(self, booster: Any, path: Path) -> Any:
+        import treelite
+
+        return treelite.frontend.from_xgboost(booster)
+
 
 class LightGBM(Library):
     """LightGBM's text model (its first line `tree`); `Booster.predict`; a row goes left at or below a threshold,
@@ -161,6 +171,11 @@ class LightGBM(Library):
 
     def ranks(self, objective: str) -> bool:
         return objective in ("lambdarank", "rank_xendcg")
+
+    def treelite_model(self, booster: Any, path: Path) -> Any:
+        import treelite
+
+        return treelite.frontend.load_lightgbm_model(str(path))
 
 
 class CatBoost(Library):

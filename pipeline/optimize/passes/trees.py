@@ -52,9 +52,7 @@ class Treelite(Pass):
 
         path = model_dir(ctx.model, ctx.root) / (ctx.config.file or "")
         ensemble = open_ensemble(path)
-        frontend = {"xgboost": lambda: treelite.frontend.from_xgboost(ensemble.booster),
-                    "lightgbm": lambda: treelite.frontend.load_lightgbm_model(str(path))}  # fmt: skip
-        model = frontend[ensemble.name]()  # the registry lists the sources treelite reads (not CatBoost's)
+        model = ensemble.library.treelite_model(ensemble.booster, path)
         params = {"parallel_comp": config.parallel_comp, "quantize": int(config.quantize)}
         tl2cgen.export_lib(model, toolchain="gcc", libpath=str(ctx.out_dir / COMPILED), params=params)
         facts = {"treelite": treelite.__version__, "tl2cgen": tl2cgen.__version__, "toolchain": "gcc",
