@@ -113,6 +113,34 @@ def compile_trees(source, tmp_path):
     return runtimes.load("tl2cgen", Context.out_dir / built.entry, 1, built.runtime_config)
 
 
+def compile_lleaves(source, tmp_path, config=None):
+    from pipeline.optimize.passes.trees import Lleaves, LleavesConfig
+
+    class Context:  # what Lleaves.run reads
+        model, root, out_dir = "m", tmp_path, tmp_path / "lleaves"
+        config = source.config
+        source_info = type("Info", (), {"output_names": source.output_names})
+
+    Context.out_dir.mkdir()
+    built = Lleaves().run(Context, config or LleavesConfig())  # type: ignore[arg-type]
+    assert built.details["target_cpu"] == "x86-64" and (Context.out_dir / built.entry).with_suffix(".so").is_file()
+    return runtimes.load("lleaves", Context.out_dir / built.entry, 2, built.runtime_config)
+
+
+@pytest.mark.parametrize("task", ["values", "classes", "binary"])
+def test_lleaves_keeps_lightgbms_doubles_on_every_row_and_every_split_threshold(task, tmp_path):
+    """lleaves compiles LightGBM's trees with its float64 thresholds: the same answers as Booster.predict on the
+    scoring rows and on the split-threshold rows, where the float32 ONNX export moves (the test above)."""
+    source, held = as_source(tmp_path, "lightgbm", task)
+    session = compile_lleaves(source, tmp_path)
+    name = source.output_names[0]
+    assert np.array_equal(session.run({"X": held["X"]})[name], source.predict({"X": held["X"]})[name])
+    edges = source.edge_rows(DataSet({"X": held["X"]}))
+    edges.outputs = source.predict(edges.inputs)
+    assert edge_block(edges, session.run(edges.inputs), Judging())["moved"] == 0
+    assert session.details()["library"].startswith("lleaves") and session.details()["threads"] == 2
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_the_baseline_and_the_compiled_trees_answer_as_the_source(library, tmp_path):
     source, held = as_source(tmp_path, library, "classes")

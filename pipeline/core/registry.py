@@ -75,6 +75,8 @@ PACKAGES: dict[str, Package] = {
     "onnxmltools": Package(("onnxmltools",)),
     "treelite": Package(("treelite",)),  # reads the libraries' files for tl2cgen
     "tl2cgen": Package(("tl2cgen",)),  # compiles a treelite model to C and runs the shared library
+    "lleaves": Package(("lleaves",)),  # compiles a LightGBM model through LLVM and runs it
+    "llvmlite": Package(("llvmlite",)),  # lleaves' LLVM (pinned below 0.45: lleaves 1.3 uses its legacy pass manager)
     "dvc": Package(("dvc",)),
     # NVIDIA GPU targets (docs/gpu.md): recorded in reports/env.json, where GPU figures are taken
     "onnxruntime-gpu": Package(("onnxruntime",), extra="gpu"),
@@ -165,6 +167,7 @@ RUNTIMES: dict[str, Runtime] = {
     "lightgbm": Runtime("pipeline.runtimes.boosters", ("lightgbm",)),
     "catboost": Runtime("pipeline.runtimes.boosters", ("catboost",)),
     "tl2cgen": Runtime("pipeline.runtimes.tl2cgen_rt", ("tl2cgen",)),  # a tree ensemble compiled to a shared library
+    "lleaves": Runtime("pipeline.runtimes.lleaves_rt", ("lleaves", "llvmlite")),  # a LightGBM model compiled by LLVM
     "jax": Runtime("pipeline.runtimes.jax_rt", ("jax", "flax")),
     # generators (pipeline.runtimes.generator): text-generation variants
     "transformers": Runtime("pipeline.runtimes.lm_torch", ("transformers", "torch")),
@@ -283,6 +286,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("treelite", "the trees compiled to native code (treelite + tl2cgen, gcc), run by tl2cgen's Predictor",
             "tl2cgen", "fp32", "pipeline.optimize.passes.trees:Treelite", frozenset({"xgboost", "lightgbm"}),
             requires=("treelite",), onnx_ml=True),  # gcc's default flags: portable across x86-64 CPUs
+    Variant("lleaves", "the LightGBM trees compiled to native code by lleaves (LLVM), LightGBM's float64 thresholds",
+            "lleaves", "fp32", "pipeline.optimize.passes.trees:Lleaves", frozenset({"lightgbm"}), onnx_ml=True),
     Variant("jax_jit", "the JAX source's apply function under jax.jit", "jax", "fp32",
             "pipeline.optimize.passes.jax:JaxJit", frozenset({"jax"}), requires=("jaxlib",)),
     Variant("jax_xla", "jax.export of the jitted function (StableHLO), compiled at load", "jax", "fp32",
