@@ -1,7 +1,8 @@
 """A LightGBM model compiled to native code by lleaves (LLVM through llvmlite): its trees become one function
 with LightGBM's own float64 thresholds, so every row takes LightGBM's branches (pipeline.optimize.passes.trees:
 Lleaves). The model text file is read for its shape and the compiled library loaded from beside it; `predict`
-runs on up to `threads` threads, one per ROWS_PER_JOB rows. The predictions are shaped as the library's (pipeline.runtimes.boosters)."""
+runs on up to `threads` threads, one per ROWS_PER_JOB rows. The predictions are shaped as the library's
+(pipeline.runtimes.boosters)."""
 
 from __future__ import annotations
 
