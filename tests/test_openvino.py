@@ -94,7 +94,22 @@ def test_a_spent_budget_stops_the_search_with_its_reason(context):
     validation(compiled=0.8, items=validation.items)  # the quantized model: always validated
     with pytest.raises(SearchStopped):
         validation(compiled=0.85, items=validation.items)
-    assert validation.stop_reason == "max_seconds: 1e-06 s spent"
+    assert validation.stop_reason == "its budget: 0 s spent (max_seconds 1e-06 s)"
+
+
+@pytest.mark.parametrize(("step", "budget"), [(2.0, 60.0), (30.0, 600.0)])
+def test_the_budget_scales_with_the_first_step_within_max_seconds(context, monkeypatch, step, budget):
+    """30 steps of the first one's seconds (the FP32 model compiled and validated on every row): 2 s a step gives
+    60 s, not a fixed 600; a 30 s step would give 900 s, past the cap, so the cap holds and says so."""
+    now = [0.0]
+    monkeypatch.setattr("pipeline.optimize.passes.openvino.accuracy_search.time.monotonic", lambda: now[0])
+    validation = answering(Validation(context, max_seconds=600, max_drop=0.01, steps=30))
+    validation(compiled=1.0, items=validation.items[:1])  # NNCF's one-item probe: no step
+    assert validation.max_seconds == 600
+    now[0] = step
+    validation(compiled=1.0, items=validation.items)  # FP32 on every row: the first step
+    assert validation.max_seconds == budget
+    assert ("30 steps of" if budget < 600 else "the cap: 30 steps of") in validation.budget_how
 
 
 def test_accuracy_control_stops_once_its_pace_cannot_reach_max_drop(context, monkeypatch):

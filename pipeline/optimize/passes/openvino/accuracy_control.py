@@ -101,7 +101,7 @@ class NncfInt8AccuracyControl(ConvertsSource):
 
         absolute = config.max_drop if config.drop_type == "absolute" else None
         model = convert(ctx, config.frontend)
-        validation = Validation(ctx, config.max_seconds, absolute, config.seconds_per_group, model)
+        validation = Validation(ctx, config.max_seconds, absolute, config.seconds_per_group, model, config.steps)
         kwargs = quantize_kwargs(ctx, config, model, advanced="advanced_quantization_parameters")
         try:
             with _capturing_restorer_report() as captured, _watching_ranking(validation):
@@ -123,7 +123,7 @@ class NncfInt8AccuracyControl(ConvertsSource):
                 f"accuracy control stopped ({validation.stop_reason}) after "
                 f"{time.monotonic() - validation.started:.0f} s, {validation.metric} on the validation rows at "
                 f"{reached:.4g} against FP32's {fp32_value:.4g} (max_drop {config.max_drop:g}); raise "
-                f"variants.openvino_int8_acc.max_seconds, seconds_per_group or max_drop"
+                f"variants.openvino_int8_acc.steps, max_seconds, seconds_per_group or max_drop"
             ) from None
         except PipelineError:
             raise
@@ -134,6 +134,7 @@ class NncfInt8AccuracyControl(ConvertsSource):
             return self.ranked(ctx, config, model, validation, rescue.record(error))
         search_s = time.monotonic() - validation.started
         report = captured.report
+        budget = {"budget_s": validation.max_seconds, "budget_how": validation.budget_how}
         validation.max_seconds = None  # the figures below are measured, whatever the budget
         core = ov.Core()
         fp32_value, _ = validation(
@@ -157,6 +158,7 @@ class NncfInt8AccuracyControl(ConvertsSource):
             "reached_max_drop": bool(drop <= config.max_drop),
             "search_s": search_s,
             "max_seconds": config.max_seconds,
+            **budget,
             "stopped_by": "nncf",  # it met max_drop: a stopped search fails the build (SearchStopped)
         }
         return save(ctx, quantized, compress_to_fp16=False, config=config, **details)

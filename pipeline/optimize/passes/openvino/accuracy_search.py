@@ -21,7 +21,10 @@ class Int8AccuracyConfig(Int8Config):
     max_drop: float = Field(default=0.01, gt=0)
     drop_type: Literal["absolute", "relative"] = "absolute"
     max_num_iterations: int = Field(default=500, ge=1)
-    max_seconds: float | None = Field(default=120, gt=0)  # the search's budget; null: no bound but the build timeout
+    # the search's budget in steps: the seconds its first step took (compiling the FP32 model and validating it on
+    # every validation row) times this, so a model twice as slow gets twice the seconds; null: max_seconds alone
+    steps: float | None = Field(default=30, gt=0)
+    max_seconds: float | None = Field(default=600, gt=0)  # the budget's cap; null: no bound but the build timeout
     # each group of quantized operations NNCF ranks adds this to max_seconds: a model with many layers gets
     # a budget that fits it (a paddle2onnx detector's 71 groups stopped at 120 s, 34 s short of ranking them)
     seconds_per_group: float = Field(default=2.0, ge=0)
@@ -65,6 +68,7 @@ class Validation:
         max_drop: float | None = None,
         seconds_per_group: float = 0.0,
         model: Any = None,
+        steps: float | None = None,
     ) -> None:
         self.goal = ctx.search_goal()
         rows = self.goal.rows
@@ -80,7 +84,8 @@ class Validation:
         self.seconds_per_group, self.granted = seconds_per_group, False
         self.samples = len(rows)
         self.origin = rows.origin
-        self.max_seconds = max_seconds
+        self.max_seconds, self.steps = max_seconds, steps
+        self.budget_how = f"max_seconds {max_seconds:g} s" if max_seconds else "no bound but the build timeout"
         self.started = time.monotonic()
         self.max_drop = max_drop  # absolute: the value to reach is the FP32 model's minus this
         self.whole: list[tuple[float, float]] = []  # (seconds, value) of each model validated on every row
@@ -107,7 +112,18 @@ class Validation:
             self.ranking[1] += 1  # one group's score (a model with that group reverted, on the ranking subset)
         elif len(values) == len(self.items):
             self.whole.append((time.monotonic() - self.started, result[0]))
+            if len(self.whole) == 1 and self.steps:
+                self._scale_budget(self.whole[0][0])
         return result
+
+    def _scale_budget(self, step: float) -> None:
+        """The budget from the first step's seconds (the FP32 model compiled and validated on every row)."""
+        scaled = self.steps * step
+        if self.max_seconds is None or scaled < self.max_seconds:
+            self.max_seconds = scaled
+            self.budget_how = f"{self.steps:g} steps of {step:.2f} s (its first: FP32 compiled and validated)"
+        else:
+            self.budget_how += f" (the cap: {self.steps:g} steps of {step:.2f} s would be {scaled:.0f} s)"
 
     def rows_first(self, outputs: list[np.ndarray]) -> Arrays:
         """The compiled model's outputs (in its own layout) rows first, by output name."""
@@ -131,7 +147,7 @@ class Validation:
         if not self.max_seconds:
             return False
         if elapsed > self.max_seconds:
-            self.stop_reason = f"max_seconds: {self.max_seconds:g} s spent"
+            self.stop_reason = f"its budget: {self.max_seconds:.0f} s spent ({self.budget_how})"
             return True
         left = self.max_seconds - elapsed
         if self.ranking is not None:  # NNCF scores every group before it reverts any
@@ -140,7 +156,7 @@ class Validation:
             if needs > left:
                 self.stop_reason = (
                     f"projected: ranking {groups:.0f} groups of quantized operations needs about {needs:.0f} s "
-                    f"more ({scored:.0f} scored), past the {left:.0f} s left of max_seconds"
+                    f"more ({scored:.0f} scored), past the {left:.0f} s left of its budget ({self.budget_how})"
                 )
                 return True
             return False
@@ -155,7 +171,8 @@ class Validation:
         if pace <= 0 or (target - v1) / pace > left:
             self.stop_reason = (
                 f"projected: {self.metric} {v1:.4g} after {len(self.whole) - 2} reverts, gaining "
-                f"{pace:.3g}/s; reaching {target:.4g} needs more than the {left:.0f} s left of max_seconds"
+                f"{pace:.3g}/s; reaching {target:.4g} needs more than the {left:.0f} s left of its budget "
+                f"({self.budget_how})"
             )
             return True
         return False
