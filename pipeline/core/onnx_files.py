@@ -8,6 +8,7 @@ file `<model file>.data`, so an artifact folder is always self-contained and cop
 from __future__ import annotations
 
 import functools
+import importlib.machinery
 import importlib.util
 import shutil
 from collections import Counter
@@ -31,8 +32,9 @@ def extensions_library() -> str | None:
     spec = importlib.util.find_spec("onnxruntime_extensions")
     if spec is None or not spec.submodule_search_locations:
         return None
-    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("_extensions_pydll*"))
-    return str(found[0]) if found else None
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    found = [folder / f"_extensions_pydll{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+    return next((str(path) for path in found if path.is_file()), None)
 
 
 def session_options() -> ort.SessionOptions:

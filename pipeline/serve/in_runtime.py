@@ -15,6 +15,7 @@ version (pipeline.serve.side_by_side).
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import json
 import sys
@@ -34,7 +35,10 @@ def load(runtime: str, model: str, properties: dict, threads: int = 0) -> Callab
 
         options = ort.SessionOptions()
         if extensions := importlib.util.find_spec("onnxruntime_extensions"):  # its text operators, where installed
-            options.register_custom_ops_library(str(next(Path(extensions.origin).parent.glob("_ext*pydll*"))))
+            folder = Path(extensions.origin).parent
+            found = (folder / f"_extensions_pydll{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+            library = next(path for path in found if path.is_file())
+            options.register_custom_ops_library(str(library))
         if threads:
             options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
