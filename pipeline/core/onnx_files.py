@@ -54,10 +54,6 @@ def contrib_opset() -> onnx.OperatorSetIdProto:
     return onnx.helper.make_opsetid(CONTRIB_DOMAIN, 1)
 
 
-def uses_extensions(model: onnx.ModelProto) -> bool:
-    return any(node.domain == CONTRIB_DOMAIN for node in model.graph.node)
-
-
 def external_files(path: Path) -> list[Path]:
     """The side files `path`'s initializers point to (none when all weights are inside)."""
     import onnx

@@ -109,6 +109,7 @@ class Reading:
     decides: ClassVar[bool] = True  # judged by its decisions; its cosine and relative error are context
     numeric: ClassVar[bool] = True  # compared as numbers (cosine, errors beside the decisions); text is not
     whole: ClassVar[str] = "rows whose class at every position is kept (a sequence read whole)"  # sequences_kept
+    fallback: ClassVar[bool] = False  # what an output no reading fits is read as (`add` says how to declare one)
 
     def figures(self, ref: np.ndarray, got: np.ndarray, ask: Ask) -> dict[str, Any]:
         """The decisions kept or not (pipeline.core.decisions), as OutputFidelity's fields."""
@@ -294,6 +295,7 @@ class Embedding(Reading):
 
 class Values(Reading):
     name = "values"
+    fallback = True
     verdict = "no decision found: judged by the worst row's cosine and its largest error (min_cosine, "
     verdict += "max_value_error; one value per row: max_rel_error)"
     decides = False

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from pipeline import runtimes
 from pipeline.core import layout
 from pipeline.core.config import PARAMS_FILE, Params, load_params
 from pipeline.core.data import DataSet
@@ -49,7 +50,7 @@ def load_variant(model: str, artifact: Path, root: Path, sampler: RssSampler | N
     import_ms = 1000 * (time.perf_counter() - start)
     runtime_rss_mb = psutil.Process().memory_info().rss / 1e6
 
-    config = adapter.Config.model_validate(build.runtime_config.as_dict())  # as the runtime types its own keys
+    config = runtimes.typed(adapter, build.runtime_config)
     start = time.perf_counter()
     with sampler.phase("load") if sampler else nullcontext():
         session = in_layout(adapter.load(artifact / build.entry, threads, config, target), config)

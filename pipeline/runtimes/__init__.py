@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pipeline.core.records.build import RuntimeConfig
@@ -26,5 +27,11 @@ def load(
     from pipeline.runtimes.layout import in_layout
 
     adapter = importlib.import_module(RUNTIMES[name].module)
-    settings = adapter.Config.model_validate(config.as_dict() if isinstance(config, RuntimeConfig) else config or {})
+    settings = typed(adapter, config)
     return in_layout(adapter.load(artifact, threads, settings, target), settings)
+
+
+def typed(adapter: ModuleType, config: RuntimeConfig | dict[str, Any] | None) -> RuntimeConfig:
+    """A build's runtime config as the adapter module types its keys (its `Config`): a key it does not read is an
+    error naming it."""
+    return adapter.Config.model_validate(config.as_dict() if isinstance(config, RuntimeConfig) else config or {})

@@ -107,10 +107,9 @@ def readings(source: SourceModel, config: ModelConfig, folder: Path) -> list[str
     judging, lines = Judging.of(config, file_producers(source.path)), []  # an ONNX file's graph; others' at export
     for i, (name, values) in enumerate(outputs.items()):
         kind, how = judging.kind(i, name, values)
-        found = f"output {name!r}: {how} (on {len(values)} {what})"
-        if kind != "values":
-            found = f"output {name!r} read as {kind}: {how} (on {len(values)} {what})"
+        fallback = READINGS[kind].fallback
+        found = f"output {name!r}{'' if fallback else f' read as {kind}'}: {how} (on {len(values)} {what})"
         found += READINGS[kind].note(name, values, judging.threshold(name))
-        change = "if users read decisions from it" if kind == "values" else "to read it otherwise"
+        change = "if users read decisions from it" if fallback else "to read it otherwise"
         lines.append(f"{found}; --judged-as {name}=KIND {change}")
     return lines
