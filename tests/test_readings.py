@@ -211,3 +211,18 @@ def test_every_reading_is_one_type_an_entry_can_declare_and_the_report_can_state
     assert reading(None) is UNKNOWN and reading("no such reading") is UNKNOWN
     old = {"cosine_min": 0.5, "values_per_row": 8, "top1_agreement": 0.9}  # written before readings were kept
     assert {v.constraint for v in violations(old)} == {"min_cosine"}  # and its top-1 (no floor by default)
+
+
+def test_values_no_reading_fits_are_scored_by_the_worse_of_cosine_and_largest_error():
+    """One value moved by 3 in a row of five: the row's cosine stays 0.40, the largest error relative to the range
+    reads worse, and the score is the worse of the two, as the Values reading records it (no kind name read)."""
+    from pipeline.core.evaluate import output_fidelity
+    from pipeline.core.records import OutputFidelity
+
+    reference = np.random.default_rng(0).normal(size=(8, 5))
+    moved = reference.copy()
+    moved[0, 0] += 3
+    block = OutputFidelity.model_validate(output_fidelity(reference, moved, "values", "test"))
+    assert block.error_scored and block.score == min(block.cosine_min, 1.0 - block.max_rel_diff)
+    embedding = OutputFidelity.model_validate(output_fidelity(reference, moved, "embedding", "test"))
+    assert not embedding.error_scored and embedding.score == embedding.cosine_min

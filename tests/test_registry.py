@@ -333,3 +333,25 @@ def test_no_module_outside_a_kinds_own_branches_on_a_source_kinds_name():
             if subject and named & kinds:
                 found.append(f"{name}:{node.lineno}")
     assert not found, f"branches on a source kind's name: {found}"
+
+
+def test_no_module_but_the_readings_branches_on_a_readings_name():
+    """An output's reading is one type per kind (pipeline.core.readings): what it decides, how it scores and its
+    verdict are the type's own, so no other module compares an output's kind (`output_kind`) with a reading's name.
+    (An input's `kind`, token ids or values, is another word.)"""
+    from pipeline.core.readings import READINGS
+
+    found = []
+    for name, tree in modules().items():
+        if name == "pipeline.core.readings":
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            subject = any(isinstance(s, ast.Attribute) and s.attr == "output_kind" for s in sides)
+            subject |= any(isinstance(s, ast.Name) and s.id in ("output_kind", "reading") for s in sides)
+            named = {s.value for s in sides if isinstance(s, ast.Constant)}
+            if subject and named & set(READINGS):
+                found.append(f"{name}:{node.lineno}")
+    assert not found, f"branches on a reading's name: {found}"

@@ -271,3 +271,19 @@ def test_a_state_input_whose_batch_axis_is_not_the_first_is_checked_from_the_pip
 
     assert report.engines[0].written, report.engines[0].reason
     assert "outputs match predict's on 5 reference rows" in report.engines[0].checked
+
+
+def test_a_graph_holding_onnxruntime_extensions_operators_is_served_by_no_engine_here_and_says_why(tmp_path: Path):
+    """Triton's onnxruntime backend loads custom operators only from a library path on the server
+    (model_operations.op_library_filename) and OVMS reads none: each engine is named with that reason."""
+    folder = deploy(tmp_path)
+    io = [helper.make_tensor_value_info(n, TensorProto.STRING, ["batch"]) for n in ("text", "out")]
+    node = helper.make_node("StringRegexReplace", ["text"], ["out"], domain="ai.onnx.contrib", pattern="a", rewrite="b")
+    graph = helper.make_graph([node], "g", io[:1], io[1:])
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.contrib", 1)]
+    with_model(folder, helper.make_model(graph, opset_imports=opsets, ir_version=10))
+
+    report = write_serving(folder, ServingConfig())
+
+    assert not [r for r in report.engines if r.written]
+    assert all("onnxruntime-extensions' operators (StringRegexReplace)" in r.reason for r in report.engines)

@@ -296,6 +296,10 @@ class Embedding(Reading):
 class Values(Reading):
     name = "values"
     fallback = True
+
+    def figures(self, ref: np.ndarray, got: np.ndarray, ask: Ask) -> dict[str, Any]:
+        return {"error_scored": True}  # its score weighs the largest error beside the cosine (OutputFidelity.score)
+
     verdict = "no decision found: judged by the worst row's cosine and its largest error (min_cosine, "
     verdict += "max_value_error; one value per row: max_rel_error)"
     decides = False

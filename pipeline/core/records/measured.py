@@ -159,6 +159,9 @@ class OutputFidelity(Part):
     # decision_flips: the rows that moved past another)
     pairs_ordered: float | None = None
     rows: int | None = None
+    # values no reading fits (pipeline.core.readings.Values): scored by the worse of the worst row's cosine and
+    # 1 - the largest relative error, not by the cosine alone
+    error_scored: bool | None = None
 
     @property
     def one_value_per_row(self) -> bool:
@@ -186,7 +189,7 @@ class OutputFidelity(Part):
             return min((f for f in figures if f is not None), default=1.0)
         if self.one_value_per_row:
             return None if self.max_rel_diff is None else 1.0 - self.max_rel_diff
-        if self.output_kind == "values" and self.max_rel_diff is not None and self.cosine_min is not None:
+        if self.error_scored and self.max_rel_diff is not None and self.cosine_min is not None:
             return min(self.cosine_min, 1.0 - self.max_rel_diff)
         return self.cosine_min
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pipeline.core.onnx_files import CONTRIB_DOMAIN
 from pipeline.core.records.manifest import Manifest
 
 ENGINES = ("triton", "ovms", "kserve")
@@ -30,3 +33,20 @@ def why_not(manifest: Manifest) -> str | None:
     if manifest.metrics is None or manifest.metrics.latency_ms is None:
         return "the manifest holds no measurements to set the server from"
     return None
+
+
+def needs_extensions(folder: Path, manifest: Manifest) -> str | None:
+    """Why no engine here serves an ONNX graph holding onnxruntime-extensions' operators (tf2onnx's text operators;
+    None: it holds none)."""
+    if not manifest.entry.endswith(".onnx"):
+        return None
+    import onnx
+
+    graph = onnx.load(str(folder / manifest.entry), load_external_data=False).graph
+    if not (operators := sorted({node.op_type for node in graph.node if node.domain == CONTRIB_DOMAIN})):
+        return None
+    return (
+        f"its graph holds onnxruntime-extensions' operators ({', '.join(operators)}): Triton's onnxruntime backend "
+        "loads them only from a library path on the server (model_operations.op_library_filename), which this "
+        "repository cannot know, and OVMS reads none; `python -m pipeline serve` registers them"
+    )

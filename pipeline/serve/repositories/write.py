@@ -25,7 +25,7 @@ from pipeline.serve.repositories.check import check_analyzer, check_kserve, chec
 from pipeline.serve.repositories.convert import convertible, downgraded
 from pipeline.serve.repositories.kserve import write_kserve
 from pipeline.serve.repositories.ovms import write_ovms
-from pipeline.serve.repositories.scope import ENGINES, NotServable, why_not
+from pipeline.serve.repositories.scope import ENGINES, NotServable, needs_extensions, why_not
 from pipeline.serve.repositories.triton import write_triton
 from pipeline.serve.repositories.versions import (
     Reference,
@@ -82,6 +82,7 @@ def write_serving(folder: Path, config: ServingConfig | None = None, rows: Array
     and field."""
     manifest = manifest_record.load(folder)
     why, signature = why_not(manifest), None
+    why = why or needs_extensions(folder, manifest)
     if why is None:
         try:
             signature = read_signature(folder, manifest)
