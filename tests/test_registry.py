@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -312,26 +313,32 @@ def test_the_schemas_source_kinds_are_the_registrys():
     assert set(get_args(SourceKind)) == set(registry.SOURCES)
 
 
-def test_no_module_outside_a_kinds_own_branches_on_a_source_kinds_name():
-    """A source kind is its loader, its inspector and its registry rows (docs/development.md, "Adding a source
-    kind"): no other module compares a model's kind with a kind's name. The schema says what each kind's entry
-    must hold through its own tables (FILE_SOURCES, FACTORY_SOURCES, ...), never `source == "onnx"`."""
-    own = {s.loader for s in SOURCES.values() if s.loader} | {"pipeline.core.registry"}
-    kinds = set(SOURCES)
+def branches_on(words: set[str], subjects: set[str], skip: Callable[[str], bool]) -> list[str]:
+    """Where a module (but those `skip` names) compares one of `subjects` (an attribute or a variable of that name)
+    with one of `words`, alone or in a tuple, set or list: `module:line` each."""
     found = []
     for name, tree in modules().items():
-        if name in own or name.startswith("pipeline.prepare.add.inspect"):
+        if skip(name):
             continue
         for node in ast.walk(tree):
             if not isinstance(node, ast.Compare):
                 continue
             sides = [node.left, *node.comparators]
-            subject = any(isinstance(s, ast.Attribute) and s.attr == "source" for s in sides)
+            subject = any(getattr(s, "attr", getattr(s, "id", None)) in subjects for s in sides)
             named = {s.value for s in sides if isinstance(s, ast.Constant)}
             named |= {e.value for s in sides if isinstance(s, ast.Tuple | ast.Set | ast.List) for e in s.elts
                       if isinstance(e, ast.Constant)}  # fmt: skip
-            if subject and named & kinds:
+            if subject and named & words:
                 found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_no_module_outside_a_kinds_own_branches_on_a_source_kinds_name():
+    """A source kind is its loader, its inspector and its registry rows (docs/development.md, "Adding a source
+    kind"): no other module compares a model's kind with a kind's name. The schema says what each kind's entry
+    must hold through its own tables (FILE_SOURCES, FACTORY_SOURCES, ...), never `source == "onnx"`."""
+    own = {s.loader for s in SOURCES.values() if s.loader} | {"pipeline.core.registry"}
+    found = branches_on(set(SOURCES), {"source"}, lambda m: m in own or m.startswith("pipeline.prepare.add.inspect"))
     assert not found, f"branches on a source kind's name: {found}"
 
 
@@ -341,17 +348,5 @@ def test_no_module_but_the_readings_branches_on_a_readings_name():
     (An input's `kind`, token ids or values, is another word.)"""
     from pipeline.core.readings import READINGS
 
-    found = []
-    for name, tree in modules().items():
-        if name == "pipeline.core.readings":
-            continue
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Compare):
-                continue
-            sides = [node.left, *node.comparators]
-            subject = any(isinstance(s, ast.Attribute) and s.attr == "output_kind" for s in sides)
-            subject |= any(isinstance(s, ast.Name) and s.id in ("output_kind", "reading") for s in sides)
-            named = {s.value for s in sides if isinstance(s, ast.Constant)}
-            if subject and named & set(READINGS):
-                found.append(f"{name}:{node.lineno}")
+    found = branches_on(set(READINGS), {"output_kind", "reading"}, lambda m: m == "pipeline.core.readings")
     assert not found, f"branches on a reading's name: {found}"
