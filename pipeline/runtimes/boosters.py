@@ -35,11 +35,18 @@ class Config(base.Config):
     output_names: list[str] | None = None
 
 
+class CompiledConfig(Config):
+    """What the adapters of trees compiled to code (tl2cgen_rt, lleaves_rt) read: how their predictions read too
+    (a library's own file says so itself)."""
+
+    answer: Answer | None = None
+
+
 class Details(base.Details):
-    """What its sessions report (Session.details); None in a record written before the key was."""
+    """What the tree runtimes' sessions report (Session.details); None in a record written before the key was."""
 
     threads: int | None = None
-    library: str | None = None  # the library and version that ran it ('xgboost 3.2.0')
+    library: str | None = None  # what ran it, with its version ('xgboost 3.2.0', 'tl2cgen 1.0.0', 'lleaves ...')
     mode: str | None = None  # the call
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from pipeline.core.data import Arrays
-from pipeline.runtimes import base
+from pipeline.runtimes import boosters
 from pipeline.runtimes.base import Session
-from pipeline.runtimes.boosters import output_name, shaped
+from pipeline.runtimes.boosters import CompiledConfig, output_name, shaped
 
 COMPILED_SUFFIX = ".so"  # the compiled library lies beside the model file: model.txt -> model.so
 # lleaves' predict starts a thread pool per call when n_jobs > 1: on s2cloudless (170 trees, Intel Xeon, 2 cores)
@@ -24,20 +24,7 @@ COMPILED_SUFFIX = ".so"  # the compiled library lies beside the model file: mode
 ROWS_PER_JOB = 4096
 
 
-class Config(base.Config):
-    """What the lleaves adapter reads of its build's runtime_config (beside layout and code_root)."""
-
-    input_names: list[str] | None = None  # its one input's name
-    output_names: list[str] | None = None
-    answer: Literal["binary", "classes", "values"] | None = None  # how its predictions read
-
-
-class Details(base.Details):
-    """What its sessions report (Session.details); None in a record written before the key was."""
-
-    threads: int | None = None
-    library: str | None = None  # lleaves and llvmlite, with their versions
-    mode: str | None = None
+Config, Details = CompiledConfig, boosters.Details  # the tree runtimes' own (pipeline.runtimes.boosters)
 
 
 def compiled_library(model_file: Path) -> Path:
