@@ -127,7 +127,8 @@ def model_path(folder: Path, listed: dict[str, Any]) -> Path:
 
 def one_model(name: str, folder: Path, keep: bool, listed: dict[str, Any]) -> dict[str, Any]:
     """`name` from the corpus `folder` (its INDEX.json entry `listed`) through add (with the entry's add_flags)
-    and dvc repro in a scratch project."""
+    and `python -m pipeline repro` in a scratch project: `repro_s` from the start of `add` to the choice
+    (`add_s` of it in `add`), `time_by_stage` where the rest went (reports/logs/repro_time.json)."""
     model, flags = model_path(folder, listed), listed.get("add_flags", [])
     root = scratch_project()
     start = time.perf_counter()
@@ -136,6 +137,7 @@ def one_model(name: str, folder: Path, keep: bool, listed: dict[str, Any]) -> di
             run(cmd, root)
         added = run([sys.executable, "-m", "pipeline", "add", name, str(model), "--eval",
                      str(folder / "eval.npz"), *add_flags(folder, flags)], root)  # fmt: skip
+        added_at = time.perf_counter()
         entry: dict[str, Any] = {"file": model.name, "add_as_is": added.returncode == 0, "add_flags": flags}
         if added.returncode:
             return entry | {"add_error": added.stderr.strip(), "wall_s": round(time.perf_counter() - start, 1)}
@@ -146,8 +148,11 @@ def one_model(name: str, folder: Path, keep: bool, listed: dict[str, Any]) -> di
         run([sys.executable, "-m", "pipeline", "stages", "--write"], root)
         run(["git", "add", "-A"], root)
         run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", name], root)
-        repro = run(["dvc", "repro"], root, timeout=REPRO_TIMEOUT_S)
+        repro = run([sys.executable, "-m", "pipeline", "repro"], root, timeout=REPRO_TIMEOUT_S)
         entry["repro_s"] = round(time.perf_counter() - start, 1)
+        entry["add_s"] = round(added_at - start, 1)
+        if layout.repro_time(root).is_file():  # the stages' wall clock by kind (pipeline.progress.time_by_kind)
+            entry["time_by_stage"] = read_json(layout.repro_time(root))
         if repro.returncode:
             return entry | {"repro_error": (repro.stderr or repro.stdout).strip().splitlines()[-3:]}
         choice = read_json(layout.selection_file(name, root))
