@@ -173,6 +173,8 @@ def _why(
     for rep, r in sorted(ratios.items(), key=lambda item: item[1]["ratio"]):
         spread = _half_width_pct(r)
         mark = standing(r, tie_pct)
+        left = contest.get("retired", {}).get(rep)
+        mark += f", left the race after {left} rounds" if left else ""
         others.append(f"{rep} x{r['ratio']:.3f} (95% CI {r['low']:.3f}-{r['high']:.3f}, {mark}, ±{spread:.1f}%)")
     figures = f"{leader} {p} {latency[leader]:.4g} ms; " + "; ".join(others)
     identical = {m: rep for rep, members in groups.items() for m in members if m != rep}

@@ -13,7 +13,10 @@ every contender is separated from the leader or equivalent to it (within ±tie_p
 (cap_min_rounds for a race too slow to reach min_rounds within max_seconds) and min_seconds, or at
 the round or time limit (a tie); or, after `decisive_rounds`, as soon as every contender's interval
 starts above `decisive_ratio`: a gap no drift of the machine has spanned needs no minute of watching
-(ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). Blocks are short (tens
+(ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). One contender so far behind
+while others are still open leaves the race then (`retired`): its ratio and its verdict are those of the
+rounds it ran, and the rounds after it cost the others' blocks alone (genomad's XGBoost baseline, x78 of
+the leader, had run all 100 rounds of a contest of four). Blocks are short (tens
 of ms) so that most rounds fall inside one machine state, with a minimum of calls so that a fast
 model's block is not all switching cost, and at most `max_block_seconds` (one call at least) so
 that a slow model (VGG19, 140 ms a call) still gets rounds: its time cap also waits for
@@ -176,6 +179,12 @@ def turn(variants: list[str], round_index: int) -> list[str]:
     return order[::-1] if round_index % 2 else order
 
 
+def paired(slower: list[float], faster: list[float]) -> Interval:
+    """The ratio of two contenders' block figures over the rounds both ran (a retired one ran the first ones)."""
+    rounds = min(len(slower), len(faster))
+    return paired_ratio_interval(np.asarray(slower[:rounds]) / np.asarray(faster[:rounds]))
+
+
 def interval_figures(interval: Interval) -> dict[str, float]:
     return {"ratio": interval.center, "low": interval.low, "high": interval.high}
 
@@ -201,6 +210,7 @@ def race(
     q = PERCENTILES[percentile]
     stats: dict[str, list[float]] = {v: [] for v in racing}
     settled: dict[str, list[float]] = {v: [] for v in racing}  # seconds each block's pool spun after it
+    retired: dict[str, list[float]] = {}  # left the race decided beyond any drift: the rounds they ran
     with no_gc():
         start, rounds, stopped_by = clock(), 0, ""
         while len(racing) > 1:
@@ -227,6 +237,10 @@ def race(
                 if decisive(ratios, settings):
                     stopped_by = f"every contender slower by more than x{settings.decisive_ratio:g} ({rounds} rounds)"
                     break
+                beyond = [v for v, r in ratios.items() if r.low > settings.decisive_ratio]
+                for variant in beyond if rounds >= settings.decisive_rounds else []:
+                    retired[variant] = stats.pop(variant)
+                    del racing[variant]
                 if long_enough and "open" not in verdicts.values():
                     stopped_by = "every contender separated from the leader or equivalent to it"
                     break
@@ -237,19 +251,23 @@ def race(
     if not stats:
         raise WorkerFailed("no contender ran a block: " + "; ".join(f"{v}: {why}" for v, why in failed.items()))
     leader, ratios, verdicts = rank(stats, settings.tie_pct)
+    for variant, figures in retired.items():  # against the leader's blocks of the same rounds
+        ratios[variant] = paired(figures, stats[leader])
+        verdicts[variant] = verdict(ratios[variant], settings.tie_pct)
+    ran = stats | retired
     speedup = {}
-    if baseline in stats:
-        base = np.asarray(stats[baseline])
-        speedup = {v: interval_figures(paired_ratio_interval(base / np.asarray(s))) for v, s in stats.items()}
+    if baseline in ran:
+        speedup = {v: interval_figures(paired(ran[baseline], s)) for v, s in ran.items()}
     return {
         "leader": leader,
         "percentile": percentile,
         "rounds": rounds,
         "seconds": round((clock() - start) / 1e9, 3),
         "stopped_by": stopped_by,
-        "calls_per_block": {v: per_block[v] for v in stats},
-        "latency_ms": {v: float(np.median(s)) for v, s in stats.items()},
+        "calls_per_block": {v: per_block[v] for v in ran},
+        "latency_ms": {v: float(np.median(s)) for v, s in ran.items()},
         "ratio_to_leader": {v: interval_figures(r) | {"verdict": verdicts[v]} for v, r in ratios.items()},
+        "retired": {v: len(s) for v, s in retired.items()},  # left after this many rounds, beyond any drift
         **({"baseline": baseline, "speedup": speedup} if speedup else {}),
         "failed": failed,
         "separation": {
@@ -266,6 +284,7 @@ def race(
             f" (separation); block {percentile}s; median contender/leader ratio over the rounds, its 95% interval"
             f" the order statistics' joined with a t interval over 5 stretches of the contest;"
             f" equivalent within ±{settings.tie_pct:g}%; decided early once every interval starts above"
-            f" x{settings.decisive_ratio:g} (after {settings.decisive_rounds} rounds)"
+            f" x{settings.decisive_ratio:g} (after {settings.decisive_rounds} rounds), and a contender whose interval"
+            f" does so leaves the race then (its figures over the rounds it ran)"
         ),
     }
