@@ -624,9 +624,9 @@ class ServingConfig(Strict):
     # load each artifact with the release's runtime version (pip, a cached side environment) and compare
     # its outputs with predict's; false: written unchecked, and the files say so
     check_versions: bool = True
-    # seconds of batch-1 calls timing the artifact in each release's runtime version beside this
-    # pipeline's, in alternating blocks, one process each (pipeline.serve.side_by_side), where the two
-    # versions differ; 0: not timed
+    # at most this many seconds of batch-1 calls timing the artifact in each release's runtime version beside
+    # this pipeline's, in alternating blocks, one process each (pipeline.serve.side_by_side), where the two
+    # versions differ; sooner once the ratio's interval is within ±3%; 0: not timed
     compare_seconds: float = Field(default=3.0, ge=0)
 
     @model_validator(mode="after")

@@ -31,6 +31,7 @@ from pipeline.serve import in_runtime
 BLOCK_S = 0.05  # one block of calls: short, so that most rounds fall inside one state of the machine
 PAUSE_S = 0.02  # between blocks: the last runtime's threads stop spinning before the other's block
 MIN_ROUNDS = 10
+PRECISE_PCT = 3.0  # the ratio's interval this narrow (± percent) ends the timing before `seconds`: the contest's tie band
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def side_by_side(
     release_python: Path, runtime: str, model: Path, feeds: Arrays, properties: dict, threads: int, seconds: float
 ) -> SideBySide:
     """Time `model` on `feeds` in the release's runtime (`release_python`) and in this interpreter's, in
-    turns, for at least `seconds` and MIN_ROUNDS rounds, holding the machine lock (no benchmark beside)."""
+    turns, for MIN_ROUNDS rounds and then until the ratio's interval is within ±PRECISE_PCT or `seconds`
+    have passed, holding the machine lock (no benchmark beside)."""
     with tempfile.TemporaryDirectory(prefix="side-by-side-") as tmp:
         inputs = Path(tmp) / "in.npz"
         np.savez(inputs, **feeds)
@@ -108,7 +110,9 @@ def side_by_side(
                 times: list[list[float]] = [[], []]
                 ratios: list[float] = []
                 start = time.perf_counter()
-                while len(ratios) < MIN_ROUNDS or time.perf_counter() - start < seconds:
+                while len(ratios) < MIN_ROUNDS or (
+                    time.perf_counter() - start < seconds and paired_ratio_interval(ratios).half_width_pct > PRECISE_PCT
+                ):
                     medians = [0.0, 0.0]
                     order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
                     for index in order:
