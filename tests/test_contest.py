@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from pipeline.core.config import ContestConfig, Params
+from pipeline.core.stats import Interval
 from pipeline.decide import contest
 from pipeline.decide.selection import Selection
 from pipeline.measure import interleaved
@@ -105,10 +106,10 @@ def test_a_contender_still_open_at_the_cap_is_tied_only_when_its_median_is_insid
     assert decision.chosen == chosen
     if chosen == "slow":  # the leader: "fast" is better on fidelity, but not shown to be as fast
         assert decision.tied == ["slow"] and decision.why.startswith(
-            "the fastest median, undecided against fast at the cap, when re-measured side by side (295 rounds, 30.1 s)"
+            "the fastest median, undecided against fast by the cap, when re-measured side by side (295 rounds, 30.1 s)"
         )
         assert decision.rejected["fast"] == (
-            "undecided side by side: x1.573 of slow (95% CI 0.900-2.500; undecided at the cap, its median beyond ±3%)"
+            "undecided side by side: x1.573 of slow (95% CI 0.900-2.500; undecided by the cap, its median beyond ±3%)"
         )
     else:
         assert sorted(decision.tied) == ["fast", "slow"] and "chosen by the tie-break" in decision.why
@@ -254,6 +255,33 @@ def test_a_contender_beyond_any_drift_leaves_the_race_and_keeps_its_figures_over
     assert race["speedup"]["fast"]["low"] > 1.6 and race["speedup"]["slow"]["ratio"] == 1.0
     blocks = calls["slow"] // race["calls_per_block"]["slow"]
     assert blocks <= 7  # its calls to size its blocks, then 6 rounds' blocks: none after it left
+
+
+class Scripted:
+    """A contender whose block figures are given (ms, in turn): a race whose intervals the test knows."""
+
+    per_call_s = 0.001
+
+    def __init__(self, *ms: float) -> None:
+        self.ms, self.blocks = ms, 0
+
+    def block(self, calls: int) -> tuple[np.ndarray, float]:
+        self.blocks += 1
+        return np.full(calls, self.ms[(self.blocks - 1) % len(self.ms)] * 1e6), 0.0
+
+
+def test_a_race_that_could_not_close_by_its_cap_ends_once_it_has_run_its_minimum():
+    """A ratio swinging 0.5x-2x about x1.02: its interval, even narrowed to the 40 rounds of the cap, could neither
+    separate nor fit within ±3%, so the race ends after min_rounds, open, as it would have at the cap; a steady
+    x1.02 closes (equivalent) and a steady x1.25 separates, each after min_rounds as before."""
+    swinging = interleaved.race({"a": Scripted(1.0), "b": Scripted(0.5, 2.0, 1.02)}, "p50", FAST)
+    assert swinging["rounds"] == FAST.min_rounds and swinging["stopped_by"].startswith("the open ones could not close")
+    assert swinging["ratio_to_leader"]["b"]["verdict"] == "open"
+    for steady, said in ((1.02, "equivalent"), (1.25, "slower")):
+        race = interleaved.race({"a": Scripted(1.0), "b": Scripted(steady)}, "p50", FAST)
+        assert race["rounds"] == FAST.min_rounds and race["ratio_to_leader"]["b"]["verdict"] == said
+    near_edge = Interval(1.01, 0.98, 1.04, 30)  # narrowed to 100 rounds: x1.01 ± about 1.6%, inside the band
+    assert not interleaved.cannot_close(near_edge, 30, 100, 3.0) and interleaved.cannot_close(near_edge, 30, 31, 3.0)
 
 
 def test_settle_waits_for_a_spinning_pool_and_then_a_quiet_stretch():

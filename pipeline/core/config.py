@@ -553,7 +553,8 @@ class ContestConfig(Strict):
     `min_rounds` within `max_seconds`) and `min_seconds` (long enough to see the machine change
     state), until every paired ratio's interval separates its variant from the leader by more
     than `tie_pct` or lies within ±`tie_pct` of 1, or `max_rounds`/`max_seconds` run out (the time
-    cap waits for `cap_min_rounds` rounds, up to `cap_max_seconds`): the open ones are then ties.
+    cap waits for `cap_min_rounds` rounds, up to `cap_max_seconds`): the open ones are then ties; or as soon
+    as no open one could close by then, its interval narrowed to the rounds the cap allows.
     Sooner when the race is decided beyond any drift: after `decisive_rounds`, once every contender's
     ratio interval starts above `decisive_ratio` (wider than one ratio ever moved across machine
     states, 0.48 to 0.76 within an hour: 1.58x), no state of the machine would reverse it.

@@ -110,7 +110,7 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
 
 def standing(ratio: dict[str, Any], tie_pct: float) -> str:
     """A contender against the leader once the contest ended: `slower` (separated), `tie` (equivalent
-    within ±tie_pct, or still open at the cap with its median ratio inside that band: a difference the
+    within ±tie_pct, or still open at the cap (or not to close by it) with its median ratio inside that band: a difference the
     contest could not show), or `undecided` (still open, its median beyond the band): the leader keeps
     the place. Calling the last a tie let the tie-break deploy minilm_l6's openvino_fp16 from a noisy
     30 s contest (x1.573, 95% CI 1.015-2.497) over openvino_int8, which other runs found x1.5 faster."""
@@ -139,7 +139,7 @@ def _rejected(
         for m in (m for m in members if m != chosen and rep in contest["latency_ms"]):
             lost = standing(r, tie_pct) if r else "tie"
             if lost != "tie":
-                how = "" if lost == "slower" else f"; undecided at the cap, its median beyond ±{tie_pct:g}%"
+                how = "" if lost == "slower" else f"; undecided by the cap, its median beyond ±{tie_pct:g}%"
                 rejected[m] = (
                     f"{lost} side by side: x{r['ratio']:.3f} of {leader} (95% CI {r['low']:.3f}-{r['high']:.3f}{how})"
                 )
@@ -180,7 +180,7 @@ def _why(
     identical = {m: rep for rep, members in groups.items() for m in members if m != rep}
     if len(tied) == 1:
         open_ = [v for v, r in ratios.items() if standing(r, tie_pct) == "undecided"]
-        lead = f"the fastest median, undecided against {', '.join(open_)} at the cap," if open_ else "fastest"
+        lead = f"the fastest median, undecided against {', '.join(open_)} by the cap," if open_ else "fastest"
         return f"{lead} when {head}: {figures}" + _same(identical)
     rivals = [v for v in tied if v != chosen]
     spreads = [_half_width_pct(ratios[v]) for v in tied if v in ratios]

@@ -11,7 +11,8 @@ outliers a mean's t interval did not ignore, joined with an interval over five s
 contest, as a ratio that moves with the machine's state must not look precise). The loop stops when
 every contender is separated from the leader or equivalent to it (within ±tie_pct), after min_rounds
 (cap_min_rounds for a race too slow to reach min_rounds within max_seconds) and min_seconds, or at
-the round or time limit (a tie); or, after `decisive_rounds`, as soon as every contender's interval
+the round or time limit (a tie), or then already once no open one could close by that limit (its interval
+narrowed to the rounds the cap would allow: `cannot_close`); or, after `decisive_rounds`, as soon as every contender's interval
 starts above `decisive_ratio`: a gap no drift of the machine has spanned needs no minute of watching
 (ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). One contender so far behind
 while others are still open leaves the race then (`retired`): its ratio and its verdict are those of the
@@ -160,6 +161,25 @@ def out_of_time(rounds: int, elapsed: float, settings: ContestConfig) -> bool:
     return elapsed >= settings.max_seconds and rounds >= settings.cap_min_rounds
 
 
+def rounds_at_cap(rounds: int, elapsed: float, settings: ContestConfig) -> float:
+    """How many rounds the race would have run at its cap, at its pace so far."""
+    paced = rounds * max(settings.max_seconds, elapsed) / max(elapsed, 1e-9)
+    return min(settings.max_rounds, max(paced, settings.cap_min_rounds, rounds))
+
+
+def cannot_close(ratio: Interval, rounds: int, at_cap: float, tie_pct: float) -> bool:
+    """An open ratio that would still be open at the cap: its interval, narrowed as 1/sqrt(rounds) from `rounds` to
+    `at_cap` about the same median (optimistic: the drift stretches' part narrows slower), could neither start
+    above 1 + tie_pct nor fit within ±tie_pct. Such a race ends now, its open ones read as the cap reads them
+    (pipeline.decide.contest.standing): yasa's LightGBM against lleaves ran the 30 s cap at x1.20 (0.86-1.42)."""
+    center, low, high = np.log([ratio.center, ratio.low, ratio.high])
+    half = (high - low) / 2 * np.sqrt(rounds / at_cap)
+    band = tie_pct / 100
+    separates = center - half > np.log1p(band)
+    fits = center - half >= np.log1p(-band) and center + half <= np.log1p(band)
+    return not (separates or fits)
+
+
 def rounds_needed(rounds: int, elapsed: float, settings: ContestConfig) -> int:
     """The rounds a contest must run before its verdicts count: `min_rounds`, or `cap_min_rounds` for a
     slow race whose pace cannot reach `min_rounds` within `max_seconds` (tiny_lm's generation, 0.35 s a
@@ -243,6 +263,12 @@ def race(
                     del racing[variant]
                 if long_enough and "open" not in verdicts.values():
                     stopped_by = "every contender separated from the leader or equivalent to it"
+                    break
+                at_cap = rounds_at_cap(rounds, elapsed, settings)
+                if long_enough and all(cannot_close(ratios[v], rounds, at_cap, settings.tie_pct)
+                                       for v, said in verdicts.items() if said == "open"):  # fmt: skip
+                    stopped_by = (f"the open ones could not close by the cap (their intervals narrowed to"
+                                  f" {at_cap:.0f} rounds, {rounds} run): as at the cap, ties or undecided")  # fmt: skip
                     break
             if out_of_time(rounds, elapsed, settings):
                 stopped_by = f"round limit ({rounds} rounds, {elapsed:.1f} s): the open ones are ties"
