@@ -237,26 +237,6 @@ def test_a_gap_beyond_any_drift_ends_the_race_early_and_a_close_one_does_not():
     assert near["rounds"] == 30 and near["ratio_to_leader"]["slow"]["verdict"] == "slower"
 
 
-def test_a_contender_beyond_any_drift_leaves_the_race_and_keeps_its_figures_over_the_rounds_it_ran():
-    """While a close pair is still open, the one twice as slow leaves after `decisive_rounds`: the later rounds
-    time the pair alone; its ratio, verdict and the speed-ups over it (the baseline) are those of its rounds."""
-    patient = FAST.model_copy(update={"min_rounds": 30, "max_rounds": 30, "decisive_rounds": 6})
-    calls = {"slow": 0}
-    slow = busy(0.0010)
-
-    def counted() -> None:
-        calls["slow"] += 1
-        slow()
-
-    race = interleaved.race({"fast": busy(0.0004), "near": busy(0.0005), "slow": counted}, "p50", patient, "slow")
-    assert race["rounds"] == 30 and race["retired"] == {"slow": 6}
-    assert race["ratio_to_leader"]["slow"]["low"] > 1.6 and race["ratio_to_leader"]["slow"]["verdict"] == "slower"
-    assert race["ratio_to_leader"]["near"]["verdict"] == "slower" and "slow" in race["latency_ms"]
-    assert race["speedup"]["fast"]["low"] > 1.6 and race["speedup"]["slow"]["ratio"] == 1.0
-    blocks = calls["slow"] // race["calls_per_block"]["slow"]
-    assert blocks <= 7  # its calls to size its blocks, then 6 rounds' blocks: none after it left
-
-
 class Scripted:
     """A contender whose block figures are given (ms, in turn): a race whose intervals the test knows."""
 
@@ -268,6 +248,18 @@ class Scripted:
     def block(self, calls: int) -> tuple[np.ndarray, float]:
         self.blocks += 1
         return np.full(calls, self.ms[(self.blocks - 1) % len(self.ms)] * 1e6), 0.0
+
+
+def test_a_contender_beyond_any_drift_leaves_the_race_and_keeps_its_figures_over_the_rounds_it_ran():
+    """While a close pair is still open, the one twice as slow leaves after `decisive_rounds`: the later rounds
+    time the pair alone; its ratio, verdict and the speed-ups over it (the baseline) are those of its rounds."""
+    patient = FAST.model_copy(update={"min_rounds": 30, "max_rounds": 30, "decisive_rounds": 6})
+    slow = Scripted(1.0)
+    race = interleaved.race({"fast": Scripted(0.4), "near": Scripted(0.5), "slow": slow}, "p50", patient, "slow")
+    assert race["rounds"] == 30 and race["retired"] == {"slow": 6} and slow.blocks == 6  # none after it left
+    assert race["ratio_to_leader"]["slow"]["ratio"] == pytest.approx(2.5) and race["latency_ms"]["slow"] == 1.0
+    assert race["ratio_to_leader"]["slow"]["verdict"] == race["ratio_to_leader"]["near"]["verdict"] == "slower"
+    assert race["speedup"]["fast"]["ratio"] == pytest.approx(2.5) and race["speedup"]["slow"]["ratio"] == 1.0
 
 
 def test_a_race_that_could_not_close_by_its_cap_ends_once_it_has_run_its_minimum():
