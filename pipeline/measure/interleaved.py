@@ -12,9 +12,9 @@ contest, as a ratio that moves with the machine's state must not look precise). 
 every contender is separated from the leader or equivalent to it (within ±tie_pct), after min_rounds
 (cap_min_rounds for a race too slow to reach min_rounds within max_seconds) and min_seconds, or at
 the round or time limit (a tie), or then already once no open one could close by that limit (its interval
-narrowed to the rounds the cap would allow: `cannot_close`); or, after `decisive_rounds`, as soon as every contender's interval
-starts above `decisive_ratio`: a gap no drift of the machine has spanned needs no minute of watching
-(ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). One contender so far behind
+narrowed to the rounds the cap would allow: `cannot_close`); or, after `decisive_rounds`, as soon as every
+contender's interval starts above `decisive_ratio`: a gap no drift of the machine has spanned needs no
+minute of watching (ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). One contender so far behind
 while others are still open leaves the race then (`retired`): its ratio and its verdict are those of the
 rounds it ran, and the rounds after it cost the others' blocks alone (genomad's XGBoost baseline, x78 of
 the leader, had run all 100 rounds of a contest of four). Blocks are short (tens

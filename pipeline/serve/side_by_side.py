@@ -31,7 +31,9 @@ from pipeline.serve import in_runtime
 BLOCK_S = 0.05  # one block of calls: short, so that most rounds fall inside one state of the machine
 PAUSE_S = 0.02  # between blocks: the last runtime's threads stop spinning before the other's block
 MIN_ROUNDS = 10
-PRECISE_PCT = 3.0  # the ratio's interval this narrow (± percent) ends the timing before `seconds`: the contest's tie band
+PRECISE_PCT = (
+    3.0  # the ratio's interval this narrow (± percent) ends the timing before `seconds` (the contest's tie band)
+)
 
 
 @dataclass(frozen=True)
