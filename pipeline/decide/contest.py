@@ -109,11 +109,11 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
 
 
 def standing(ratio: dict[str, Any], tie_pct: float) -> str:
-    """A contender against the leader once the contest ended: `slower` (separated), `tie` (equivalent
-    within ±tie_pct, or still open at the cap, or not to close by it, with its median ratio inside that
-    band: a difference the contest could not show), or `undecided` (still open, its median beyond the
-    band): the leader keeps the place. Calling the last a tie let the tie-break deploy minilm_l6's openvino_fp16 from a noisy
-    30 s contest (x1.573, 95% CI 1.015-2.497) over openvino_int8, which other runs found x1.5 faster."""
+    """A contender against the leader once the contest ended: `slower` (separated), `tie` (equivalent within ±tie_pct,
+    or still open at the cap, or not to close by it, with its median ratio inside that band: a difference the
+    contest could not show), or `undecided` (still open, its median beyond the band): the leader keeps the
+    place. Calling the last a tie let the tie-break deploy minilm_l6's openvino_fp16 from a noisy 30 s contest
+    (x1.573, 95% CI 1.015-2.497) over openvino_int8, which other runs found x1.5 faster."""
     if ratio["verdict"] == "slower":
         return "slower"
     return "tie" if ratio["verdict"] == "equivalent" or ratio["ratio"] <= 1 + tie_pct / 100 else "undecided"

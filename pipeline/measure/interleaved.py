@@ -1,27 +1,25 @@
 """Time several variants of one model side by side: the measurement a ranking can trust.
 
-Figures taken minutes apart drift with the machine (one INT8 artifact read 3.8 ms, then 2.4 ms,
-while FP32 held still), but the ratio of two variants timed in alternating blocks of calls holds
-(0.628-0.637 in every 15 s window while both moved 10%). So each round times one block of every
-contender, in an order that turns each round (A B C, C B A, B C A, A C B ...: `turn`), with a few untimed
-calls first so that each block starts warm. A round gives each contender's ratio to the leader; the
-rounds give the median ratio and its interval (pipeline.core.stats.paired_ratio_interval: the
-median's order-statistic interval, as rounds that straddle one of the machine's speed flips are
-outliers a mean's t interval did not ignore, joined with an interval over five stretches of the
-contest, as a ratio that moves with the machine's state must not look precise). The loop stops when
-every contender is separated from the leader or equivalent to it (within ±tie_pct), after min_rounds
-(cap_min_rounds for a race too slow to reach min_rounds within max_seconds) and min_seconds, or at
-the round or time limit (a tie), or then already once no open one could close by that limit (its interval
-narrowed to the rounds the cap would allow: `cannot_close`); or, after `decisive_rounds`, as soon as every
-contender's interval starts above `decisive_ratio`: a gap no drift of the machine has spanned needs no
-minute of watching (ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). One contender so far behind
-while others are still open leaves the race then (`retired`): its ratio and its verdict are those of the
-rounds it ran, and the rounds after it cost the others' blocks alone (genomad's XGBoost baseline, x78 of
-the leader, had run all 100 rounds of a contest of four). Blocks are short (tens
-of ms) so that most rounds fall inside one machine state, with a minimum of calls so that a fast
-model's block is not all switching cost, and at most `max_block_seconds` (one call at least) so
-that a slow model (VGG19, 140 ms a call) still gets rounds: its time cap also waits for
-`cap_min_rounds` rounds, up to `cap_max_seconds`.
+Figures taken minutes apart drift with the machine (one INT8 artifact read 3.8 ms, then 2.4 ms, while FP32 held
+still), but the ratio of two variants timed in alternating blocks of calls holds (0.628-0.637 in every 15 s
+window while both moved 10%). So each round times one block of every contender, in an order that turns each
+round (A B C, C B A, B C A, A C B ...: `turn`), with a few untimed calls first so that each block starts warm. A
+round gives each contender's ratio to the leader; the rounds give the median ratio and its interval
+(pipeline.core.stats.paired_ratio_interval: the median's order-statistic interval, as rounds that straddle one
+of the machine's speed flips are outliers a mean's t interval did not ignore, joined with an interval over five
+stretches of the contest, as a ratio that moves with the machine's state must not look precise). The loop stops
+when every contender is separated from the leader or equivalent to it (within ±tie_pct), after min_rounds
+(cap_min_rounds for a race too slow to reach min_rounds within max_seconds) and min_seconds, or at the round or
+time limit (a tie), or then already once no open one could close by that limit (its interval narrowed to the
+rounds the cap would allow: `cannot_close`); or, after `decisive_rounds`, as soon as every contender's interval
+starts above `decisive_ratio`: a gap no drift of the machine has spanned needs no minute of watching
+(ResNet-50's INT8 against its BF16 at 1.8x ran the 30 s cap for 49 rounds). One contender so far behind while
+others are still open leaves the race then (`retired`): its ratio and its verdict are those of the rounds it
+ran, and the rounds after it cost the others' blocks alone (genomad's XGBoost baseline, x78 of the leader, had
+run all 100 rounds of a contest of four). Blocks are short (tens of ms) so that most rounds fall inside one
+machine state, with a minimum of calls so that a fast model's block is not all switching cost, and at most
+`max_block_seconds` (one call at least) so that a slow model (VGG19, 140 ms a call) still gets rounds: its time
+cap also waits for `cap_min_rounds` rounds, up to `cap_max_seconds`.
 
 Where each contender runs is the caller's: the select stage gives each its own worker process, as it is
 deployed (pipeline.measure.contest, pipeline.measure.contest_worker); `InProcess` times a prepared call in
