@@ -274,6 +274,8 @@ def test_a_race_that_could_not_close_by_its_cap_ends_once_it_has_run_its_minimum
         assert race["rounds"] == FAST.min_rounds and race["ratio_to_leader"]["b"]["verdict"] == said
     near_edge = Interval(1.01, 0.98, 1.04, 30)  # narrowed to 100 rounds: x1.01 ± about 1.6%, inside the band
     assert not interleaved.cannot_close(near_edge, 30, 100, 3.0) and interleaved.cannot_close(near_edge, 30, 31, 3.0)
+    unknown = Interval(6.8, 0.0, float("inf"), 4)  # four rounds give no interval yet (the e2e contest's minimum)
+    assert not interleaved.cannot_close(unknown, 4, 20, 3.0)
 
 
 def test_settle_waits_for_a_spinning_pool_and_then_a_quiet_stretch():

@@ -169,7 +169,10 @@ def cannot_close(ratio: Interval, rounds: int, at_cap: float, tie_pct: float) ->
     """An open ratio that would still be open at the cap: its interval, narrowed as 1/sqrt(rounds) from `rounds` to
     `at_cap` about the same median (optimistic: the drift stretches' part narrows slower), could neither start
     above 1 + tie_pct nor fit within ±tie_pct. Such a race ends now, its open ones read as the cap reads them
-    (pipeline.decide.contest.standing): yasa's LightGBM against lleaves ran the 30 s cap at x1.20 (0.86-1.42)."""
+    (pipeline.decide.contest.standing): yasa's LightGBM against lleaves ran the 30 s cap at x1.20 (0.86-1.42).
+    An interval not known yet (too few rounds for one: 0 to infinity) says nothing of where it would end."""
+    if not 0 < ratio.low <= ratio.high < np.inf:
+        return False
     center, low, high = np.log([ratio.center, ratio.low, ratio.high])
     half = (high - low) / 2 * np.sqrt(rounds / at_cap)
     band = tie_pct / 100
