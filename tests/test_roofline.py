@@ -67,6 +67,28 @@ def test_a_recurrent_layer_counts_its_input_and_recurrent_products_at_every_step
     assert work is not None and work.macs_by_op == {op: 5 * 2 * 2 * gates * hidden * (8 + hidden)}
 
 
+_SYMBOLIC_WITHOUT_TORCH = """
+import sys
+from onnx import TensorProto, helper
+from pipeline.core.work import _count, _symbolic_inference
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+w = helper.make_tensor("w", TensorProto.FLOAT, [4, 5], [0.0] * 20)
+graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y], [w])
+work = _count(_symbolic_inference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])))
+print(work.macs_by_op, "torch" in sys.modules)
+"""
+
+
+def test_onnx_runtimes_symbolic_inference_counts_without_importing_torch():
+    """Its package's __init__ imports torch (1.3 s of a select stage): the module is loaded from its file."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _SYMBOLIC_WITHOUT_TORCH], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["{'MatMul':", "60}", "False"], done.stdout
+
+
 def test_a_product_sized_only_by_the_graphs_own_shape_arithmetic_is_counted_by_running_it():
     """paddle2onnx's flatten before a classifier (PP-OCR's direction classifier, opset 11): Shape cast
     to int32, sliced, cast back and concatenated on axis -1 with a constant, then a Reshape feeding the

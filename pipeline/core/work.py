@@ -10,7 +10,9 @@ whose sizes neither inference nor a run can tell counts nothing (None), never a 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -71,9 +73,26 @@ def _onnx_inference(model: Any) -> Any:
 
 
 def _symbolic_inference(model: Any) -> Any:
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    return _symbolic_shape_inference().infer_shapes(model, auto_merge=True)
 
-    return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+
+@functools.cache
+def _symbolic_shape_inference() -> Any:
+    """ONNX Runtime's SymbolicShapeInference, its module loaded from its file: an import of
+    onnxruntime.tools.symbolic_shape_infer first runs the package's __init__, which imports torch (1.3 s
+    of every select stage counting a transformer) for an export helper this never calls."""
+    import importlib.util
+    import sys
+
+    name = "onnxruntime.tools.symbolic_shape_infer"
+    if name in sys.modules:
+        return sys.modules[name].SymbolicShapeInference
+    ort = importlib.util.find_spec("onnxruntime")
+    path = Path(ort.origin).parent / "tools" / "symbolic_shape_infer.py"  # type: ignore[union-attr, arg-type]
+    spec = importlib.util.spec_from_file_location("pipeline_ort_symbolic_shape_infer", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.SymbolicShapeInference
 
 
 def _shapes_by_running(model: Any) -> Any:
