@@ -25,6 +25,7 @@ import numpy as np
 
 from pipeline.core.config import ContestConfig
 from pipeline.core.data import sample_batch
+from pipeline.core.isolate import leave
 from pipeline.core.line_process import LineProcess, answer_on, error_answer, reply
 from pipeline.core.records import source as source_record
 from pipeline.measure.harness import no_gc, seconds_per_call, warm_up
@@ -87,3 +88,4 @@ def serve(request: dict[str, Any], channel: IO[str]) -> None:
 
 if __name__ == "__main__":
     serve(json.loads(sys.argv[1]), answer_on())
+    leave(0)  # the coordinator waits for this exit: no native teardown

@@ -139,8 +139,9 @@ class Throughput:
 
 def measure_throughput(call: Callable[[], Any], batch: int, config: ThroughputConfig) -> Throughput:
     """Samples per second of one synchronous caller at `batch`, in blocks; stops when the interval
-    is within `target_pct` or after `seconds` (the caller has made the first, allocating call)."""
-    call()
+    is within `target_pct` or after `seconds`. The caller has made the first, allocating call; the one
+    call that sizes a block is the second, untimed for the figure (at a large batch each call is most
+    of the budget: a ResNet's batch 128 takes half a second)."""
     per_block = calls_per_block(call, config.block_seconds, probe_calls=1)
     block_sps: list[float] = []
     with no_gc():
