@@ -246,3 +246,15 @@ def test_rows_of_unit_norm_are_an_embedding_even_when_every_value_lies_in_0_1():
     assert not quality_violations(Measured(fidelity=kept), Constraints())
     sigmoid = 1 / (1 + np.exp(-rng.normal(size=(12, 64))))  # not unit norm: probabilities, as before
     assert fidelity_block({"p": sigmoid}, {"p": sigmoid}, None)["p"]["output_kind"] == "probabilities"
+
+
+def test_the_rank_correlation_is_scipys_spearman_with_ties():
+    from scipy.stats import spearmanr
+
+    from pipeline.core.decisions import rank_correlation
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 20, 500).astype(float)  # many ties
+    b = a + rng.normal(0, 5, 500).round()
+    assert rank_correlation(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
+    assert rank_correlation(a, -a) == pytest.approx(-1.0)

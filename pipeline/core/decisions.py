@@ -300,8 +300,6 @@ def neighbour_agreement(reference: np.ndarray, output: np.ndarray, k: int = NEIG
     stay among its k nearest under the variant (k capped at rows - 1); `similarity_rank_corr`,
     Spearman's rank correlation of every pair's similarity. None below 3 rows, or when every pair
     is alike (nothing to rank)."""
-    from scipy.stats import spearmanr
-
     n = len(reference)
     if n < 3:
         return {"neighbour_recall": None, "similarity_rank_corr": None}
@@ -317,8 +315,19 @@ def neighbour_agreement(reference: np.ndarray, output: np.ndarray, k: int = NEIG
     alike = np.ptp(ref_pairs) == 0 or np.ptp(got_pairs) == 0
     return {
         "neighbour_recall": float(recall),
-        "similarity_rank_corr": None if alike else float(spearmanr(ref_pairs, got_pairs).statistic),
+        "similarity_rank_corr": None if alike else rank_correlation(ref_pairs, got_pairs),
     }
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation, as scipy.stats.spearmanr computes it (Pearson's of the ranks, ties at their
+    mean rank): numpy alone, for scipy.stats' import is 0.35 s of every bench of an embedder."""
+
+    def ranks(values: np.ndarray) -> np.ndarray:
+        _, at, counts = np.unique(values, return_inverse=True, return_counts=True)
+        return (np.cumsum(counts) - (counts + 1) / 2)[at]  # each tie group at its mean rank (0-based)
+
+    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
 
 
 def _similarities(rows: np.ndarray) -> np.ndarray:
