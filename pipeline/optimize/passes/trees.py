@@ -37,12 +37,18 @@ class AsSaved(Pass):
 class TreeliteConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # how many C files the trees are split into, each compiled by gcc -O3 (two at a time on 2 cores; tl2cgen's
-    # parallel_comp); 0: one file. gcc's time grows faster than a file's length: on a 2-core Xeon, genomad's 405
-    # XGBoost trees took 296 s in 2 files, 50 s in 64 and 38 s in 405 (one tree a file, but x1.25 slower calls,
-    # each tree a function); s2cloudless's 170 LightGBM trees 244 s in 2, 55 s in 64; a 100-tree model 1.1 s in
-    # 2, 1.3 s in 64
+    # how many C files the trees are split into, each compiled by gcc (two at a time on 2 cores; tl2cgen's
+    # parallel_comp); 0: one file. gcc's time grows faster than a file's length: on a 2-core Xeon at -O3,
+    # genomad's 405 XGBoost trees took 296 s in 2 files, 50 s in 64 and 38 s in 405 (one tree a file, but x1.25
+    # slower calls, each tree a function); s2cloudless's 170 LightGBM trees 244 s in 2, 55 s in 64; a 100-tree
+    # model 1.1 s in 2, 1.3 s in 64
     parallel_comp: int = Field(default=64, ge=0)
+    # gcc's -O level for the generated C (tl2cgen passes -O3; a later -O wins). Trees are branches on constants,
+    # which -O1 already compiles well and -O2/-O3 mostly make longer: on a 2-core Xeon (64 files, calls timed
+    # interleaved in one process) -O1 against -O3 compiled genomad's 405 trees in 19.7 s, not 42.7, calls x0.85
+    # at batch 1 and x0.65 at 256; s2cloudless's 170 in 22.7 s, not 45.5 (x1.02, x0.90); yasa's 2000 in 11.3,
+    # not 17.4 (x0.97, x0.81); insurance's 100 in 0.9, not 1.1 (x1.01, x1.09). -O0: x1.4-2.1 slower calls
+    opt_level: Literal[0, 1, 2, 3] = 1
     # tl2cgen's `quantize`: compare integer indices of the thresholds instead of the floats (the same branches,
     # often faster for many trees)
     quantize: bool = False
@@ -59,8 +65,10 @@ class Treelite(Pass):
         ensemble = open_ensemble(path)
         model = ensemble.library.treelite_model(ensemble.booster, path)
         params = {"parallel_comp": config.parallel_comp, "quantize": int(config.quantize)}
-        tl2cgen.export_lib(model, toolchain="gcc", libpath=str(ctx.out_dir / COMPILED), params=params)
-        facts = {"treelite": treelite.__version__, "tl2cgen": tl2cgen.__version__, "toolchain": "gcc",
+        flags = [f"-O{config.opt_level}"]
+        libpath = str(ctx.out_dir / COMPILED)
+        tl2cgen.export_lib(model, toolchain="gcc", libpath=libpath, params=params, options=flags)
+        facts = {"treelite": treelite.__version__, "tl2cgen": tl2cgen.__version__, "toolchain": f"gcc {flags[0]}",
                  "trees": model.num_tree, **params}  # fmt: skip
         return BuildResult(COMPILED, facts, runtime_config=names(ctx) | {"answer": ensemble.answer})
 
