@@ -23,7 +23,7 @@ from pipeline.core.quality import edge_violations, quality_violations
 from pipeline.core.records import EdgeRows, Measured
 from pipeline.prepare.add.inspect import tree_file
 from pipeline.prepare.sources import load_source
-from pipeline.prepare.sources.trees import edge_values, splits
+from pipeline.prepare.sources.trees import edge_values, lightgbm_export, onnxmltools_export, splits
 from tests.model_forms import TREE_FILES, write_boosted
 from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
 
@@ -59,6 +59,21 @@ def test_the_source_answers_as_the_library_and_the_onnx_ml_export_keeps_every_cl
     assert np.abs(got - want).max() < 1e-6
     exported = onnx_session(source, tmp_path)(x)["probabilities"]
     assert (exported.argmax(1) == want.argmax(1)).all() and np.abs(exported - want).max() < 1e-5
+
+
+def test_lightgbm_node_ids_counted_give_the_graph_the_librarys_search_gives(tmp_path):
+    """The constant-time node ids (counted_node_ids) write the very graph onnxmltools' own search writes, and the
+    search is back in place afterwards."""
+    from onnxmltools.convert.lightgbm.operator_converters import LightGbm
+
+    source, _ = as_source(tmp_path, "lightgbm", "classes")
+    searched = LightGbm._create_node_id
+    counted, _ = lightgbm_export(source.ensemble, "X", "float32", 15)
+    assert LightGbm._create_node_id is searched
+    ensemble = source.ensemble
+    own, _ = onnxmltools_export("lightgbm", ensemble.booster, ensemble.features, "X", "float32", 15, zipmap=False)
+    counted.graph.name = own.graph.name  # a fresh uuid each conversion
+    assert counted.SerializeToString() == own.SerializeToString()
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
