@@ -41,12 +41,16 @@ def walk(roots: list[str], root: Path = Path("."), prefix: str = PACKAGE) -> lis
     """Files of the `prefix` modules that `roots` (module names or script paths) import, transitively,
     parent packages' __init__ included (Python runs them on import). Sorted, relative to `root`."""
     seen: set[Path] = set()
+    named: set[str] = set()  # module names already looked up: a walk meets each many times (every `from` names)
     todo = [Path(r) if r.endswith(".py") else r for r in roots]
     while todo:
         item = todo.pop()
         if isinstance(item, Path):
             path: Path | None = root / item
+        elif item in named:
+            continue
         else:
+            named.add(item)
             path = module_file(item, root)
             parts = item.split(".")
             todo += [".".join(parts[:i]) for i in range(1, len(parts))]
