@@ -23,7 +23,13 @@ from pipeline.core.quality import edge_violations, quality_violations
 from pipeline.core.records import EdgeRows, Measured
 from pipeline.prepare.add.inspect import tree_file
 from pipeline.prepare.sources import load_source
-from pipeline.prepare.sources.trees import edge_values, lightgbm_export, onnxmltools_export, splits
+from pipeline.prepare.sources.trees import (
+    counted_node_ids,
+    edge_values,
+    lightgbm_export,
+    onnxmltools_export,
+    splits,
+)
 from tests.model_forms import TREE_FILES, write_boosted
 from tests.test_add import params_of, project, run_add  # noqa: F401 - `project` is a fixture
 
@@ -68,6 +74,8 @@ def test_lightgbm_node_ids_counted_give_the_graph_the_librarys_search_gives(tmp_
 
     source, _ = as_source(tmp_path, "lightgbm", "classes")
     searched = LightGbm._create_node_id
+    with counted_node_ids():
+        assert LightGbm._create_node_id is not searched
     counted, _ = lightgbm_export(source.ensemble, "X", "float32", 15)
     assert LightGbm._create_node_id is searched
     ensemble = source.ensemble
