@@ -65,10 +65,10 @@ class Treelite(Pass):
         ensemble = open_ensemble(path)
         model = ensemble.library.treelite_model(ensemble.booster, path)
         params = {"parallel_comp": config.parallel_comp, "quantize": int(config.quantize)}
-        flags = [f"-O{config.opt_level}"]
+        optimize = f"-O{config.opt_level}"
         libpath = str(ctx.out_dir / COMPILED)
-        tl2cgen.export_lib(model, toolchain="gcc", libpath=libpath, params=params, options=flags)
-        facts = {"treelite": treelite.__version__, "tl2cgen": tl2cgen.__version__, "toolchain": f"gcc {flags[0]}",
+        tl2cgen.export_lib(model, toolchain="gcc", libpath=libpath, params=params, options=[optimize])
+        facts = {"treelite": treelite.__version__, "tl2cgen": tl2cgen.__version__, "toolchain": f"gcc {optimize}",
                  "trees": model.num_tree, **params}  # fmt: skip
         return BuildResult(COMPILED, facts, runtime_config=names(ctx) | {"answer": ensemble.answer})
 
