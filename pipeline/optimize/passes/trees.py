@@ -47,7 +47,9 @@ class TreeliteConfig(BaseModel):
     # which -O1 already compiles well and -O2/-O3 mostly make longer: on a 2-core Xeon (64 files, calls timed
     # interleaved in one process) -O1 against -O3 compiled genomad's 405 trees in 19.7 s, not 42.7, calls x0.85
     # at batch 1 and x0.65 at 256; s2cloudless's 170 in 22.7 s, not 45.5 (x1.02, x0.90); yasa's 2000 in 11.3,
-    # not 17.4 (x0.97, x0.81); insurance's 100 in 0.9, not 1.1 (x1.01, x1.09). -O0: x1.4-2.1 slower calls
+    # not 17.4 (x0.97, x0.81); insurance's 100 in 0.9, not 1.1 (x1.01, x1.09). -O0: x1.4-2.1 slower calls. As
+    # deployed, each in a contest worker of its own (six contests, both orders), genomad's -O3 calls at batch 1 read
+    # x1.011-1.055 of -O1's: the one-process x0.85 above was partly the process's draw
     opt_level: Literal[0, 1, 2, 3] = 1
     # tl2cgen's `quantize`: compare integer indices of the thresholds instead of the floats (the same branches,
     # often faster for many trees)
