@@ -249,6 +249,9 @@ class Scripted:
         self.blocks += 1
         return np.full(calls, self.ms[(self.blocks - 1) % len(self.ms)] * 1e6), 0.0
 
+    def draw_ms(self) -> list[float]:
+        return []
+
 
 def test_a_contender_beyond_any_drift_leaves_the_race_and_keeps_its_figures_over_the_rounds_it_ran():
     """While a close pair is still open, the one twice as slow leaves after `decisive_rounds`: the later rounds
@@ -314,16 +317,52 @@ def test_the_coordinator_never_runs_two_workers_at_once(tmp_path):
     assert len(spans) == 3 * result["rounds"] and {name for *_, name in spans} == {"a", "b", "c"}
     for (_, end, before), (start, _, after) in itertools.pairwise(spans):
         assert end <= start, f"{after}'s block started before {before}'s ended"
-    assert "worker process of its own" in result["how"]
+    assert "worker processes of its own" in result["how"]
     assert result["ratio_to_leader"]["b"]["verdict"] == "slower" and result["leader"] in {"a", "c"}
     assert result["runtime_settings"] == {v: {"stub": v} for v in "abc"} and result["failed"] == {}
 
 
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_process_draw_is_in_the_interval_not_the_verdict(tmp_path, processes):
+    """The same artifact in two contenders whose processes draw their speed at start (one fast, one 1.45x
+    slower, as genomad's ONNX trees did): held by one process each, the draw decides ('slower'); held by two
+    taking turns, each contender's processes show the draw (the record keeps each one's figure) and no ratio
+    within it is called 'slower'."""
+    settings = FAST.model_copy(update={"processes": processes})
+    requests = stub_requests(tmp_path / "blocks.txt", a=0.0004, b=0.0004)
+    requests["a"]["draws"], requests["b"]["draws"] = [0.0004, 0.00058], [0.00058, 0.0004]
+    result = race_in_workers(requests, "p50", settings, worker_command=STUB)
+    other = next(v for v in "ab" if v != result["leader"])
+    verdict = result["ratio_to_leader"][other]["verdict"]
+    assert result["processes"] == processes
+    if processes == 1:
+        assert verdict == "slower", result["ratio_to_leader"]
+        assert result["draw_ms"] == {} and result["draw_spread"] == 1.0
+    else:
+        assert verdict != "slower", result["ratio_to_leader"]
+        assert all(len(d) == 2 and max(d) / min(d) > 1.3 for d in result["draw_ms"].values()), result["draw_ms"]
+        assert result["draw_spread"] > 1.3 and "2 worker processes of its own taking turns" in result["how"]
+
+
+def test_the_processes_per_contender_shrink_to_what_memory_holds(monkeypatch):
+    """Two processes per contender while two sets fit in half the free memory; one (never none) past that, said."""
+    import psutil
+
+    from pipeline.measure.contest import processes_that_fit
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("Memory", (), {"available": 8000 * 2**20})())
+    assert processes_that_fit([500.0, 900.0, None], 2) == (2, "")
+    fits, why = processes_that_fit([1500.0, 1500.0], 2)
+    assert fits == 1 and "not 2" in why and "3000 MB" in why and "8000 MB free" in why
+    assert processes_that_fit([9000.0], 2)[0] == 1
+
+
 def test_a_worker_that_dies_mid_contest_is_failed_and_the_others_decide(tmp_path):
-    """One contender's runtime crashes at its fifth block and another cannot load: both are `failed` with
-    their errors, the other two still race to a verdict; select rejects the crashed one with its error."""
+    """One contender's runtime crashes at its fifth block (its first process's third: two take turns) and another
+    cannot load: both are `failed` with their errors, the other two still race to a verdict; select rejects the
+    crashed one with its error."""
     requests = stub_requests(tmp_path / "blocks.txt", fast=0.0004, slow=0.0008, crashes=0.0003, broken=0.0003)
-    requests["crashes"]["die_at_block"] = 5
+    requests["crashes"]["die_at_block"] = 3
     requests["broken"]["fail_load"] = True
     result = race_in_workers(requests, "p50", FAST, baseline="slow", worker_command=STUB)
     assert "Segmentation fault in the stub runtime" in result["failed"]["crashes"]

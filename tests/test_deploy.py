@@ -63,7 +63,7 @@ def test_one_select_builds_each_candidate_once_and_records_its_figures(tmp_path:
     for name, data in stored.items():
         (folder / f"{name}.json").write_text(data.model_dump_json(exclude_none=True))
 
-    def race(model, timed, params, root, baseline=None):  # the stored figures, as if re-measured side by side
+    def race(model, timed, params, root, baseline=None, **_):  # the stored figures, as if re-measured side by side
         ms = {v: stored[v].p50_ms for v in timed}
         leader = min(ms, key=ms.__getitem__)
         ratios = {v: {"ratio": ms[v] / ms[leader], "low": 1.01, "high": 1.04, "verdict": "slower"} for v in ms}

@@ -559,9 +559,12 @@ class ContestConfig(Strict):
     ratio interval starts above `decisive_ratio` (wider than one ratio ever moved across machine
     states, 0.48 to 0.76 within an hour: 1.58x), no state of the machine would reverse it.
 
-    Each contender runs in a worker process of its own (`isolation: workers`), loaded as deployed, and only
+    Each contender runs in worker processes of its own (`isolation: workers`), loaded as deployed, and only
     one runs at a time: a runtime in the same process moved the others' figures (a BlazeFace `.tflite` read
-    x1.29 slower than OpenVINO in one process, x1.08 with each alone in its own). After each block its
+    x1.29 slower than OpenVINO in one process, x1.08 with each alone in its own). A contender is held by
+    `processes` workers that take turns round by round, as each process draws its speed at start (one ONNX
+    Runtime file read 8.8 us a call in some processes, 12.5-13.2 us in others): its ratio's interval then
+    spans the draws instead of one draw deciding (pipeline.measure.contest.Draws). After each block its
     process waits until it is quiet before the next block starts: its CPU time, all threads, grows by less
     than `quiet_share` of one core in every `quiet_window_s` for `quiet_for_s` seconds (a block right after
     ONNX Runtime's ran slow for 10-30 ms more), or `settle_cap_s` pass (the record counts such blocks).
@@ -584,6 +587,8 @@ class ContestConfig(Strict):
     decisive_ratio: float = Field(default=1.6, gt=1)
     decisive_rounds: int = Field(default=10, ge=5)
     isolation: Literal["workers", "one process"] = "workers"
+    processes: int = Field(default=2, ge=1)  # worker processes per contender, taking turns round by round
+    warmup_seconds: float = Field(default=0.05, ge=0)  # each worker's warm-up: the bench's iterations, at least this
     quiet_window_s: float = Field(default=0.002, gt=0)  # how often a settling process's CPU time is read
     quiet_share: float = Field(default=0.1, gt=0, le=1)  # quiet: under this share of one core over a window
     quiet_for_s: float = Field(default=0.03, ge=0)  # and quiet this long before the next block starts

@@ -34,7 +34,7 @@ from pipeline.decide.selection import (
     screen,
     tie_break_key,
 )
-from pipeline.measure.contest import identical_groups, measure_contenders
+from pipeline.measure.contest import identical_groups, measure_contenders, processes_that_fit
 
 
 @dataclass
@@ -85,11 +85,13 @@ def decide(model: str, records: Records, params: Params, root: Path = Path("."))
         why = f"{screened.why}; no other variant is within reach of it" + _same(identical)
         return Decision(screened, screened.chosen, why, identical=identical)
     base_rep = next((rep for rep in timed if baseline in groups[rep]), None)
+    processes, fewer = processes_that_fit([records[v].peak_rss_mb for v in timed], config.contest.processes)
     try:
-        contest = measure_contenders(model, timed, params, root, baseline=base_rep)
+        contest = measure_contenders(model, timed, params, root, baseline=base_rep, processes=processes)
     except IsolatedFailure as failure:
         why = f"{screened.why}; the side-by-side re-measure failed ({failure.evidence('python -m pipeline select')})"
         return Decision(screened, screened.chosen, why, identical=identical)
+    contest |= {"processes_why": fewer} if fewer else {}
     leader, ratios = contest["leader"], contest["ratio_to_leader"]
     tied_timed = [leader, *(v for v, r in ratios.items() if standing(r, config.contest.tie_pct) == "tie")]
     tied = [m for rep in tied_timed for m in groups[rep]]

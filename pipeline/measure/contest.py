@@ -13,6 +13,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pipeline.core import layout
 from pipeline.core.config import ContestConfig, Params
 from pipeline.core.data import sample_batch
@@ -36,6 +38,21 @@ def identical_groups(variants: list[str], root: Path, model: str) -> dict[str, l
     return {members[0]: members for members in groups.values()}
 
 
+def processes_that_fit(peak_rss_mb: list[float | None], wanted: int, share: float = 0.5) -> tuple[int, str]:
+    """Worker processes per contender: `wanted`, or fewer (at least one) when that many of each contender's
+    process, at its bench's peak RSS, would take more than `share` of the memory available now; and why, when
+    fewer."""
+    import psutil
+
+    per_set = sum(mb or 0.0 for mb in peak_rss_mb)
+    available = psutil.virtual_memory().available / 2**20
+    fits = max(1, min(wanted, int(share * available // per_set) if per_set else wanted))
+    if fits == wanted:
+        return fits, ""
+    sets = f"{wanted} sets of the contenders' processes ({per_set:.0f} MB at their bench peaks)"
+    return fits, f"{fits} per contender, not {wanted}: {sets} would take over {share:.0%} of {available:.0f} MB free"
+
+
 def measure_contenders(
     model: str,
     variants: list[str],
@@ -44,10 +61,15 @@ def measure_contenders(
     batch: int = 1,
     folders: dict[str, str] | None = None,
     baseline: str | None = None,
+    processes: int | None = None,
 ) -> dict[str, Any]:
     """Run the contest in a fresh process (the coordinator), holding the machine, with the bench's threads
     (`batch` and `folders`, where each variant was built if not in its folder: for benchmark scripts;
-    `baseline`: the contender every speed-up is stated against)."""
+    `baseline`: the contender every speed-up is stated against; `processes`: per contender, instead of the
+    contest's setting)."""
+    settings = params.select.contest
+    if processes is not None:
+        settings = settings.model_copy(update={"processes": processes})
     with machine_lock(exclusive=True):
         return call(
             f"{__name__}:contest",
@@ -55,7 +77,7 @@ def measure_contenders(
                 "model": model,
                 "variants": variants,
                 "percentile": params.select.percentile,
-                "config": params.select.contest.model_dump(),
+                "config": settings.model_dump(),
                 "root": str(root),
                 "batch": batch,
                 "folders": folders,
@@ -102,6 +124,37 @@ def contest(
     return result | {"batch": rows, "isolation": settings.isolation}
 
 
+class Draws:
+    """One contender held by several worker processes that take turns, one block per round each in order
+    (pipeline.measure.interleaved.Contender). A process draws its speed: the same ONNX Runtime file of
+    genomad's trees read 8.8 us a call in one process and 12.5-13.2 us in another, every time it was timed
+    there (an A/A pair in two workers read x1.42-1.49, 'slower'); resemblyzer's 4 ms LSTM 2-4% apart. A ratio
+    over rounds that cycle through each contender's processes carries that draw into its interval instead of
+    deciding on it. `draw_ms`: each process's median block figure, for the record."""
+
+    def __init__(self, workers: list[InWorker]) -> None:
+        self.workers, self.blocks = workers, 0
+        self.figures: list[list[float]] = [[] for _ in workers]
+        self.per_call_s = 0.0
+
+    def warm(self) -> None:
+        """Each process's warm-up, one after the other: two runtimes warming up at once on two cores ran for
+        a minute (resemblyzer's torch LSTM in two processes: each OpenMP region waited on a descheduled thread)."""
+        for worker in self.workers:
+            worker.warm()
+        self.per_call_s = float(np.median([w.per_call_s for w in self.workers]))
+
+    def block(self, calls: int) -> tuple[np.ndarray, float]:
+        turn = self.blocks % len(self.workers)
+        times, waited = self.workers[turn].block(calls)
+        self.blocks += 1
+        self.figures[turn].append(float(np.median(times)) / 1e6)
+        return times, waited
+
+    def draw_ms(self) -> list[float]:
+        return [round(float(np.median(f)), 6) for f in self.figures if f]
+
+
 def race_in_workers(
     requests: dict[str, dict[str, Any]],
     percentile: str,
@@ -109,25 +162,34 @@ def race_in_workers(
     baseline: str | None = None,
     worker_command: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The race with each contender in a worker process of its own (pipeline.measure.contest_worker, or
-    `worker_command` speaking its protocol), started from its request. The workers load side by side
-    (nothing is timed yet), then warm up one at a time; one that cannot start, or dies mid-contest, is
-    `failed` with its error and the others race on."""
+    """The race with each contender in `settings.processes` worker processes of its own (pipeline.measure.
+    contest_worker, or `worker_command` speaking its protocol), started from its request, taking turns round
+    by round (`Draws`). The workers load side by side (nothing is timed yet), then warm up one at a time; a
+    contender one of whose processes cannot start, or dies mid-contest, is `failed` with its error and the
+    others race on."""
     with ExitStack() as stack:
-        workers, failed = {}, {}
+        contenders, failed = {}, {}
         for variant, request in requests.items():
-            workers[variant] = InWorker(request, command=worker_command)
-            stack.callback(workers[variant].close)
-        for variant, worker in list(workers.items()):
+            workers = [InWorker(request, command=worker_command) for _ in range(settings.processes)]
+            for worker in workers:
+                stack.callback(worker.close)
+            contenders[variant] = Draws(workers)
+        for variant, held in list(contenders.items()):
             try:
-                worker.loaded()
-                worker.warm()
+                for worker in held.workers:
+                    worker.loaded()
+                held.warm()
             except WorkerFailed as error:
                 failed[variant] = f"could not start: {error}"
-                del workers[variant]
-        where = "each in a worker process of its own (loaded as deployed)"
-        result = interleaved.race(workers, percentile, settings, baseline, failed, where)
+                del contenders[variant]
+        where = (
+            f"each in {settings.processes} worker processes of its own taking turns round by round (loaded as"
+            " deployed; a process draws its speed)"
+            if settings.processes > 1
+            else "each in a worker process of its own (loaded as deployed)"
+        )
+        result = interleaved.race(contenders, percentile, settings, baseline, failed, where)
     for variant, why in result["failed"].items():
         print(f"contest: {variant} {why}", file=sys.stderr)
-    runtimes = {v: w.runtime for v, w in workers.items() if v in result["latency_ms"]}
-    return result | {"runtime_settings": runtimes}
+    runtimes = {v: c.workers[0].runtime for v, c in contenders.items() if v in result["latency_ms"]}
+    return result | {"runtime_settings": runtimes, "processes": settings.processes}

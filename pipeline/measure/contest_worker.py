@@ -75,8 +75,8 @@ def serve(request: dict[str, Any], channel: IO[str]) -> None:
         for line in sys.stdin:
             verb, _, argument = line.strip().partition(" ")
             try:
-                if verb == "warm":
-                    warm_up(call, loaded.params.bench.warmup)
+                if verb == "warm":  # the first calls; every block starts with untimed ones too
+                    warm_up(call, loaded.params.bench.warmup.model_copy(update={"seconds": settings.warmup_seconds}))
                     answer = {"per_call_s": seconds_per_call(call), "settle_s": settle(settings)}
                 else:
                     times = timed_block(call, int(argument))

@@ -103,6 +103,10 @@ class Contender(Protocol):
         go quiet after it (settle). Raises WorkerFailed when the contender can no longer run."""
         ...
 
+    def draw_ms(self) -> list[float]:
+        """Each of its processes' median block figure (one process, or none of its own: at most one figure)."""
+        ...
+
 
 class InProcess:
     """A prepared, warmed-up call timed in this process."""
@@ -114,23 +118,36 @@ class InProcess:
     def block(self, calls: int) -> tuple[np.ndarray, float]:
         return timed_block(self.call, calls), settle(self.settings)
 
+    def draw_ms(self) -> list[float]:
+        return []
 
-def verdict(interval: Interval, tie_pct: float) -> str:
-    """'slower' when the ratio (contender / leader) is above 1 + tie_pct at the interval's
-    confidence, 'equivalent' when the whole interval lies within ±tie_pct of 1, else 'open'."""
-    if interval.low > 1 + tie_pct / 100:
+
+def verdict(interval: Interval, tie_pct: float, spread: float = 1.0) -> str:
+    """'slower' when the ratio (contender / leader) is above 1 + tie_pct, and above `spread` (draw_spread), at
+    the interval's confidence; 'equivalent' when the whole interval lies within ±tie_pct of 1; else 'open'."""
+    if interval.low > max(1 + tie_pct / 100, spread):
         return "slower"
     if interval.low >= 1 - tie_pct / 100 and interval.high <= 1 + tie_pct / 100:
         return "equivalent"
     return "open"
 
 
-def decisive(ratios: dict[str, Interval], settings: ContestConfig) -> bool:
-    """Every contender's ratio to the leader starts above `decisive_ratio`: beyond any drift."""
-    return all(r.low > settings.decisive_ratio for r in ratios.values())
+def decisive(ratios: dict[str, Interval], settings: ContestConfig, spread: float = 1.0) -> bool:
+    """Every contender's ratio to the leader starts above `decisive_ratio` (times a process's draw, `spread`):
+    beyond any drift."""
+    return all(r.low > settings.decisive_ratio * spread for r in ratios.values())
 
 
-def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict[str, Interval], dict[str, str]]:
+def draw_spread(contenders: Mapping[str, Contender]) -> float:
+    """The largest ratio between two processes of one contender (their median block figures, timed in the same
+    rounds): how far a process's draw alone moved one artifact's figure, here and now (1: no contender has two
+    processes). A ratio between contenders within it says nothing of which is faster."""
+    return max((max(d) / min(d) for c in contenders.values() if len(d := c.draw_ms()) > 1), default=1.0)
+
+
+def rank(
+    block_stats: dict[str, list[float]], tie_pct: float, spread: float = 1.0
+) -> tuple[str, dict[str, Interval], dict[str, str]]:
     """The leader, each other's ratio to it, and verdicts. The leader has the lowest median over the
     rounds of its block figure relative to the round's geometric mean (robust, as the ratios are)."""
     logs = np.log(np.array(list(block_stats.values()), dtype=np.float64))
@@ -141,7 +158,7 @@ def rank(block_stats: dict[str, list[float]], tie_pct: float) -> tuple[str, dict
         for v, s in block_stats.items()
         if v != leader
     }
-    return leader, ratios, {v: verdict(r, tie_pct) for v, r in ratios.items()}
+    return leader, ratios, {v: verdict(r, tie_pct, spread) for v, r in ratios.items()}
 
 
 def block_calls(per_call_s: float, settings: ContestConfig) -> int:
@@ -165,7 +182,7 @@ def rounds_at_cap(rounds: int, elapsed: float, settings: ContestConfig) -> float
     return min(settings.max_rounds, max(paced, settings.cap_min_rounds, rounds))
 
 
-def cannot_close(ratio: Interval, rounds: int, at_cap: float, tie_pct: float) -> bool:
+def cannot_close(ratio: Interval, rounds: int, at_cap: float, tie_pct: float, spread: float = 1.0) -> bool:
     """An open ratio that would still be open at the cap: its interval, narrowed as 1/sqrt(rounds) from `rounds` to
     `at_cap` about the same median (optimistic: the drift stretches' part narrows slower), could neither start
     above 1 + tie_pct nor fit within ±tie_pct. Such a race ends now, its open ones read as the cap reads them
@@ -176,7 +193,7 @@ def cannot_close(ratio: Interval, rounds: int, at_cap: float, tie_pct: float) ->
     center, low, high = np.log([ratio.center, ratio.low, ratio.high])
     half = (high - low) / 2 * np.sqrt(rounds / at_cap)
     band = tie_pct / 100
-    separates = center - half > np.log1p(band)
+    separates = center - half > max(np.log1p(band), np.log(spread))
     fits = center - half >= np.log1p(-band) and center + half <= np.log1p(band)
     return not (separates or fits)
 
@@ -226,6 +243,7 @@ def race(
         v: c if hasattr(c, "block") else InProcess(c, settings)  # type: ignore[arg-type]
         for v, c in contenders.items()
     }
+    held = dict(racing)  # every contender's processes, those that leave the race too: what draw_spread reads
     failed = dict(failed or {})
     per_block = {v: block_calls(c.per_call_s, settings) for v, c in racing.items()}
     q = PERCENTILES[percentile]
@@ -254,11 +272,12 @@ def race(
             elapsed = (clock() - start) / 1e9
             long_enough = rounds >= rounds_needed(rounds, elapsed, settings) and elapsed >= settings.min_seconds
             if long_enough or rounds >= settings.decisive_rounds:
-                _, ratios, verdicts = rank(stats, settings.tie_pct)
-                if decisive(ratios, settings):
+                spread = draw_spread(held)
+                _, ratios, verdicts = rank(stats, settings.tie_pct, spread)
+                if decisive(ratios, settings, spread):
                     stopped_by = f"every contender slower by more than x{settings.decisive_ratio:g} ({rounds} rounds)"
                     break
-                beyond = [v for v, r in ratios.items() if r.low > settings.decisive_ratio]
+                beyond = [v for v, r in ratios.items() if r.low > settings.decisive_ratio * spread]
                 for variant in beyond if rounds >= settings.decisive_rounds else []:
                     retired[variant] = stats.pop(variant)
                     del racing[variant]
@@ -266,7 +285,7 @@ def race(
                     stopped_by = "every contender separated from the leader or equivalent to it"
                     break
                 at_cap = rounds_at_cap(rounds, elapsed, settings)
-                if long_enough and all(cannot_close(ratios[v], rounds, at_cap, settings.tie_pct)
+                if long_enough and all(cannot_close(ratios[v], rounds, at_cap, settings.tie_pct, spread)
                                        for v, said in verdicts.items() if said == "open"):  # fmt: skip
                     stopped_by = (f"the open ones could not close by the cap (their intervals narrowed to"
                                   f" {at_cap:.0f} rounds, {rounds} run): as at the cap, ties or undecided")  # fmt: skip
@@ -277,10 +296,11 @@ def race(
     stats = {v: s for v, s in stats.items() if s}
     if not stats:
         raise WorkerFailed("no contender ran a block: " + "; ".join(f"{v}: {why}" for v, why in failed.items()))
-    leader, ratios, verdicts = rank(stats, settings.tie_pct)
+    spread = draw_spread(held)
+    leader, ratios, verdicts = rank(stats, settings.tie_pct, spread)
     for variant, figures in retired.items():  # against the leader's blocks of the same rounds
         ratios[variant] = paired(figures, stats[leader])
-        verdicts[variant] = verdict(ratios[variant], settings.tie_pct)
+        verdicts[variant] = verdict(ratios[variant], settings.tie_pct, spread)
     ran = stats | retired
     speedup = {}
     if baseline in ran:
@@ -295,6 +315,8 @@ def race(
         "latency_ms": {v: float(np.median(s)) for v, s in ran.items()},
         "ratio_to_leader": {v: interval_figures(r) | {"verdict": verdicts[v]} for v, r in ratios.items()},
         "retired": {v: len(s) for v, s in retired.items()},  # left after this many rounds, beyond any drift
+        "draw_ms": {v: c.draw_ms() for v, c in held.items() if v in ran and len(c.draw_ms()) > 1},
+        "draw_spread": round(spread, 4),
         **({"baseline": baseline, "speedup": speedup} if speedup else {}),
         "failed": failed,
         "separation": {
@@ -310,8 +332,10 @@ def race(
             f" calls first) in turning order, one block at a time, each after the last one's process went quiet"
             f" (separation); block {percentile}s; median contender/leader ratio over the rounds, its 95% interval"
             f" the order statistics' joined with a t interval over 5 stretches of the contest;"
-            f" equivalent within ±{settings.tie_pct:g}%; decided early once every interval starts above"
-            f" x{settings.decisive_ratio:g} (after {settings.decisive_rounds} rounds), and a contender whose interval"
-            f" does so leaves the race then (its figures over the rounds it ran)"
+            f" equivalent within ±{settings.tie_pct:g}%; slower once it starts above x{1 + settings.tie_pct / 100:g}"
+            f" and above the draw spread (x{spread:.3f}: the largest ratio between two processes of one contender);"
+            f" decided early once every interval starts above x{settings.decisive_ratio:g} times the draw spread"
+            f" (after {settings.decisive_rounds} rounds), and a contender whose interval does so leaves the race then"
+            f" (its figures over the rounds it ran)"
         ),
     }
