@@ -7,7 +7,7 @@ project: `python -m pipeline add NAME FILE --eval eval.npz` (one command, nothin
 inferred), the deployed variant and why, how each output was judged (class scores, an embedding, a
 mixed-scale grid, values) and the deployed variant's fidelity, each other variant's reason, the
 deployed variant's speed-up against the source's own FP32 runtime (onnx_fp32 for an ONNX file, tf_graph,
-torch_eager) timed side by side, each in a worker process of its own (the select stage's contest, where the
+torch_eager) timed side by side, each in worker processes of its own (the select stage's contest, where the
 baseline runs beside the leader: pipeline.measure.contest), and the wall time.
 
     python -m benchmarks.foreign_corpus CORPUS             # once: downloads the wheels, makes the inputs
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
                "into a fresh copy of the project, `dvc repro` with "
                "the default params; decisions_kept: every measured variant's task metric and worst output's decision "
                "figure against FP32 on the held-out scoring rows; speed-up (vs_baseline): deployed vs the source's "
-               "FP32 runtime, the select stage's contest figure (each in a worker process of its own, alternating "
+               "FP32 runtime, the select stage's contest figure (each in two worker processes of its own, alternating "
                f"blocks at batch 1), else such a contest of the two ({SIDE_BY_SIDE}); nothing else running",
         "models": found,
     })  # fmt: skip

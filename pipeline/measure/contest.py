@@ -1,5 +1,5 @@
-"""The select stage's side-by-side re-measure: which contenders are one model, and their timing, each in a
-worker process of its own, one block at a time (pipeline.measure.interleaved's race).
+"""The select stage's side-by-side re-measure: which contenders are one model, and their timing, each in
+worker processes of its own taking turns, one block at a time (pipeline.measure.interleaved's race).
 
 The decision on what these figures mean (who is tied, who lost, the tie-break) is
 pipeline.decide.contest's; benchmark scripts call `measure_contenders` to time their own pairs the

@@ -21,17 +21,18 @@ machine state, with a minimum of calls so that a fast model's block is not all s
 `max_block_seconds` (one call at least) so that a slow model (VGG19, 140 ms a call) still gets rounds: its time
 cap also waits for `cap_min_rounds` rounds, up to `cap_max_seconds`.
 
-Where each contender runs is the caller's: the select stage gives each its own worker process, as it is
-deployed (pipeline.measure.contest, pipeline.measure.contest_worker); `InProcess` times a prepared call in
-this process (the tests' stubs, and benchmarks/contest_agreement.py's "one process" way, which shows why
-the select stage no longer does it: in one process the runtimes move each other's figures). Either way
-each block measures its contender alone: a runtime's thread pool spins for a while after a call (ONNX
-Runtime's intra-op threads, OpenVINO's TBB workers, XNNPACK's pthreadpool), and on 2 cores that spinning
-taxed the next contender's block (an OpenVINO block 12% slower right after an ONNX Runtime block than
-after a pause). So after every block its process waits until it is quiet (`settle`, with the contest's
-`quiet_*` settings), and the record says how long each contender's pool took (`separation`). A contender
-whose worker fails mid-contest leaves the race with its error (`failed`); the others go on.
-"""
+Where each contender runs is the caller's: the select stage gives each worker processes of its own, as it is
+deployed, two taking turns round by round, as each process draws its speed at start
+(pipeline.measure.contest.Draws); a ratio is 'slower' only beyond the largest ratio between two processes of one
+contender (`draw_spread`), and the decisive gap is that much wider too. `InProcess` times a prepared call in this
+process (the tests' stubs, and benchmarks/contest_agreement.py's "one process" way, which shows why the select stage
+no longer does it: in one process the runtimes move each other's figures). Either way each block measures its
+contender alone: a runtime's thread pool spins for a while after a call (ONNX Runtime's intra-op threads, OpenVINO's
+TBB workers, XNNPACK's pthreadpool), and on 2 cores that spinning taxed the next contender's block (an OpenVINO
+block 12% slower right after an ONNX Runtime block than after a pause). So after every block its process waits until
+it is quiet (`settle`, with the contest's `quiet_*` settings), and the record says how long each contender's pool
+took (`separation`). A contender whose worker fails mid-contest leaves the race with its error (`failed`); the
+others go on."""
 
 from __future__ import annotations
 
