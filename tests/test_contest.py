@@ -147,6 +147,38 @@ def test_signature_ignores_names_and_metadata_but_not_the_graph(tmp_path):
     assert signature(a) != signature(b)
 
 
+def test_onnx_files_onnx_runtime_runs_as_one_graph_are_one_model(tmp_path):
+    """`onnx_opt` is ONNX Runtime's optimized save of `onnx_fp32`: a file whose Identity the runtime removes at
+    load, its tensors named otherwise, runs the same graph as the file without it: one model. Other weights,
+    or the same file for another runtime's settings, are another."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    def onnx_file(name: str, weight: float, identity: bool, **build: str) -> Path:
+        w = numpy_helper.from_array(np.full(4, weight, np.float32), f"w_{name}")
+        first = [helper.make_node("Identity", ["x"], [f"mid_{name}"])] if identity else []
+        add = helper.make_node("Add", [f"mid_{name}" if identity else "x", w.name], ["y"])
+        graph = helper.make_graph(
+            [*first, add],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+            [w],
+        )
+        (tmp_path / name).mkdir()
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        onnx.save(model, tmp_path / name / "model.onnx")
+        write_build(tmp_path / name, **build)
+        return tmp_path / name
+
+    plain = onnx_file("onnx_opt", 1.0, identity=False)
+    exported = onnx_file("onnx_fp32", 1.0, identity=True)
+    other = onnx_file("onnx_fp16", 2.0, identity=False)
+    assert signature(plain) == signature(exported)
+    assert signature(plain) != signature(other)
+    assert signature(exported) != signature(onnx_file("onnx_fp32_gpu", 1.0, identity=True, target="cuda"))
+
+
 def test_byte_identical_openvino_weights_with_other_layer_names_are_one_model(tmp_path):
     """Accuracy control that reverted nothing writes the same IR with other layer names and its settings
     in rt_info: one model. Other weights are another. Built here, so the test runs wherever CI does."""

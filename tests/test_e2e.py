@@ -434,11 +434,12 @@ def test_select_deploys_an_explained_verified_choice(project):
     if selection["contest"]:  # contenders re-measured side by side: the recorded figure is the one that ranked them
         assert record["latency_ms"] == selection["contest"]["latency_ms"][chosen] or chosen in selection["identical"]
         assert record["measured"] == "side by side with its contenders" and "side by side" in selection["why"]
-    # the source's own runtime ran beside the leader, each in its own worker: the deployed row's speed-up is
-    # the contest's paired ratio, the one the summary and the report's index print
+    # the source's own runtime ran beside the leader, each in two workers of its own taking turns: the deployed
+    # row's speed-up is the contest's paired ratio, the one the summary and the report's index print
     contest = selection["contest"]
     assert contest["baseline"] == record["baseline"] == "torch_eager" and "torch_eager" in contest["latency_ms"]
-    assert "worker process of its own" in contest["how"] and contest["failed"] == {}
+    assert "2 worker processes of its own" in contest["how"] and contest["failed"] == {}
+    assert all(len(draws) == 2 for draws in contest["draw_ms"].values()) and contest["draw_spread"] >= 1
     speedup = record["speedups"][chosen]
     assert speedup == contest["speedup"][selection["identical"].get(chosen, chosen)]
     assert speedup["low"] <= speedup["ratio"] <= speedup["high"] and record["speedups"]["torch_eager"]["ratio"] == 1
