@@ -2,7 +2,7 @@
 
 For each model of a built project (the zoo, or a corpus model's scratch project), its select stage's contenders
 (the recorded contest's, or --variants) are timed three ways, every pair's ratio with its 95% interval:
-  - workers: the select stage's contest, each contender in a worker process of its own, one block at a time
+  - workers: the select stage's contest, each contender in worker processes of its own, one block at a time
     (pipeline.measure.contest, `isolation: workers`);
   - one process: the same race with every contender loaded in one process (`isolation: one process`: what the
     select stage did before);

@@ -1,16 +1,16 @@
 """The decision that survives drift: screen on the stored figures, re-measure what they cannot separate.
 
-Stored figures come from benchmarks run minutes apart, and on shared machines the minutes are not
-equal: identical artifacts measured 1.5x apart, and the choice followed the gap. So the winner of the
-screen (pipeline.decide.selection.screen) and every feasible variant whose latency interval overlaps its
-own (up to `select.contest.max_contenders`) are timed again, side by side, each in a worker process of its
-own as deployed (pipeline.measure.contest), until the paired ratios separate them or say tie. The source's
-own runtime (the registry's baseline: torch eager, LiteRT, scikit-learn ...) runs beside them whenever it
-is feasible, so the speed-up a user reads for a contender is a ratio timed side by side, with its interval,
-never two figures taken minutes apart. Variants that are one model (pipeline.measure.identity) are timed
-once; a contender whose worker fails is rejected with its error and the others decide. Among the tied,
-the documented tie-break decides (selection.TIE_BREAK), and the manifest says "tie with X (±y%)". The
-figures that ranked the contenders are the ones recorded.
+Stored figures come from benchmarks run minutes apart, and on shared machines the minutes are not equal:
+identical artifacts measured 1.5x apart, and the choice followed the gap. So the winner of the screen
+(pipeline.decide.selection.screen) and every feasible variant whose latency interval overlaps its own (up to
+`select.contest.max_contenders`) are timed again, side by side, each in worker processes of its own as deployed,
+two taking turns (pipeline.measure.contest), until the paired ratios separate them or say tie. The source's own
+runtime (the registry's baseline: torch eager, LiteRT, scikit-learn ...) runs beside them whenever it is
+feasible, so the speed-up a user reads for a contender is a ratio timed side by side, with its interval, never
+two figures taken minutes apart. Variants that are one model (pipeline.measure.identity) are timed once; a
+contender whose worker fails is rejected with its error and the others decide. Among the tied, the documented
+tie-break decides (selection.TIE_BREAK), and the manifest says "tie with X (±y%)". The figures that ranked the
+contenders are the ones recorded.
 """
 
 from __future__ import annotations
