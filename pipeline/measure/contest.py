@@ -138,8 +138,8 @@ class Draws:
         self.per_call_s = 0.0
 
     def warm(self) -> None:
-        """Each process's warm-up, one after the other: two runtimes warming up at once on two cores ran for
-        a minute (resemblyzer's torch LSTM in two processes: each OpenMP region waited on a descheduled thread)."""
+        """Each process's warm-up, one after the other: resemblyzer's two torch_eager workers warming up side by
+        side on two cores took a minute (its threaded regions, it seems, waiting on descheduled threads)."""
         for worker in self.workers:
             worker.warm()
         self.per_call_s = float(np.median([w.per_call_s for w in self.workers]))

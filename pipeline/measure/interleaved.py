@@ -186,9 +186,10 @@ def rounds_at_cap(rounds: int, elapsed: float, settings: ContestConfig) -> float
 def cannot_close(ratio: Interval, rounds: int, at_cap: float, tie_pct: float, spread: float = 1.0) -> bool:
     """An open ratio that would still be open at the cap: its interval, narrowed as 1/sqrt(rounds) from `rounds` to
     `at_cap` about the same median (optimistic: the drift stretches' part narrows slower), could neither start
-    above 1 + tie_pct nor fit within ±tie_pct. Such a race ends now, its open ones read as the cap reads them
-    (pipeline.decide.contest.standing): yasa's LightGBM against lleaves ran the 30 s cap at x1.20 (0.86-1.42).
-    An interval not known yet (too few rounds for one: 0 to infinity) says nothing of where it would end."""
+    above 1 + tie_pct (and `spread`) nor fit within ±tie_pct. Such a race ends now, its open ones read as the cap
+    reads them (pipeline.decide.contest.standing): yasa's LightGBM against lleaves ran the 30 s cap at x1.20
+    (0.86-1.42). An interval not known yet (too few rounds for one: 0 to infinity) says nothing of where it would
+    end."""
     if not 0 < ratio.low <= ratio.high < np.inf:
         return False
     center, low, high = np.log([ratio.center, ratio.low, ratio.high])
@@ -276,7 +277,8 @@ def race(
                 spread = draw_spread(held)
                 _, ratios, verdicts = rank(stats, settings.tie_pct, spread)
                 if decisive(ratios, settings, spread):
-                    stopped_by = f"every contender slower by more than x{settings.decisive_ratio:g} ({rounds} rounds)"
+                    gap = settings.decisive_ratio * spread
+                    stopped_by = f"every contender slower by more than x{gap:.3g} ({rounds} rounds)"
                     break
                 beyond = [v for v, r in ratios.items() if r.low > settings.decisive_ratio * spread]
                 for variant in beyond if rounds >= settings.decisive_rounds else []:
