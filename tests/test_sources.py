@@ -30,6 +30,44 @@ def test_torch_export_has_dynamic_batch_and_parity(tiny_project):
     assert report["parity"] == "ok" and report["checker"] == "ok" and report["parity_max_abs_diff"] < 1e-5
 
 
+RECURRENT_NET = """
+import torch
+
+
+class Recurrent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.forward_lstm = torch.nn.LSTM(8, 8, num_layers=2, batch_first=True)
+        self.backward_gru = torch.nn.GRU(8, 8, batch_first=True)
+
+    def forward(self, x):
+        ahead, _ = self.forward_lstm(x)
+        behind, _ = self.backward_gru(torch.flip(x, [1]))
+        return ahead + torch.flip(behind, [1]).expand_as(ahead)
+
+
+def build():
+    torch.manual_seed(0)
+    return Recurrent()
+"""
+
+
+def test_recurrent_layers_export_as_lstm_and_gru_nodes_for_any_length(tiny_project):
+    """The dynamo export runs under torch.export's while_loop decompositions of LSTM and GRU (their meta by one
+    looped cell, not one per time step): the file must still hold an LSTM or GRU node per layer and answer
+    like the module at a batch and a length it was not exported at."""
+    (tiny_project / "models/tiny/recurrent.py").write_text(RECURRENT_NET)
+    config = tiny_config(factory="models.tiny.recurrent:build", file=None, inputs={"x": {"shape": ["batch", "time", 8]}})
+    source = load_source("tiny", config, tiny_project, dims={"time": 6})
+    path = tiny_project / "recurrent.onnx"
+    source.export_onnx(path, ExportConfig())
+    ops = [node.op_type for node in onnx.load(str(path)).graph.node]
+    assert ops.count("LSTM") == 2 and ops.count("GRU") == 1 and "Loop" not in ops  # a node per layer
+    inputs = {"x": np.random.default_rng(0).standard_normal((3, 11, 8)).astype(np.float32)}
+    report = check_onnx(path, DataSet(inputs, source.predict(inputs)), atol=1e-5, rtol=1e-4)
+    assert report["parity"] == "ok", report
+
+
 def test_torchscript_exporter_also_works(tiny_project):
     source = load_source("tiny", tiny_config(outputs=["logits"]), tiny_project)
     path = tiny_project / "legacy.onnx"
