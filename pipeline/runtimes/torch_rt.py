@@ -38,6 +38,15 @@ def unavailable_on(target: str) -> str | None:
     return None
 
 
+def load_package(path: Path) -> Any:
+    """An AOTInductor package, loaded without torch's vector-ISA probe. At load the probe only feeds a
+    warning comparing the ISA the package was built for with this CPU's, and it builds and dlopens a test
+    library per ISA, each in a child process: 1.1 s of every load on a 2-core Xeon, paid by each bench
+    and contest process. inductor's `cpp.vec_isa_ok` reads the ISA from the CPU's flags alone instead."""
+    with torch._inductor.config.patch({"cpp.vec_isa_ok": True}):
+        return torch._inductor.aoti_load_package(str(path))
+
+
 class TorchSession(Session):
     def __init__(self, entry: Path, threads: int, config: Config, target: str = "cpu") -> None:
         self._device = torch.device(target)
@@ -45,7 +54,7 @@ class TorchSession(Session):
         torch.set_grad_enabled(False)  # once, instead of a context manager around every timed call
         spec = code_entry.load(entry)
         if spec.package:
-            self._module = torch._inductor.aoti_load_package(str(entry.parent / spec.package))
+            self._module = load_package(entry.parent / spec.package)
             self._mode = "AOTInductor package"
         else:
             weights = entry.parent / spec.weights if spec.weights else None
@@ -74,11 +83,11 @@ class TorchSession(Session):
         return lambda: module(*tensors)
 
     def op_times(self, inputs: Arrays, calls: int) -> list[OpTime]:
-        """torch.profiler's CPU activity: self time per aten operator (children not counted twice)."""
-        from torch.profiler import ProfilerActivity, profile
-
+        """The autograd profiler's CPU activity: self time per aten operator (children not counted twice).
+        Not torch.profiler.profile, the same profiler wrapped: its start asks `hasattr(torch, "_inductor")`,
+        which imports inductor (0.7 s of an eager bench)."""
         call = self.prepare(inputs)
-        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        with torch.autograd.profiler.profile() as profiler:
             for _ in range(calls):
                 call()
         return [
