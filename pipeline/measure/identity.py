@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -69,21 +68,12 @@ def _canonical(model: onnx.ModelProto) -> bytes:
 def _executed_onnx(path: Path) -> bytes | None:
     """What ONNX Runtime's CPU provider runs for this file, as `_canonical` bytes; None where it cannot save
     its optimized graph (the file is then hashed as written)."""
-    import onnxruntime as ort
+    from pipeline.runtimes.ort import graph_as_run
 
-    from pipeline.core.onnx_files import session_options
-
-    with tempfile.TemporaryDirectory(prefix="ort-executed-") as folder:
-        options = session_options()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = 1
-        options.optimized_model_filepath = str(Path(folder) / "executed.onnx")
-        options.log_severity_level = 3
-        try:
-            ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-            return _canonical(_stripped(onnx.load(options.optimized_model_filepath)))
-        except Exception:  # external weights, an unsavable graph: the file's own hash decides
-            return None
+    try:
+        return _canonical(_stripped(graph_as_run(path)))
+    except Exception:  # external weights, an unsavable graph: the file's own hash decides
+        return None
 
 
 def _stripped(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -65,6 +65,19 @@ PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "te
 CACHE_DIR = "trt_cache"
 
 
+def graph_as_run(path: Path, threads: int = 1) -> Any:
+    """The graph the CPU provider runs for the file at `path`, as an onnx.ModelProto: the session's save
+    of it after its optimizations at load (`optimized_model_filepath`, at ORT_ENABLE_ALL), weights inline."""
+    import onnx  # here, not at the top: the lean serving image has ONNX Runtime, not the onnx package
+
+    with tempfile.TemporaryDirectory(prefix="ort-optimized-") as folder:
+        options = session_options(threads)
+        options.optimized_model_filepath = str(Path(folder) / "optimized.onnx")
+        options.log_severity_level = 3
+        ort.InferenceSession(str(path), options, providers=[PROVIDERS["cpu"]])
+        return onnx.load(options.optimized_model_filepath, load_external_data=False)
+
+
 def providers(path: Path, target: str, config: Config) -> list[Any]:
     """The provider list for `target`: the one asked for first, then CUDA and CPU for the nodes it
     leaves (ONNX Runtime assigns each node to the first provider that takes it)."""
@@ -167,12 +180,7 @@ class OrtSession(Session):
 
         if self._target != "cpu" or not _has_fp16_weights(self._path):
             return None
-        with tempfile.TemporaryDirectory(prefix="ort-optimized-") as folder:
-            options = session_options(self._threads)
-            options.optimized_model_filepath = str(Path(folder) / "optimized.onnx")
-            options.log_severity_level = 3
-            self._load(options)
-            graph = onnx.load(options.optimized_model_filepath, load_external_data=False).graph
+        graph = graph_as_run(self._path, self._threads).graph
         weights = {i.name: i.data_type for i in graph.initializer}
         compute = [weights[i] for n in graph.node if n.op_type in COMPUTE_OPS for i in n.input if i in weights]
         casts = sum(n.op_type == "Cast" for n in graph.node)
