@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special  # not scipy.stats: its import takes ~1.2 s, paid by every bench process
 
 CONFIDENCE = 0.95
 MIN_BLOCKS = 6  # the fewest values whose median has a 95% order-statistic interval
@@ -48,6 +47,8 @@ class Interval:
 
 def _median_bounds(values: np.ndarray, confidence: float) -> tuple[float, float] | None:
     """The order statistics that hold the median with at least `confidence` (None: too few values)."""
+    from scipy import special  # here: 0.1 s of an import the contest's worker processes never need
+
     n = len(values)
     # k = the binomial(n, 1/2) quantile at alpha/2: P(fewer than k values below the median) <= alpha/2
     k = int(np.argmax(special.bdtr(np.arange(n + 1), n, 0.5) >= (1 - confidence) / 2)) if n else 0
@@ -89,6 +90,8 @@ def paired_ratio_interval(ratios: Sequence[float], segments: int = 5, confidence
     values = np.asarray(ratios, dtype=np.float64)
     if len(values) < 2 * segments:
         return robust
+    from scipy import special  # not scipy.stats: its import takes ~1.2 s
+
     logs = np.log([float(np.median(chunk)) for chunk in np.array_split(values, segments)])
     half = float(special.stdtrit(segments - 1, 0.5 + confidence / 2) * logs.std(ddof=1) / np.sqrt(segments))
     low, high = float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
