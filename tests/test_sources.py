@@ -57,7 +57,8 @@ def test_recurrent_layers_export_as_lstm_and_gru_nodes_for_any_length(tiny_proje
     looped cell, not one per time step): the file must still hold an LSTM or GRU node per layer and answer
     like the module at a batch and a length it was not exported at."""
     (tiny_project / "models/tiny/recurrent.py").write_text(RECURRENT_NET)
-    config = tiny_config(factory="models.tiny.recurrent:build", file=None, inputs={"x": {"shape": ["batch", "time", 8]}})
+    shape = {"x": {"shape": ["batch", "time", 8]}}
+    config = tiny_config(factory="models.tiny.recurrent:build", file=None, inputs=shape)
     source = load_source("tiny", config, tiny_project, dims={"time": 6})
     path = tiny_project / "recurrent.onnx"
     source.export_onnx(path, ExportConfig())
