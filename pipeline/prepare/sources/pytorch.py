@@ -33,8 +33,8 @@ def recurrent_layers_as_loops() -> Iterator[None]:
     registers them around its capture only; its decomposition step then computes each kept aten::lstm
     node's output shapes by the Python-loop decomposition, one cell per time step (resemblyzer's 3 layers of
     160 steps: 7.5-8.2 s an export, 4.0-4.7 s with them; the ONNX graph is the same, an LSTM node per layer).
-    Upstream moves them around that step as well (pytorch/pytorch#193192): the loop decomposition also kept
-    the time axis from being frozen at the example's length."""
+    Upstream moves them around that step as well (pytorch/pytorch#193192, for a model whose time axis the
+    per-step decomposition froze at the example's length)."""
     from torch.export._patches import register_gru_while_loop_decomposition, register_lstm_while_loop_decomposition
 
     with ExitStack() as stack:
