@@ -133,12 +133,6 @@ def verdict(interval: Interval, tie_pct: float, spread: float = 1.0) -> str:
     return "open"
 
 
-def decisive(ratios: dict[str, Interval], settings: ContestConfig, spread: float = 1.0) -> bool:
-    """Every contender's ratio to the leader starts above `decisive_ratio` (times a process's draw, `spread`):
-    beyond any drift."""
-    return all(r.low > settings.decisive_ratio * spread for r in ratios.values())
-
-
 def draw_spread(contenders: Mapping[str, Contender]) -> float:
     """The largest ratio between two processes of one contender (their median block figures, timed in the same
     rounds): how far a process's draw alone moved one artifact's figure, here and now (1: no contender has two
@@ -276,11 +270,11 @@ def race(
             if long_enough or rounds >= settings.decisive_rounds:
                 spread = draw_spread(held)
                 _, ratios, verdicts = rank(stats, settings.tie_pct, spread)
-                if decisive(ratios, settings, spread):
-                    gap = settings.decisive_ratio * spread
+                gap = settings.decisive_ratio * spread  # beyond any drift, and any process's draw
+                beyond = [v for v, r in ratios.items() if r.low > gap]
+                if len(beyond) == len(ratios):
                     stopped_by = f"every contender slower by more than x{gap:.3g} ({rounds} rounds)"
                     break
-                beyond = [v for v, r in ratios.items() if r.low > settings.decisive_ratio * spread]
                 for variant in beyond if rounds >= settings.decisive_rounds else []:
                     retired[variant] = stats.pop(variant)
                     del racing[variant]
