@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,7 @@ def recurrent_layers_as_loops() -> Iterator[None]:
     per-step decomposition froze at the example's length)."""
     from torch.export._patches import register_gru_while_loop_decomposition, register_lstm_while_loop_decomposition
 
-    with ExitStack() as stack:
-        stack.enter_context(register_lstm_while_loop_decomposition())
-        stack.enter_context(register_gru_while_loop_decomposition())
+    with register_lstm_while_loop_decomposition(), register_gru_while_loop_decomposition():
         yield
 
 
@@ -131,7 +129,7 @@ class TorchSource(SourceModel):
                 axes |= {n: {0: str(self.config.batch_dim)} for n in exported_names}
             dynamic = {"dynamic_axes": axes, "output_names": exported_names}
         start = time.perf_counter()
-        with recurrent_layers_as_loops() if dynamo else ExitStack():
+        with recurrent_layers_as_loops() if dynamo else nullcontext():
             torch.onnx.export(
                 self.module,
                 example,
